@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# Build: compile TypeScript with the full dependency set.
+FROM node:20-slim AS build
+WORKDIR /app
+# No install-time analytics ping from @scarf/scarf (pulled in by swagger-ui-express).
+ENV SCARF_ANALYTICS=false
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY generated ./generated
+RUN npm run build
+
+# Runtime: production dependencies only, compiled JS, and the bundled spec the app loads.
+FROM node:20-slim AS runtime
+ENV NODE_ENV=production \
+    DATA_DIR=/data \
+    PORT=3000
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: the only production install script is @scarf/scarf's analytics ping (via
+# swagger-ui-express); native modules (@node-rs/argon2) come as prebuilt optional packages.
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY generated ./generated
+COPY openapi ./openapi
+# The embedded database (PGlite) lives under DATA_DIR; it must be writable by the non-root user.
+RUN mkdir -p /data && chown node:node /data
+VOLUME ["/data"]
+USER node
+EXPOSE 3000
+CMD ["node", "dist/src/main.js"]

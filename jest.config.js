@@ -1,0 +1,17 @@
+/**
+ * One config for both databases: TEST_DB=pg (server Postgres, a database per test file cloned from
+ * a migrated template) or TEST_DB=pglite (embedded, a migrated data dir loaded per test file).
+ * `npm test` runs both; see scripts/test-all.ts.
+ */
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
+  },
+  testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  maxWorkers: 2,
+  testTimeout: 30_000,
+};

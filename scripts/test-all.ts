@@ -1,0 +1,129 @@
+// npm test: the whole suite once per database (server Postgres, then embedded PGlite), because
+// the two differ in ways that matter (int8 parsing, savepoints, one connection). Extra CLI
+// args go to jest (`npm test -- test/api/org.test.ts`); TEST_DBS=pg runs only one database.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+
+const ROOT = path.resolve(__dirname, '..');
+const JEST_BIN = path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js');
+const KNOWN_DBS = ['pg', 'pglite'] as const;
+type Db = (typeof KNOWN_DBS)[number];
+
+async function pgAnswers(): Promise<boolean> {
+  const client = new Client({
+    host: '127.0.0.1',
+    port: 5432,
+    user: 'root',
+    database: 'test',
+    connectionTimeoutMillis: 2000,
+  });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+// CI images and fresh machines may have the cluster installed but stopped; start it the way
+// the machine documents rather than failing every pg test with ECONNREFUSED.
+async function ensurePostgres(): Promise<boolean> {
+  if (await pgAnswers()) return true;
+  const confDir = '/etc/postgresql';
+  const versions = existsSync(confDir) ? readdirSync(confDir) : [];
+  if (versions.length !== 1) {
+    console.error(`Postgres at 127.0.0.1:5432 does not answer and ${confDir} has no single version to start.`);
+    return false;
+  }
+  console.log(`Postgres does not answer; starting cluster ${versions[0]}/main`);
+  spawnSync('pg_ctlcluster', ['--skip-systemctl-redirect', versions[0], 'main', 'start'], { stdio: 'inherit' });
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (await pgAnswers()) return true;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  console.error('Postgres did not answer within 30 s of starting it.');
+  return false;
+}
+
+type RunResult = { passed: number; failed: number; ok: boolean; note?: string };
+
+type JestReport = {
+  success: boolean;
+  numPassedTests: number;
+  numFailedTests: number;
+  numRuntimeErrorTestSuites: number;
+};
+
+async function runJest(db: Db, args: string[]): Promise<RunResult> {
+  const dir = await mkdtemp(path.join(tmpdir(), `jest-${db}-`));
+  const reportFile = path.join(dir, 'report.json');
+  try {
+    // NODE_OPTIONS is set, not inherited, so nothing of tsx's loader leaks into jest workers.
+    const env = { ...process.env, TEST_DB: db, NODE_OPTIONS: '--experimental-vm-modules' };
+    const code = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, [JEST_BIN, '--json', `--outputFile=${reportFile}`, ...args], {
+        cwd: ROOT,
+        env,
+        stdio: 'inherit',
+      });
+      child.on('error', () => resolve(1));
+      child.on('close', (c) => resolve(c ?? 1));
+    });
+    if (!existsSync(reportFile)) return { passed: 0, failed: 1, ok: false, note: `jest exited ${code} without a report (no tests matched, or jest crashed)` };
+    const r = JSON.parse(await readFile(reportFile, 'utf8')) as JestReport;
+    // A suite that cannot even load (syntax error, failing beforeAll import) has no failed
+    // tests; count each as one failure so the totals never read clean when the run was not.
+    const failed = r.numFailedTests + r.numRuntimeErrorTestSuites;
+    const note = r.numRuntimeErrorTestSuites > 0 ? `${r.numRuntimeErrorTestSuites} suite(s) failed to run` : undefined;
+    return { passed: r.numPassedTests, failed, ok: code === 0 && r.success, note };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function selectedDbs(): Db[] {
+  const raw = (process.env.TEST_DBS ?? KNOWN_DBS.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = raw.filter((d) => !(KNOWN_DBS as readonly string[]).includes(d));
+  if (unknown.length > 0 || raw.length === 0) {
+    throw new Error(`TEST_DBS must list some of ${KNOWN_DBS.join(', ')}; got "${process.env.TEST_DBS}"`);
+  }
+  return raw as Db[];
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const results: [Db, RunResult][] = [];
+  for (const db of selectedDbs()) {
+    if (db === 'pg' && !(await ensurePostgres())) {
+      results.push([db, { passed: 0, failed: 1, ok: false, note: 'Postgres unavailable, not run' }]);
+      continue;
+    }
+    console.log(`\n=== jest with TEST_DB=${db} ===`);
+    results.push([db, await runJest(db, args)]);
+  }
+
+  console.log('');
+  let passed = 0;
+  let failed = 0;
+  for (const [db, r] of results) {
+    console.log(`${db}: ${r.passed} passed, ${r.failed} failed${r.note ? ` (${r.note})` : ''}`);
+    passed += r.passed;
+    failed += r.failed;
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  if (passed + failed === 0) console.error('No tests ran.');
+  if (passed === 0 || results.some(([, r]) => !r.ok)) process.exit(1);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

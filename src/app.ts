@@ -1,0 +1,81 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import helmet from 'helmet';
+import cors from 'cors';
+import type { Logger } from 'pino';
+import type { Kysely } from 'kysely';
+import type { DB } from './db/schema';
+import type { Settings } from './settings';
+import type { Clock } from './lib/clock';
+import { Cursors } from './lib/pagination';
+import { SecretBox, deriveKey } from './lib/crypto';
+import { Invalid } from './lib/errors';
+import { createApiRouter, send } from './http/router';
+import { errorToResult } from './http/errors';
+import { docsRouter } from './http/docs';
+import { requestLogger } from './http/logging';
+import { handlers } from './http/registry';
+import type { AppDeps } from './http/types';
+
+export interface AppOptions {
+  db: Kysely<DB>;
+  clock: Clock;
+  logger: Logger;
+  fetch: typeof fetch;
+  settings: Settings;
+  /** Check every response against the spec (on in tests). */
+  validateResponses?: boolean;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The Express app, without listening: main.ts serves it, tests drive it with supertest. */
+export function createApp(options: AppOptions): express.Express {
+  const { settings, logger } = options;
+  if (!settings.secretKey) throw new Error('createApp needs settings.secretKey');
+  const deps: AppDeps = {
+    db: options.db,
+    clock: options.clock,
+    logger,
+    fetch: options.fetch,
+    settings,
+    cursors: new Cursors(deriveKey(settings.secretKey, 'cursor')),
+    secrets: new SecretBox(settings.secretKey),
+  };
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', settings.trustProxy);
+  app.use(requestLogger(logger));
+  app.use(helmet({ contentSecurityPolicy: false }));
+  app.use(cors({ origin: settings.corsOrigins.length > 0 ? settings.corsOrigins : false }));
+  app.use(docsRouter());
+
+  // A body must be JSON: anything else is refused before parsing, so it never reaches a handler.
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (BODY_METHODS.has(req.method) && hasBody && !req.is(['application/json', 'application/*+json'])) {
+      next(Object.assign(new Error('unsupported media type'), { type: 'unsupported.media.type' }));
+      return;
+    }
+    next();
+  });
+  app.use(express.json({ limit: settings.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false }));
+
+  // Body-parser failures carry a `type`; everything else goes through the one error mapper.
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const type = (err as { type?: string }).type;
+    if (type === 'entity.parse.failed') {
+      send(res, { status: 400, body: Invalid.at(['body'], 'Malformed JSON body.').body() });
+    } else if (type === 'entity.too.large') {
+      send(res, { status: 413, body: { error: 'payload_too_large', message: `Body exceeds ${settings.bodyLimitBytes} bytes.` } });
+    } else if (type === 'unsupported.media.type') {
+      send(res, { status: 415, body: { error: 'unsupported_media_type', message: 'Send the body as application/json.' } });
+    } else if (type && (err as { status?: number }).status && (err as { status: number }).status < 500) {
+      send(res, { status: 400, body: Invalid.at(['body'], 'The body could not be read.').body() });
+    } else {
+      send(res, errorToResult(err, req.log ?? logger));
+    }
+  });
+  return app;
+}

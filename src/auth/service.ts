@@ -1,0 +1,97 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import type { AppDeps, Principal } from '../http/types';
+import { Conflict, NotFound, Unauthenticated, Unauthorized } from '../lib/errors';
+import { newId } from '../lib/ids';
+import { decoyPasswordHash, hashPassword, randomSecret, safeEqual, sha256Hex, verifyPassword } from '../lib/crypto';
+import { isUniqueViolation } from '../db/errors';
+import { createOrganizationIn } from '../org/service';
+import { membershipsOfUser } from '../org/store';
+import { toUser } from '../org/mappers';
+import * as store from './store';
+
+const SESSION_TOKEN_PREFIX = 'cps';
+
+export interface NewSession {
+  token: string;
+  expiresAt: string;
+}
+
+/** A new session; its active organization is the user's most recently joined one. */
+async function openSession(deps: AppDeps, db: Transaction<DB> | AppDeps['db'], userId: string, now: Date): Promise<NewSession> {
+  const token = randomSecret(SESSION_TOKEN_PREFIX);
+  const expiresAt = new Date(now.getTime() + deps.settings.sessionTtlMs);
+  const [latest] = await membershipsOfUser(db, userId);
+  await store.insertSession(db, { id: newId('session'), userId, tokenHash: sha256Hex(token), activeOrganizationId: latest?.id ?? null, now, expiresAt });
+  return { token, expiresAt: expiresAt.toISOString() };
+}
+
+export async function bootstrapStatus(deps: AppDeps): Promise<boolean> {
+  return (await store.countUsers(deps.db)) > 0;
+}
+
+export async function bootstrap(
+  deps: AppDeps,
+  input: { email: string; password: string; name: string; organizationName: string; token: string | undefined },
+) {
+  const expected = deps.settings.bootstrapToken;
+  if (expected && !(input.token && safeEqual(input.token, expected))) throw new Unauthorized('A valid x-bootstrap-token is required.');
+  const passwordHash = await hashPassword(input.password);
+  const now = deps.clock.now();
+  return deps.db.transaction().execute(async (trx) => {
+    await store.lockBootstrap(trx);
+    if ((await store.countUsers(trx)) > 0) throw new Conflict('already_bootstrapped', 'The platform has already been bootstrapped.');
+    const user = await store.insertUser(trx, { id: newId('user'), email: input.email, name: input.name, passwordHash, isPlatformAdmin: true, now });
+    const { organization, member } = await createOrganizationIn(trx, { name: input.organizationName, plan: 'enterprise', ownerUserId: user.id, now });
+    const session = await openSession(deps, trx, user.id, now);
+    return { user: toUser(user), organization, member, session };
+  });
+}
+
+export async function signUp(deps: AppDeps, input: { email: string; password: string; name: string }) {
+  const passwordHash = await hashPassword(input.password);
+  const now = deps.clock.now();
+  try {
+    return await deps.db.transaction().execute(async (trx) => {
+      const user = await store.insertUser(trx, { id: newId('user'), email: input.email, name: input.name, passwordHash, isPlatformAdmin: false, now });
+      return { user: toUser(user), session: await openSession(deps, trx, user.id, now) };
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new Conflict('email_taken', 'An account with this e-mail already exists.');
+    throw err;
+  }
+}
+
+/** Same answer, and about the same time, whether the e-mail is unknown or the password wrong. */
+export async function signIn(deps: AppDeps, input: { email: string; password: string }) {
+  const user = await store.findCredentials(deps.db, input.email);
+  const valid = await verifyPassword(user?.password_hash ?? (await decoyPasswordHash()), input.password);
+  if (!user || !valid) throw new Unauthenticated('invalid_credentials', 'The e-mail or password is incorrect.');
+  const now = deps.clock.now();
+  return { user: toUser(user), session: await openSession(deps, deps.db, user.id, now) };
+}
+
+export async function signOut(deps: AppDeps, principal: Principal): Promise<void> {
+  if (!principal.sessionId) throw new Unauthorized();
+  await store.revokeSession(deps.db, principal.sessionId, deps.clock.now());
+}
+
+export async function me(deps: AppDeps, principal: Principal) {
+  const [user, memberships] = await Promise.all([store.findUserById(deps.db, principal.userId), membershipsOfUser(deps.db, principal.userId)]);
+  if (!user) throw new Unauthorized();
+  return {
+    user: toUser(user),
+    organizations: memberships.map((m) => ({ id: m.id, name: m.name, role: m.role })),
+    activeOrganizationId: principal.membership?.organizationId ?? null,
+  };
+}
+
+export async function setActiveOrganization(deps: AppDeps, principal: Principal, organizationId: string) {
+  if (!principal.sessionId) throw new Unauthorized();
+  const memberships = await membershipsOfUser(deps.db, principal.userId);
+  if (!memberships.some((m) => m.id === organizationId)) {
+    throw new NotFound('organization_not_found', 'You are not a member of that organization.');
+  }
+  await store.setSessionOrganization(deps.db, principal.sessionId, organizationId);
+  return organizationId;
+}

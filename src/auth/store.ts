@@ -1,0 +1,88 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+export interface UserRow {
+  id: string;
+  email: string;
+  name: string | null;
+  image: string | null;
+  created_at: Date;
+}
+
+const USER_COLUMNS = ['id', 'email', 'name', 'image', 'created_at'] as const;
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export async function countUsers(db: Db): Promise<number> {
+  const row = await db.selectFrom('users').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow();
+  return row.n;
+}
+
+/** Serializes bootstraps: the second waits for the first, then sees a user and refuses. */
+export async function lockBootstrap(trx: Transaction<DB>): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtext('org-control-plane:bootstrap'))`.execute(trx);
+}
+
+export async function insertUser(
+  db: Db,
+  user: { id: string; email: string; name: string; passwordHash: string; isPlatformAdmin: boolean; now: Date },
+): Promise<UserRow> {
+  return db
+    .insertInto('users')
+    .values({
+      id: user.id,
+      email: user.email.trim(),
+      email_normalized: normalizeEmail(user.email),
+      name: user.name,
+      image: null,
+      password_hash: user.passwordHash,
+      is_platform_admin: user.isPlatformAdmin,
+      created_at: user.now,
+      updated_at: user.now,
+    })
+    .returning(USER_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+export async function findUserById(db: Db, id: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
+}
+
+/** The only read of a password hash; it never leaves the auth service. */
+export async function findCredentials(db: Db, email: string): Promise<(UserRow & { password_hash: string }) | undefined> {
+  return db
+    .selectFrom('users')
+    .select([...USER_COLUMNS, 'password_hash'])
+    .where('email_normalized', '=', normalizeEmail(email))
+    .executeTakeFirst();
+}
+
+export async function insertSession(
+  db: Db,
+  session: { id: string; userId: string; tokenHash: string; activeOrganizationId: string | null; now: Date; expiresAt: Date },
+): Promise<void> {
+  await db
+    .insertInto('sessions')
+    .values({
+      id: session.id,
+      user_id: session.userId,
+      token_hash: session.tokenHash,
+      active_organization_id: session.activeOrganizationId,
+      created_at: session.now,
+      expires_at: session.expiresAt,
+      revoked_at: null,
+    })
+    .execute();
+}
+
+export async function revokeSession(db: Db, sessionId: string, now: Date): Promise<void> {
+  await db.updateTable('sessions').set({ revoked_at: now }).where('id', '=', sessionId).where('revoked_at', 'is', null).execute();
+}
+
+export async function setSessionOrganization(db: Db, sessionId: string, organizationId: string | null): Promise<void> {
+  await db.updateTable('sessions').set({ active_organization_id: organizationId }).where('id', '=', sessionId).execute();
+}

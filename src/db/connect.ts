@@ -1,0 +1,52 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+import type { DB } from './schema';
+
+export type DialectKind = 'pg' | 'pglite';
+
+export interface Database {
+  db: Kysely<DB>;
+  kind: DialectKind;
+  /** The embedded engine, when kind is 'pglite' (tests dump and load its data dir). */
+  pglite?: PGlite;
+  close(): Promise<void>;
+}
+
+export interface ServerDatabaseOptions {
+  /** Upper bound on waiting for a connection; past it the request gets 503, not a hang. */
+  connectionTimeoutMs?: number;
+  max?: number;
+}
+
+/** Kysely on a Postgres server (`DATABASE_URL`). */
+export function connectServer(url: string, options: ServerDatabaseOptions = {}): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 3000,
+    // Bounded queries: a statement that runs this long is a bug or a dead server.
+    query_timeout: 15_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its server must not crash the process; the next query reports it.
+  pool.on('error', () => undefined);
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return { db, kind: 'pg', close: () => db.destroy() };
+}
+
+/**
+ * Kysely on the embedded PGlite. `dataDir` undefined keeps it in memory; `loadDataDir` starts from
+ * a dump (tests load a migrated template instead of running initdb per file).
+ */
+export async function connectEmbedded(options: { dataDir?: string; loadDataDir?: Blob } = {}): Promise<Database> {
+  const pglite = await PGlite.create({
+    dataDir: options.dataDir,
+    loadDataDir: options.loadDataDir,
+    // int8 as a string, as node-postgres returns it, so both dialects give stores the same values.
+    parsers: { [pgliteTypes.INT8]: (value: string) => value },
+  });
+  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
+  return { db, kind: 'pglite', pglite, close: () => db.destroy() };
+}

@@ -1,0 +1,15 @@
+import type { Migration, MigrationProvider } from 'kysely';
+import * as foundation from './20261122_0100_foundation';
+
+/**
+ * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
+ * jest all see the same set. Names sort in the order they apply; add new ones at the end.
+ * Forward-only: a released migration is never edited, a new one corrects it.
+ */
+const migrations: Record<string, Migration> = {
+  '20261122_0100_foundation': foundation,
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => migrations,
+};

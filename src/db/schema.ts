@@ -1,0 +1,96 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/**
+ * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
+ * area maps rows to its API types explicitly (see each area's store.ts).
+ * Areas add their tables as interfaces in their own folder and list them in `DB` below.
+ */
+export type Timestamp = ColumnType<Date, Date | string, Date | string>;
+export type Json<T = unknown> = ColumnType<T, string, string>;
+
+export interface RolesTable {
+  key: string;
+  rank: number;
+  description: string;
+}
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  email_normalized: string;
+  name: string | null;
+  image: string | null;
+  password_hash: string;
+  is_platform_admin: Generated<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  plan: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface MembersTable {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  role: string;
+  created_at: Timestamp;
+  removed_at: Timestamp | null;
+}
+
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  active_organization_id: string | null;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  revoked_at: Timestamp | null;
+}
+
+export interface TeamsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface TeamMembersTable {
+  team_id: string;
+  member_id: string;
+  organization_id: string;
+  created_at: Timestamp;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  organization_id: string;
+  member_id: string;
+  name: string;
+  prefix: string;
+  key_hash: string;
+  created_at: Timestamp;
+  expires_at: Timestamp | null;
+  last_used_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+}
+
+export interface FoundationTables {
+  roles: RolesTable;
+  users: UsersTable;
+  organizations: OrganizationsTable;
+  members: MembersTable;
+  sessions: SessionsTable;
+  teams: TeamsTable;
+  team_members: TeamMembersTable;
+  api_keys: ApiKeysTable;
+}
+
+// Each area's tables join here (one line per area).
+export type DB = FoundationTables;

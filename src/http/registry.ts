@@ -1,0 +1,28 @@
+import type { Handlers } from './types';
+import { notImplemented } from './not-implemented';
+import { systemHandlers } from '../system/handlers';
+import { authHandlers } from '../auth/handlers';
+import { orgHandlers } from '../org/handlers';
+
+/**
+ * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
+ * added to the spec without a handler does not compile.
+ */
+export const handlers: Handlers = {
+  ...systemHandlers,
+  ...authHandlers,
+  ...orgHandlers,
+  ...notImplemented(
+    'updateMarketplace',
+    'deleteMarketplace',
+    'archiveMarketplace',
+    'listMarketplaceAccess',
+    'revokeMarketplaceAccess',
+    'createPlugin',
+    'listConnectorInstanceAccess',
+    'disconnectMyMcpAccount',
+    'sendSuiteChatMessage',
+    'getWorkerRuntime',
+    'getUsageAnalytics',
+  ),
+};

@@ -1,0 +1,123 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Context } from 'openapi-backend';
+import { Invalid, Unauthorized } from '../lib/errors';
+import { isUnavailable } from '../db/errors';
+import { principalFromApiKey, principalFromSession } from '../auth/principal';
+import { createBackend, toBackendRequest } from './openapi';
+import { errorToResult, validationDetails } from './errors';
+import type { AppDeps, HandlerContext, Handlers, HttpResult, OperationId, Principal } from './types';
+
+export interface RouterOptions {
+  /** Check every response against the spec (tests and development); a mismatch becomes a 500. */
+  validateResponses: boolean;
+}
+
+function bearerToken(header: unknown): string | null {
+  if (typeof header !== 'string') return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+function headerValue(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 ? value : null;
+}
+
+/**
+ * Express → openapi-backend (route, authenticate, validate) → typed handler → `{status, body}`.
+ * Every answer, success or error, leaves through `send`, so nothing else writes a response.
+ */
+export function createApiRouter(deps: AppDeps, handlers: Handlers, options: RouterOptions): RequestHandler {
+  const api = createBackend();
+
+  api.registerSecurityHandler('bearerAuth', async (c: Context) => {
+    const token = bearerToken(c.request.headers.authorization);
+    return token ? ((await principalFromSession(deps.db, token, deps.clock.now())) ?? false) : false;
+  });
+  api.registerSecurityHandler('orgApiKey', async (c: Context) => {
+    const key = headerValue(c.request.headers['x-api-key']);
+    return key ? ((await principalFromApiKey(deps.db, key, deps.clock.now())) ?? false) : false;
+  });
+
+  api.register({
+    validationFail: (c: Context): HttpResult => {
+      const details = validationDetails(c.validation.errors);
+      return { status: 400, body: new Invalid(details).body() };
+    },
+    notFound: (c: Context): HttpResult => ({
+      status: 404,
+      body: { error: 'not_found', message: `No route for ${c.request.method.toUpperCase()} ${c.request.path}.` },
+    }),
+    methodNotAllowed: (c: Context): HttpResult => ({
+      status: 405,
+      body: { error: 'method_not_allowed', message: `${c.request.method.toUpperCase()} is not allowed on ${c.request.path}.` },
+    }),
+    unauthorizedHandler: (c: Context): HttpResult => {
+      // A security handler that failed because the database is down is not an auth failure.
+      for (const result of Object.values(c.security ?? {})) {
+        const error = (result as { error?: unknown } | undefined)?.error;
+        if (error && isUnavailable(error)) throw error;
+      }
+      const unauthorized = new Unauthorized();
+      return { status: unauthorized.status, body: unauthorized.body() };
+    },
+  });
+
+  for (const operationId of Object.keys(handlers) as OperationId[]) {
+    const handler = handlers[operationId] as unknown as (ctx: HandlerContext<OperationId>) => Promise<HttpResult>;
+    api.register(operationId, async (c: Context, req: Request): Promise<HttpResult> => {
+      const security = (c.security ?? {}) as Record<string, Principal | false | undefined>;
+      const ctx = {
+        operationId,
+        body: c.request.requestBody,
+        params: c.request.params,
+        query: c.request.query,
+        headers: c.request.headers,
+        principal: security.bearerAuth || security.orgApiKey || null,
+        deps,
+        requestId: String(req.id ?? ''),
+        ip: req.ip ?? '',
+      } as unknown as HandlerContext<OperationId>;
+      let result: HttpResult;
+      try {
+        result = await handler(ctx);
+      } catch (err) {
+        result = errorToResult(err, req.log ?? deps.logger);
+      }
+      return options.validateResponses ? checkResponse(operationId, result, req) : result;
+    });
+  }
+
+  /** Test/development guard: a response the spec does not declare is a bug in the service. */
+  function checkResponse(operationId: OperationId, result: HttpResult, req: Request): HttpResult {
+    if (result.status === 500) return result;
+    const operation = api.getOperation(operationId);
+    const declared = operation?.responses ?? {};
+    const known = String(result.status) in declared || 'default' in declared;
+    const declaredResponse = declared[String(result.status)] as { content?: unknown } | undefined;
+    if (known && result.body === undefined && declaredResponse && !declaredResponse.content) return result;
+    const check = known ? api.validateResponse(result.body, operationId, result.status) : undefined;
+    if (known && !check?.errors?.length) return result;
+    const problem = known ? JSON.stringify(check?.errors) : `status ${result.status} is not declared`;
+    (req.log ?? deps.logger).error({ operationId, status: result.status, problem }, 'response does not match the spec');
+    return { status: 500, body: { error: 'response_validation_failed', message: `${operationId} ${result.status}: ${problem}` } };
+  }
+
+  const ready = api.init();
+
+  return (req: Request, res: Response, next: NextFunction) => {
+    ready
+      .then(() => api.handleRequest(toBackendRequest(req), req, res))
+      .then((result: HttpResult) => send(res, result))
+      .catch((err: unknown) => next(err));
+  };
+}
+
+export function send(res: Response, result: HttpResult): void {
+  if (res.headersSent) return;
+  for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
+  if (result.body === undefined || result.status === 204) {
+    res.status(result.status).end();
+    return;
+  }
+  res.status(result.status).json(result.body);
+}

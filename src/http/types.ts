@@ -1,0 +1,90 @@
+import type { Logger } from 'pino';
+import type { Kysely } from 'kysely';
+import type { operations } from '../../generated/api';
+import type { DB } from '../db/schema';
+import type { Clock } from '../lib/clock';
+import type { Cursors } from '../lib/pagination';
+import type { SecretBox } from '../lib/crypto';
+import type { Settings } from '../settings';
+
+/** Everything a handler may use, injected once by createApp (tests pass their own clock and fetch). */
+export interface AppDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+  logger: Logger;
+  fetch: typeof fetch;
+  settings: Settings;
+  cursors: Cursors;
+  secrets: SecretBox;
+}
+
+export type Role = 'owner' | 'admin' | 'member';
+
+export interface Membership {
+  organizationId: string;
+  memberId: string;
+  role: Role;
+}
+
+/** Who is calling: a session or an API key, resolved by the security handlers. */
+export interface Principal {
+  kind: 'session' | 'apiKey';
+  userId: string;
+  sessionId: string | null;
+  apiKeyId: string | null;
+  isPlatformAdmin: boolean;
+  /** The active organization's membership; null when the session has none (or it was removed). */
+  membership: Membership | null;
+  /** The session's active organization id, even when the membership is gone. */
+  activeOrganizationId: string | null;
+}
+
+export type OperationId = keyof operations;
+type Op<K extends OperationId> = operations[K];
+type IsNever<T> = [T] extends [never] ? true : false;
+type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : undefined;
+
+export type RequestBody<K extends OperationId> =
+  IsNever<NonNullable<Op<K>['requestBody']>> extends true ? undefined : JsonContent<NonNullable<Op<K>['requestBody']>>;
+type Param<K extends OperationId, Where extends 'path' | 'query' | 'header'> =
+  IsNever<NonNullable<Op<K>['parameters'][Where]>> extends true ? Record<string, never> : NonNullable<Op<K>['parameters'][Where]>;
+export type PathParams<K extends OperationId> = Param<K, 'path'>;
+export type QueryParams<K extends OperationId> = Param<K, 'query'>;
+
+type SuccessStatus = 200 | 201 | 202 | 204;
+type ResponsesOf<K extends OperationId> = Op<K>['responses'];
+
+/** What a handler returns: one of the operation's declared success statuses with its typed body. */
+export type HandlerResult<K extends OperationId> = {
+  [S in keyof ResponsesOf<K>]: S extends SuccessStatus
+    ? { status: S; body: JsonContent<ResponsesOf<K>[S]>; headers?: Record<string, string> }
+    : never;
+}[keyof ResponsesOf<K>];
+
+export interface HandlerContext<K extends OperationId> {
+  operationId: K;
+  body: RequestBody<K>;
+  params: PathParams<K>;
+  query: QueryParams<K>;
+  headers: Record<string, string | undefined>;
+  /** Null only on public operations (`security: []`). */
+  principal: Principal | null;
+  deps: AppDeps;
+  requestId: string;
+  ip: string;
+}
+
+export type Handler<K extends OperationId> = (ctx: HandlerContext<K>) => Promise<HandlerResult<K>>;
+
+/** Handlers of a set of operations; an area exports one of these. */
+export type HandlerMap<K extends OperationId> = { [P in K]: Handler<P> };
+
+/** The full registry: a missing operation is a compile error. */
+export type Handlers = HandlerMap<OperationId>;
+
+/** The shape sent to the client, for successes and errors alike. */
+export interface HttpResult {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}

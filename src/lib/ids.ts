@@ -1,0 +1,48 @@
+import { TypeID, typeid } from 'typeid-js';
+
+/** Every id prefix the service mints (supporting-interface §1). One list, so a typo is a compile error. */
+export const ID_PREFIXES = {
+  organization: 'org',
+  member: 'om',
+  user: 'usr',
+  session: 'ses',
+  team: 'tem',
+  invitation: 'inv',
+  apiKey: 'apk',
+  plugin: 'plg',
+  pluginComponent: 'cob',
+  marketplace: 'mkt',
+  marketplaceGrant: 'mag',
+  pluginGrant: 'pag',
+  connectorInstance: 'cin',
+  connectorInstanceGrant: 'cia',
+  mcpConnection: 'emc',
+  connectedAccount: 'cta',
+  worker: 'wrk',
+  telemetryEvent: 'tev',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+/** A new time-sortable TypeID of the given kind, e.g. `newId('marketplace')` → `mkt_01h…`. */
+export function newId(kind: IdKind): string {
+  return typeid(ID_PREFIXES[kind]).toString();
+}
+
+const TYPEID_SHAPE = /^[a-z]{1,63}_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
+
+/** True when `value` is a syntactically valid TypeID (any prefix); used by the AJV `typeid` format. */
+export function isTypeId(value: string): boolean {
+  if (!TYPEID_SHAPE.test(value)) return false;
+  try {
+    TypeID.fromString(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** True when `value` is a valid TypeID with the prefix of `kind` (plain-string ids in paths use this). */
+export function isIdOf(kind: IdKind, value: string): boolean {
+  return value.startsWith(`${ID_PREFIXES[kind]}_`) && isTypeId(value);
+}

@@ -1,0 +1,57 @@
+import { createServer } from 'node:http';
+import { loadSettings, SettingsError } from './settings';
+import { openDatabase, resolveSecretKey } from './db/open';
+import { migrateToLatest } from './db/migrate';
+import { createApp } from './app';
+import { createLogger } from './http/logging';
+import { systemClock } from './lib/clock';
+
+/** settings → database → migrations → app → listen → graceful shutdown. */
+async function main(): Promise<void> {
+  let settings;
+  try {
+    settings = loadSettings();
+  } catch (err) {
+    if (err instanceof SettingsError) {
+      console.error(`Invalid setting: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(settings.logLevel);
+  const secretKey = await resolveSecretKey(settings);
+  const database = await openDatabase(settings);
+  const applied = await migrateToLatest(database.db);
+  logger.info({ database: database.kind, applied }, 'migrations applied');
+
+  const app = createApp({ db: database.db, clock: systemClock, logger, fetch: globalThis.fetch, settings: { ...settings, secretKey } });
+  const server = createServer(app);
+  server.requestTimeout = settings.requestTimeoutMs;
+  server.headersTimeout = Math.min(settings.requestTimeoutMs, 60_000);
+  server.listen(settings.port, () => logger.info({ port: settings.port, database: database.kind }, 'listening'));
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    // Stop accepting; idle keep-alive sockets are closed so in-flight requests are all we wait for.
+    server.close(async () => {
+      await database.close();
+      logger.info('stopped');
+      process.exit(0);
+    });
+    server.closeIdleConnections();
+    setTimeout(() => {
+      logger.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, 25_000).unref();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

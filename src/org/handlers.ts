@@ -1,0 +1,15 @@
+import type { HandlerMap } from '../http/types';
+import { membershipOf, principalOf } from '../access/roles';
+import * as org from './service';
+
+export const orgHandlers: HandlerMap<'getOrg' | 'createOrg' | 'updateOrg'> = {
+  getOrg: async (ctx) => ({ status: 200, body: await org.getOrganizationContext(ctx.deps, membershipOf(ctx)) }),
+
+  createOrg: async (ctx) => {
+    const principal = principalOf(ctx);
+    const item = await org.createOrganization(ctx.deps, { name: ctx.body.name, userId: principal.userId, sessionId: principal.sessionId });
+    return { status: 201, body: { ok: true, item } };
+  },
+
+  updateOrg: async (ctx) => ({ status: 200, body: { ok: true, item: await org.renameOrganization(ctx.deps, membershipOf(ctx), ctx.body.name) } }),
+};

@@ -1,0 +1,60 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import type { AppDeps, Membership } from '../http/types';
+import { NotFound } from '../lib/errors';
+import { newId } from '../lib/ids';
+import { requireAdmin } from '../access/roles';
+import { setSessionOrganization } from '../auth/store';
+import * as store from './store';
+import { toMember, toOrganization, toTeam } from './mappers';
+import { provisionOrganization } from './provisioning';
+
+export type Plan = 'free' | 'team' | 'enterprise';
+
+const orgNotFound = () => new NotFound('organization_not_found', 'The organization could not be found.');
+
+/**
+ * Creates an organization with its owner and its provisioned defaults; callers pass their
+ * transaction so bootstrap can add the user in the same one.
+ */
+export async function createOrganizationIn(trx: Transaction<DB>, input: { name: string; plan: Plan; ownerUserId: string; now: Date }) {
+  const organization = await store.insertOrganization(trx, { id: newId('organization'), name: input.name, plan: input.plan, now: input.now });
+  const memberId = newId('member');
+  await store.insertMember(trx, { id: memberId, organizationId: organization.id, userId: input.ownerUserId, role: 'owner', now: input.now });
+  await provisionOrganization(trx, { organizationId: organization.id, ownerMemberId: memberId, now: input.now });
+  const owner = await store.findOwner(trx, organization.id);
+  const member = await store.findMember(trx, organization.id, memberId);
+  if (!member) throw new Error('owner membership vanished inside its own transaction');
+  return { organization: toOrganization(organization, owner), member: toMember(member) };
+}
+
+export async function createOrganization(deps: AppDeps, input: { name: string; userId: string; sessionId: string | null }) {
+  return deps.db.transaction().execute(async (trx) => {
+    const created = await createOrganizationIn(trx, { name: input.name, plan: 'free', ownerUserId: input.userId, now: deps.clock.now() });
+    if (input.sessionId) await setSessionOrganization(trx, input.sessionId, created.organization.id);
+    return created.organization;
+  });
+}
+
+export async function getOrganizationContext(deps: AppDeps, membership: Membership) {
+  const { db } = deps;
+  const [organization, owner, member, teams] = await Promise.all([
+    store.findOrganization(db, membership.organizationId),
+    store.findOwner(db, membership.organizationId),
+    store.findMember(db, membership.organizationId, membership.memberId),
+    store.teamsOfMember(db, membership.organizationId, membership.memberId),
+  ]);
+  if (!organization || !member) throw orgNotFound();
+  return {
+    organization: toOrganization(organization, owner),
+    currentMember: toMember(member),
+    currentMemberTeams: teams.map(toTeam),
+  };
+}
+
+export async function renameOrganization(deps: AppDeps, membership: Membership, name: string) {
+  requireAdmin(membership);
+  const row = await store.renameOrganization(deps.db, membership.organizationId, name, deps.clock.now());
+  if (!row) throw orgNotFound();
+  return toOrganization(row, await store.findOwner(deps.db, membership.organizationId));
+}

@@ -1,0 +1,97 @@
+/**
+ * Settings come from the environment only, validated once at start: a bad value stops the process
+ * with a message naming the variable, instead of surfacing later as a confusing failure.
+ */
+export interface Settings {
+  port: number;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  secretKey: string | undefined;
+  publicBaseUrl: string;
+  bootstrapToken: string | undefined;
+  sessionTtlMs: number;
+  planGating: boolean;
+  suiteGraphBaseUrl: string;
+  suiteLoginBaseUrl: string;
+  suiteTimeoutMs: number;
+  workerRuntimeTimeoutMs: number;
+  logLevel: string;
+  corsOrigins: string[];
+  bodyLimitBytes: number;
+  requestTimeoutMs: number;
+  trustProxy: boolean;
+}
+
+export class SettingsError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new SettingsError(`${name} must be a whole number >= ${min}, got "${raw}"`);
+  return Number(raw);
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'on', 'yes'].includes(raw)) return true;
+  if (['0', 'false', 'off', 'no'].includes(raw)) return false;
+  throw new SettingsError(`${name} must be on/off (true/false), got "${env[name]}"`);
+}
+
+function url(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  try {
+    const parsed = new URL(raw);
+    if (!['http:', 'https:'].includes(parsed.protocol)) throw new Error();
+  } catch {
+    throw new SettingsError(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+const DURATION = /^(\d+)\s*(ms|s|m|h|d)?$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Durations accept a number of seconds or a unit: `30d`, `12h`, `900s`, `500ms`. */
+function duration(env: Env, name: string, fallbackMs: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallbackMs;
+  const match = DURATION.exec(raw.trim());
+  if (!match || Number(match[1]) <= 0) throw new SettingsError(`${name} must be a positive duration like 30d, 12h or 3600 (seconds), got "${raw}"`);
+  return Number(match[1]) * UNIT_MS[match[2] ?? 's']!;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadSettings(env: Env = process.env): Settings {
+  const port = int(env, 'PORT', 3000);
+  if (port > 65535) throw new SettingsError(`PORT must be at most 65535, got "${env.PORT}"`);
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new SettingsError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new SettingsError('DATABASE_URL must be a postgres:// URL');
+  const secretKey = env.SECRET_KEY || undefined;
+  if (secretKey !== undefined && secretKey.length < 32) throw new SettingsError('SECRET_KEY must be at least 32 characters');
+  return {
+    port,
+    databaseUrl,
+    dataDir: env.DATA_DIR || './data',
+    secretKey,
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`),
+    bootstrapToken: env.BOOTSTRAP_TOKEN || undefined,
+    sessionTtlMs: duration(env, 'SESSION_TTL', 30 * UNIT_MS.d!),
+    planGating: bool(env, 'PLAN_GATING', true),
+    suiteGraphBaseUrl: url(env, 'SUITE_GRAPH_BASE_URL', 'https://graph.microsoft.com/v1.0'),
+    suiteLoginBaseUrl: url(env, 'SUITE_LOGIN_BASE_URL', 'https://login.microsoftonline.com'),
+    suiteTimeoutMs: int(env, 'SUITE_TIMEOUT_MS', 30_000, 1),
+    workerRuntimeTimeoutMs: int(env, 'WORKER_RUNTIME_TIMEOUT_MS', 5_000, 1),
+    logLevel,
+    corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+  };
+}

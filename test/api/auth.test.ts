@@ -1,0 +1,137 @@
+import { createTestApp, type TestApp } from '../support/app';
+import { bearer, createOrganization, PASSWORD, signUp, uniqueEmail } from '../support/factories';
+import { sha256Hex } from '../../src/lib/crypto';
+import type { ManualClock } from '../../src/lib/clock';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp({ settings: { bootstrapToken: 'boot-secret' } });
+});
+afterAll(() => t.close());
+
+describe('bootstrap', () => {
+  const body = { email: 'root@example.test', password: PASSWORD, name: 'Root', organizationName: 'Platform' };
+
+  it('requires the bootstrap token when one is configured', async () => {
+    expect((await t.http.get('/v1/bootstrap/status')).body).toEqual({ bootstrapped: false });
+    const missing = await t.http.post('/v1/bootstrap').send(body);
+    expect(missing.status).toBe(401);
+    expect(missing.body.error).toBe('unauthorized');
+    const wrong = await t.http.post('/v1/bootstrap').set('x-bootstrap-token', 'nope').send(body);
+    expect(wrong.status).toBe(401);
+  });
+
+  it('creates a platform admin with an enterprise organization, once', async () => {
+    const res = await t.http.post('/v1/bootstrap').set('x-bootstrap-token', 'boot-secret').send(body);
+    expect(res.status).toBe(201);
+    expect(res.body.organization.plan).toBe('enterprise');
+    expect(res.body.member.role).toBe('owner');
+    expect(res.body.organization.owner).toMatchObject({ userId: res.body.user.id, email: body.email });
+    const org = await t.http.get('/v1/org').set(...bearer(res.body.session.token));
+    expect(org.status).toBe(200);
+    expect(org.body.organization.id).toBe(res.body.organization.id);
+
+    const again = await t.http.post('/v1/bootstrap').set('x-bootstrap-token', 'boot-secret').send({ ...body, email: 'other@example.test' });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toBe('already_bootstrapped');
+    expect((await t.http.get('/v1/bootstrap/status')).body).toEqual({ bootstrapped: true });
+  });
+});
+
+describe('sign-up, sign-in, sign-out', () => {
+  it('signs up, rejects a duplicate e-mail case-insensitively, and signs in', async () => {
+    const email = uniqueEmail('dup');
+    const first = await t.http.post('/v1/auth/sign-up').send({ email, password: PASSWORD, name: 'Dup' });
+    expect(first.status).toBe(201);
+    expect(first.body.session.token).toMatch(/^cps_/);
+    const second = await t.http.post('/v1/auth/sign-up').send({ email: email.toUpperCase(), password: PASSWORD, name: 'Dup' });
+    expect(second.status).toBe(409);
+    expect(second.body.error).toBe('email_taken');
+    const signIn = await t.http.post('/v1/auth/sign-in').send({ email, password: PASSWORD });
+    expect(signIn.status).toBe(200);
+    expect(signIn.body.user.id).toBe(first.body.user.id);
+  });
+
+  it('answers the same for an unknown e-mail and a wrong password', async () => {
+    const user = await signUp(t, 'pw');
+    const wrong = await t.http.post('/v1/auth/sign-in').send({ email: user.email, password: 'not the password' });
+    const unknown = await t.http.post('/v1/auth/sign-in').send({ email: uniqueEmail('ghost'), password: PASSWORD });
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    expect(wrong.body).toEqual(unknown.body);
+    expect(wrong.body.error).toBe('invalid_credentials');
+  });
+
+  it('stores only a hash of the session token and the password', async () => {
+    const user = await signUp(t, 'hash');
+    const session = await t.db.selectFrom('sessions').select(['token_hash']).where('user_id', '=', user.userId).executeTakeFirstOrThrow();
+    expect(session.token_hash).toBe(sha256Hex(user.token));
+    const row = await t.db.selectFrom('users').select(['password_hash']).where('id', '=', user.userId).executeTakeFirstOrThrow();
+    expect(row.password_hash).toMatch(/^\$argon2id\$/);
+    expect(row.password_hash).not.toContain(PASSWORD);
+  });
+
+  it('rejects a signed-out token at once', async () => {
+    const owner = await createOrganization(t);
+    expect((await t.http.get('/v1/org').set(...bearer(owner.token))).status).toBe(200);
+    const out = await t.http.post('/v1/auth/sign-out').set(...bearer(owner.token));
+    expect(out.status).toBe(204);
+    const after = await t.http.get('/v1/org').set(...bearer(owner.token));
+    expect(after.status).toBe(401);
+    expect(after.body.error).toBe('unauthorized');
+  });
+
+  it('expires sessions after SESSION_TTL', async () => {
+    const owner = await createOrganization(t);
+    const clock = t.clock as ManualClock;
+    clock.advance(t.settings.sessionTtlMs + 1000);
+    try {
+      const res = await t.http.get('/v1/org').set(...bearer(owner.token));
+      expect(res.status).toBe(401);
+    } finally {
+      clock.advance(-(t.settings.sessionTtlMs + 1000));
+    }
+  });
+
+  it('validates bodies with the field in the path', async () => {
+    const short = await t.http.post('/v1/auth/sign-up').send({ email: uniqueEmail(), password: 'short', name: 'x' });
+    expect(short.status).toBe(400);
+    expect(short.body.details).toContainEqual(expect.objectContaining({ path: ['body', 'password'] }));
+    const email = await t.http.post('/v1/auth/sign-up').send({ email: 'not-an-email', password: PASSWORD, name: 'x' });
+    expect(email.body.details).toContainEqual(expect.objectContaining({ path: ['body', 'email'] }));
+    const extra = await t.http.post('/v1/auth/sign-in').send({ email: uniqueEmail(), password: PASSWORD, admin: true });
+    expect(extra.status).toBe(400);
+    expect(extra.body.details).toContainEqual({ message: 'is not allowed', path: ['body', 'admin'] });
+    const missing = await t.http.post('/v1/auth/sign-in').send({ email: uniqueEmail() });
+    expect(missing.body.details).toContainEqual({ message: 'is required', path: ['body', 'password'] });
+  });
+});
+
+describe('me and the active organization', () => {
+  it('lists organizations and switches the active one', async () => {
+    const owner = await createOrganization(t, 'First');
+    const second = await t.http.post('/v1/org').set(...bearer(owner.token)).send({ name: 'Second' });
+    expect(second.status).toBe(201);
+    const me = await t.http.get('/v1/me').set(...bearer(owner.token));
+    expect(me.body.organizations.map((o: { name: string }) => o.name).sort()).toEqual(['First', 'Second']);
+    expect(me.body.activeOrganizationId).toBe(second.body.item.id);
+    const sw = await t.http.post('/v1/me/active-organization').set(...bearer(owner.token)).send({ organizationId: owner.organizationId });
+    expect(sw.status).toBe(200);
+    expect((await t.http.get('/v1/org').set(...bearer(owner.token))).body.organization.name).toBe('First');
+  });
+
+  it('refuses to switch to an organization the caller is not in (404)', async () => {
+    const a = await createOrganization(t, 'A');
+    const b = await createOrganization(t, 'B');
+    const res = await t.http.post('/v1/me/active-organization').set(...bearer(a.token)).send({ organizationId: b.organizationId });
+    expect(res.status).toBe(404);
+    expect(res.body.error).toBe('organization_not_found');
+  });
+
+  it('a new user without an organization gets 404 on GET /v1/org', async () => {
+    const user = await signUp(t, 'loner');
+    const res = await t.http.get('/v1/org').set(...bearer(user.token));
+    expect(res.status).toBe(404);
+    expect(typeof res.body.error).toBe('string');
+  });
+});

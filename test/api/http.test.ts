@@ -1,0 +1,76 @@
+import { createTestApp, type TestApp } from '../support/app';
+import { bearer, createOrganization } from '../support/factories';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp({ settings: { bodyLimitBytes: 2048 } });
+});
+afterAll(() => t.close());
+
+describe('the HTTP layer', () => {
+  it('serves health, readiness and the contract', async () => {
+    expect((await t.http.get('/health')).body).toEqual({ status: 'ok' });
+    expect((await t.http.get('/ready')).body).toEqual({ status: 'ok' });
+    const json = await t.http.get('/openapi.json');
+    expect(json.body.openapi).toBe('3.1.0');
+    expect(json.body.info.version).toBe('dev');
+    expect(Object.keys(json.body.paths)).toContain('/v1/org');
+    const yaml = await t.http.get('/openapi.yaml');
+    expect(yaml.text).toContain('openapi: 3.1.0');
+    const docs = await t.http.get('/docs/');
+    expect(docs.status).toBe(200);
+    expect(docs.text).toContain('swagger-ui');
+    expect(docs.text).not.toMatch(/https?:\/\/(cdn|unpkg)/);
+  });
+
+  it('answers JSON errors for unknown routes and wrong methods', async () => {
+    const unknown = await t.http.get('/v1/nothing-here');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error).toBe('not_found');
+    const method = await t.http.put('/v1/org').send({});
+    expect(method.status).toBe(405);
+    expect(method.body.error).toBe('method_not_allowed');
+  });
+
+  it('answers malformed JSON, a wrong content type and an oversize body in JSON', async () => {
+    const owner = await createOrganization(t);
+    const malformed = await t.http.post('/v1/org').set(...bearer(owner.token)).set('content-type', 'application/json').send('{"name":');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body).toMatchObject({ error: 'invalid_request', details: [{ path: ['body'] }] });
+    expect(malformed.text).not.toMatch(/at \w+ \(|node_modules/);
+    const text = await t.http.post('/v1/org').set(...bearer(owner.token)).set('content-type', 'text/plain').send('name=x');
+    expect(text.status).toBe(415);
+    expect(text.body.error).toBe('unsupported_media_type');
+    const big = await t.http.post('/v1/org').set(...bearer(owner.token)).send({ name: 'x'.repeat(5000) });
+    expect(big.status).toBe(413);
+    expect(big.body.error).toBe('payload_too_large');
+  });
+
+  it('names path parameters in validation errors', async () => {
+    const owner = await createOrganization(t);
+    const wrongPrefix = await t.http.get('/v1/marketplaces/cin_01h2xcejqtf2nbrexx3vqjhp41/access').set(...bearer(owner.token));
+    expect(wrongPrefix.status).toBe(400);
+    expect(wrongPrefix.body.details).toContainEqual(expect.objectContaining({ path: ['path', 'marketplaceId'] }));
+    const wrongLength = await t.http.get('/v1/marketplaces/mkt_01h2xcejqtf2nbrexx3vqjhp4/access').set(...bearer(owner.token));
+    expect(wrongLength.status).toBe(400);
+    const badQuery = await t.http.get('/v1/marketplaces/mkt_01h2xcejqtf2nbrexx3vqjhp41/access?limit=1000').set(...bearer(owner.token));
+    expect(badQuery.status).toBe(400);
+    expect(badQuery.body.details).toContainEqual(expect.objectContaining({ path: ['query', 'limit'] }));
+  });
+
+  it('sets security headers and no x-powered-by', async () => {
+    const res = await t.http.get('/health');
+    expect(res.headers['x-powered-by']).toBeUndefined();
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.headers['x-request-id']).toBeTruthy();
+  });
+
+  it('logs one line per request without tokens', async () => {
+    const owner = await createOrganization(t);
+    await t.http.get('/v1/org?secret=query-value').set(...bearer(owner.token));
+    const lines = t.logs.join('');
+    expect(lines).toContain('"path":"/v1/org"');
+    expect(lines).not.toContain(owner.token);
+    expect(lines).not.toContain('query-value');
+  });
+});

@@ -1,0 +1,109 @@
+import { createTestApp, type TestApp } from '../support/app';
+import { addMember, bearer, createOrganization } from '../support/factories';
+import { newId } from '../../src/lib/ids';
+import { randomSecret, sha256Hex } from '../../src/lib/crypto';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(() => t.close());
+
+/** An API key row for a member (the key routes are tested with the people area). */
+async function apiKeyFor(organizationId: string, memberId: string): Promise<string> {
+  const key = randomSecret('cpk');
+  await t.db
+    .insertInto('api_keys')
+    .values({ id: newId('apiKey'), organization_id: organizationId, member_id: memberId, name: 'k', prefix: key.slice(0, 12), key_hash: sha256Hex(key), created_at: t.clock.now(), expires_at: null, last_used_at: null, revoked_at: null })
+    .execute();
+  return key;
+}
+
+describe('GET /v1/org', () => {
+  it('returns the owner, the current member and their teams', async () => {
+    const owner = await createOrganization(t, 'Context Co');
+    const res = await t.http.get('/v1/org').set(...bearer(owner.token));
+    expect(res.status).toBe(200);
+    expect(res.body.organization).toMatchObject({ id: owner.organizationId, name: 'Context Co', plan: 'free' });
+    expect(res.body.organization.owner).toEqual({ memberId: owner.memberId, userId: owner.userId, name: 'owner', email: owner.email, image: null });
+    expect(res.body.currentMember).toMatchObject({ id: owner.memberId, role: 'owner', userId: owner.userId });
+    expect(res.body.currentMemberTeams).toEqual([]);
+  });
+
+  it('shows a second member their own record and the same owner', async () => {
+    const owner = await createOrganization(t);
+    const member = await addMember(t, owner.organizationId, 'member');
+    const now = t.clock.now();
+    const teamId = newId('team');
+    await t.db.insertInto('teams').values({ id: teamId, organization_id: owner.organizationId, name: 'Core', created_at: now, updated_at: now }).execute();
+    await t.db.insertInto('team_members').values({ team_id: teamId, member_id: member.memberId, organization_id: owner.organizationId, created_at: now }).execute();
+
+    const res = await t.http.get('/v1/org').set(...bearer(member.token));
+    expect(res.status).toBe(200);
+    expect(res.body.organization.owner.memberId).toBe(owner.memberId);
+    expect(res.body.currentMember).toMatchObject({ id: member.memberId, role: 'member' });
+    expect(res.body.currentMemberTeams).toEqual([{ id: teamId, name: 'Core', memberIds: [member.memberId], createdAt: now.toISOString() }]);
+    const ownerView = await t.http.get('/v1/org').set(...bearer(owner.token));
+    expect(ownerView.body.currentMemberTeams).toEqual([]);
+  });
+
+  it('answers 401 without a token, with a bad token, and with an API key', async () => {
+    const owner = await createOrganization(t);
+    const none = await t.http.get('/v1/org');
+    expect(none.status).toBe(401);
+    expect(none.body.error).toBe('unauthorized');
+    expect((await t.http.get('/v1/org').set('authorization', 'Bearer cps_forged')).status).toBe(401);
+    expect((await t.http.get('/v1/org').set('authorization', 'Basic abc')).status).toBe(401);
+    const key = await apiKeyFor(owner.organizationId, owner.memberId);
+    const withKey = await t.http.get('/v1/org').set('x-api-key', key);
+    expect(withKey.status).toBe(401);
+    // The same key works where API keys are accepted.
+    const me = await t.http.get('/v1/me').set('x-api-key', key);
+    expect(me.status).toBe(200);
+    expect(me.body.activeOrganizationId).toBe(owner.organizationId);
+  });
+
+  it('answers 404 once the member has been removed', async () => {
+    const owner = await createOrganization(t);
+    const member = await addMember(t, owner.organizationId);
+    await t.db.updateTable('members').set({ removed_at: t.clock.now() }).where('id', '=', member.memberId).execute();
+    const res = await t.http.get('/v1/org').set(...bearer(member.token));
+    expect(res.status).toBe(404);
+  });
+});
+
+describe('POST and PATCH /v1/org', () => {
+  it('creates an organization on plan free and lets an admin rename it', async () => {
+    const owner = await createOrganization(t, 'Before');
+    const admin = await addMember(t, owner.organizationId, 'admin');
+    const res = await t.http.patch('/v1/org').set(...bearer(admin.token)).send({ name: 'After' });
+    expect(res.status).toBe(200);
+    expect(res.body.item).toMatchObject({ id: owner.organizationId, name: 'After', plan: 'free' });
+  });
+
+  it('forbids a plain member from renaming (403 with a reason)', async () => {
+    const owner = await createOrganization(t);
+    const member = await addMember(t, owner.organizationId, 'member');
+    const res = await t.http.patch('/v1/org').set(...bearer(member.token)).send({ name: 'Mine now' });
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ error: 'forbidden', reason: 'org_admin_required' });
+  });
+
+  it('renames only the caller\'s organization', async () => {
+    const a = await createOrganization(t, 'Alpha');
+    const b = await createOrganization(t, 'Beta');
+    await t.http.patch('/v1/org').set(...bearer(a.token)).send({ name: 'Alpha 2' });
+    const bView = await t.http.get('/v1/org').set(...bearer(b.token));
+    expect(bView.body.organization.name).toBe('Beta');
+  });
+
+  it('validates the name', async () => {
+    const owner = await createOrganization(t);
+    const long = await t.http.post('/v1/org').set(...bearer(owner.token)).send({ name: 'x'.repeat(256) });
+    expect(long.status).toBe(400);
+    expect(long.body.details[0].path).toEqual(['body', 'name']);
+    const empty = await t.http.patch('/v1/org').set(...bearer(owner.token)).send({});
+    expect(empty.status).toBe(400);
+    expect(empty.body.details).toContainEqual({ message: 'is required', path: ['body', 'name'] });
+  });
+});

@@ -1,0 +1,59 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import supertest from 'supertest';
+import type TestAgent from 'supertest/lib/agent';
+import { createApp } from '../../src/app';
+import { loadSettings, type Settings } from '../../src/settings';
+import { ManualClock, type Clock } from '../../src/lib/clock';
+import type { Express } from 'express';
+import { createTestDatabase, type TestDatabase } from './database';
+
+export const TEST_SECRET_KEY = 'test-secret-key-0123456789abcdefghijklmnopqrstuvwxyz';
+
+export interface TestAppOptions {
+  clock?: Clock;
+  fetch?: typeof fetch;
+  settings?: Partial<Settings>;
+  env?: Record<string, string>;
+}
+
+export interface TestApp {
+  app: Express;
+  http: TestAgent;
+  database: TestDatabase;
+  db: TestDatabase['db'];
+  clock: Clock;
+  settings: Settings;
+  /** Every log line the app wrote, for checks that no secret is ever logged. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * createApp on a fresh real database, with every response checked against the spec
+ * (`validateResponses`): a test that gets an undeclared status or shape sees a 500.
+ */
+export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const database = await createTestDatabase();
+  const clock = options.clock ?? new ManualClock(new Date());
+  const settings: Settings = { ...loadSettings({ LOG_LEVEL: 'info', ...options.env }), secretKey: TEST_SECRET_KEY, ...options.settings };
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
+  const logger = pino({ level: 'info' }, sink);
+  const app = createApp({ db: database.db, clock, logger, fetch: options.fetch ?? globalThis.fetch, settings, validateResponses: true });
+  return {
+    app,
+    http: supertest(app),
+    database,
+    db: database.db,
+    clock,
+    settings,
+    logs,
+    close: () => database.close(),
+  };
+}

@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import pg from 'pg';
+import { connectEmbedded, connectServer, type Database } from '../../src/db/connect';
+import { ADMIN_DATABASE, serverUrl, testDbKind } from './env';
+
+export interface TestDatabase extends Database {
+  /** The server database's name (pg only): fault tests connect to it directly. */
+  name?: string;
+}
+
+async function adminQuery(text: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: serverUrl(ADMIN_DATABASE) });
+  await admin.connect();
+  try {
+    await admin.query(text);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** A fresh, migrated database for one test file: a copy of the run's template. Never a mock. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  if (testDbKind() === 'pglite') {
+    const dump = process.env.TEST_PGLITE_DUMP;
+    if (!dump) throw new Error('TEST_PGLITE_DUMP is not set; run tests through jest (global-setup)');
+    return connectEmbedded({ loadDataDir: new Blob([await readFile(dump)]) });
+  }
+  const template = process.env.TEST_PG_TEMPLATE;
+  if (!template) throw new Error('TEST_PG_TEMPLATE is not set; run tests through jest (global-setup)');
+  const name = `cp_t_${randomBytes(6).toString('hex')}`;
+  // Two workers copying the same template at once can collide; the copy is quick, so retry.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await adminQuery(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+      break;
+    } catch (err) {
+      if (attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+    }
+  }
+  const database = connectServer(serverUrl(name));
+  return {
+    ...database,
+    name,
+    close: async () => {
+      await database.close();
+      await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+  };
+}

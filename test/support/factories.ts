@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import { newId } from '../../src/lib/ids';
+import { insertMember } from '../../src/org/store';
+import type { Role } from '../../src/http/types';
+import type { TestApp } from './app';
+
+export const PASSWORD = 'correct horse battery';
+
+export function uniqueEmail(label = 'user'): string {
+  return `${label}-${randomBytes(4).toString('hex')}@example.test`;
+}
+
+export interface SignedUpUser {
+  userId: string;
+  email: string;
+  token: string;
+}
+
+export async function signUp(t: TestApp, label = 'user'): Promise<SignedUpUser> {
+  const email = uniqueEmail(label);
+  const res = await t.http.post('/v1/auth/sign-up').send({ email, password: PASSWORD, name: label });
+  if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { userId: res.body.user.id, email, token: res.body.session.token };
+}
+
+export interface OrgOwner extends SignedUpUser {
+  organizationId: string;
+  memberId: string;
+}
+
+/** A new user who creates an organization through the API (the session switches to it). */
+export async function createOrganization(t: TestApp, name = 'Acme'): Promise<OrgOwner> {
+  const user = await signUp(t, 'owner');
+  const res = await t.http.post('/v1/org').set('authorization', `Bearer ${user.token}`).send({ name });
+  if (res.status !== 201) throw new Error(`create org failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { ...user, organizationId: res.body.item.id, memberId: res.body.item.owner.memberId };
+}
+
+export interface OrgMember extends SignedUpUser {
+  organizationId: string;
+  memberId: string;
+}
+
+/**
+ * Adds a member with the given role. Uses the members store directly (the invitation flow is
+ * tested on its own); the new member's session is opened afterwards, so the organization is its
+ * active one.
+ */
+export async function addMember(t: TestApp, organizationId: string, role: Exclude<Role, 'owner'> = 'member'): Promise<OrgMember> {
+  const email = uniqueEmail(role);
+  const res = await t.http.post('/v1/auth/sign-up').send({ email, password: PASSWORD, name: role });
+  if (res.status !== 201) throw new Error(`sign-up failed: ${res.status}`);
+  const memberId = newId('member');
+  await insertMember(t.db, { id: memberId, organizationId, userId: res.body.user.id, role, now: t.clock.now() });
+  const signIn = await t.http.post('/v1/auth/sign-in').send({ email, password: PASSWORD });
+  return { userId: res.body.user.id, email, token: signIn.body.session.token, organizationId, memberId };
+}
+
+export function bearer(token: string): [string, string] {
+  return ['authorization', `Bearer ${token}`];
+}
