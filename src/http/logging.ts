@@ -28,6 +28,8 @@ export function requestLogger(logger: Logger) {
       return id;
     },
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'info'),
+    // The matched contract route and operation, set by the router once openapi-backend matched it.
+    customSuccessObject: (_req, res, value) => ({ ...value, route: (res as ServerResponse & { locals?: Record<string, unknown> }).locals?.route, operationId: (res as ServerResponse & { locals?: Record<string, unknown> }).locals?.operationId }),
     serializers: {
       req: (req: { id: string; method: string; url: string; raw?: { route?: { path?: string } } }) => ({
         id: req.id,

@@ -1,14 +1,15 @@
 import OpenAPIBackend, { type Context, type Document } from 'openapi-backend';
 import type { Request as ExpressRequest } from 'express';
 import { createAjv } from './validator';
+// Imported (not read from disk) so the build copies it beside the compiled code.
+import bundled from '../../generated/openapi.json';
 
 /**
  * The bundled contract, loaded once. openapi-backend's own definition check targets OpenAPI 3.0
  * and rejects 3.1 documents, so it is bypassed (redocly lints the spec in CI); `strict` keeps
  * eager validator compilation, so a broken schema fails at start rather than on first use.
  */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-export const contract: Document = require('../../generated/openapi.json');
+export const contract = bundled as unknown as Document;
 
 export function createBackend(): OpenAPIBackend {
   const api = new OpenAPIBackend({

@@ -39,6 +39,12 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
   });
 
   api.register({
+    // Runs once a route matched (before auth and validation), so every log line names its route.
+    postRoutingHandler: (c: Context, _req: Request, res: Response) => {
+      if (!c.operation) return;
+      res.locals.route = `${c.operation.method.toUpperCase()} ${c.operation.path}`;
+      res.locals.operationId = c.operation.operationId;
+    },
     validationFail: (c: Context): HttpResult => {
       const details = validationDetails(c.validation.errors);
       return { status: 400, body: new Invalid(details).body() };
@@ -64,7 +70,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
 
   for (const operationId of Object.keys(handlers) as OperationId[]) {
     const handler = handlers[operationId] as unknown as (ctx: HandlerContext<OperationId>) => Promise<HttpResult>;
-    api.register(operationId, async (c: Context, req: Request): Promise<HttpResult> => {
+    api.register(operationId, async (c: Context, req: Request, res: Response): Promise<HttpResult> => {
       const security = (c.security ?? {}) as Record<string, Principal | false | undefined>;
       const ctx = {
         operationId,

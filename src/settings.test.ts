@@ -1,0 +1,31 @@
+import { loadSettings, SettingsError } from './settings';
+
+describe('loadSettings', () => {
+  it('has defaults that need no configuration', () => {
+    const s = loadSettings({});
+    expect(s).toMatchObject({ port: 3000, databaseUrl: undefined, dataDir: './data', planGating: true, sessionTtlMs: 30 * 86_400_000 });
+    expect(s.suiteGraphBaseUrl).toBe('https://graph.microsoft.com/v1.0');
+  });
+
+  it('reads durations, booleans and URLs', () => {
+    const s = loadSettings({ SESSION_TTL: '12h', PLAN_GATING: 'off', SUITE_LOGIN_BASE_URL: 'http://127.0.0.1:9999/', CORS_ORIGINS: 'https://a.test, https://b.test' });
+    expect(s.sessionTtlMs).toBe(12 * 3_600_000);
+    expect(s.planGating).toBe(false);
+    expect(s.suiteLoginBaseUrl).toBe('http://127.0.0.1:9999');
+    expect(s.corsOrigins).toEqual(['https://a.test', 'https://b.test']);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['SESSION_TTL', 'forever'],
+    ['PLAN_GATING', 'maybe'],
+    ['SUITE_GRAPH_BASE_URL', 'ftp://x'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['SECRET_KEY', 'short'],
+    ['LOG_LEVEL', 'loud'],
+  ])('refuses %s=%s with a message naming it', (name, value) => {
+    expect(() => loadSettings({ [name]: value })).toThrow(SettingsError);
+    expect(() => loadSettings({ [name]: value })).toThrow(name);
+  });
+});
