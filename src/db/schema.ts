@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { PeopleTables } from '../invitations/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -93,4 +94,4 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables;
+export type DB = FoundationTables & PeopleTables;

@@ -3,6 +3,11 @@ import { notImplemented } from './not-implemented';
 import { systemHandlers } from '../system/handlers';
 import { authHandlers } from '../auth/handlers';
 import { orgHandlers } from '../org/handlers';
+import { memberHandlers } from '../members/handlers';
+import { invitationHandlers } from '../invitations/handlers';
+import { teamHandlers } from '../teams/handlers';
+import { apiKeyHandlers } from '../api-keys/handlers';
+import { adminHandlers } from '../admin/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -12,6 +17,11 @@ export const handlers: Handlers = {
   ...systemHandlers,
   ...authHandlers,
   ...orgHandlers,
+  ...memberHandlers,
+  ...invitationHandlers,
+  ...teamHandlers,
+  ...apiKeyHandlers,
+  ...adminHandlers,
   ...notImplemented(
     'updateMarketplace',
     'deleteMarketplace',

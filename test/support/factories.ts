@@ -59,3 +59,16 @@ export async function addMember(t: TestApp, organizationId: string, role: Exclud
 export function bearer(token: string): [string, string] {
   return ['authorization', `Bearer ${token}`];
 }
+
+/**
+ * Invites a new user through the API (as `inviter`, an admin's session token) and accepts the
+ * invitation with that user's session: the membership the invitation flow creates.
+ */
+export async function inviteAndAccept(t: TestApp, inviterToken: string, role: Exclude<Role, 'owner'> = 'member'): Promise<OrgMember> {
+  const user = await signUp(t, role);
+  const invite = await t.http.post('/v1/invitations').set(...bearer(inviterToken)).send({ email: user.email, role });
+  if (invite.status !== 201) throw new Error(`invite failed: ${invite.status} ${JSON.stringify(invite.body)}`);
+  const accept = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: invite.body.token });
+  if (accept.status !== 200) throw new Error(`accept failed: ${accept.status} ${JSON.stringify(accept.body)}`);
+  return { ...user, organizationId: accept.body.member.organizationId, memberId: accept.body.member.id };
+}

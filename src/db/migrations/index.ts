@@ -1,5 +1,6 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as foundation from './20261122_0100_foundation';
+import * as people from './20261122_0200_people';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -8,6 +9,7 @@ import * as foundation from './20261122_0100_foundation';
  */
 const migrations: Record<string, Migration> = {
   '20261122_0100_foundation': foundation,
+  '20261122_0200_people': people,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,12 @@
+import type { HandlerMap } from '../http/types';
+import { principalOf } from '../access/roles';
+import * as admin from './service';
+
+export const adminHandlers: HandlerMap<'adminListOrganizations' | 'adminUpdateOrganization'> = {
+  adminListOrganizations: async (ctx) => ({ status: 200, body: await admin.listOrganizations(ctx.deps, principalOf(ctx), ctx.query) }),
+
+  adminUpdateOrganization: async (ctx) => ({
+    status: 200,
+    body: { ok: true, item: await admin.setPlan(ctx.deps, principalOf(ctx), ctx.params.organizationId, ctx.body.plan) },
+  }),
+};

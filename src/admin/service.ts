@@ -1,0 +1,45 @@
+import type { components } from '../../generated/api';
+import type { AppDeps, Principal } from '../http/types';
+import { NotFound } from '../lib/errors';
+import type { PageRequest } from '../lib/pagination';
+import { requirePlatformAdmin } from '../access/roles';
+import type { Plan } from '../org/service';
+import * as store from './store';
+import type { AdminOrganizationRow } from './store';
+
+type Schemas = components['schemas'];
+
+function toAdminOrganization(row: AdminOrganizationRow): Schemas['AdminOrganization'] {
+  const owner =
+    row.owner_member_id && row.owner_user_id && row.owner_email
+      ? { memberId: row.owner_member_id, userId: row.owner_user_id, name: row.owner_name, email: row.owner_email, image: row.owner_image }
+      : null;
+  return {
+    id: row.id,
+    name: row.name,
+    plan: row.plan as Schemas['Plan'],
+    owner,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    memberCount: Number(row.member_count),
+  };
+}
+
+export async function listOrganizations(deps: AppDeps, principal: Principal, page: PageRequest) {
+  requirePlatformAdmin(principal);
+  return deps.cursors.page(
+    'admin-organizations',
+    page,
+    async (after, take) => (await store.listOrganizations(deps.db, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    (row) => toAdminOrganization(row),
+  );
+}
+
+export async function setPlan(deps: AppDeps, principal: Principal, organizationId: string, plan: Plan) {
+  requirePlatformAdmin(principal);
+  const notFound = () => new NotFound('organization_not_found', 'The organization could not be found.');
+  if (!(await store.setPlan(deps.db, organizationId, plan, deps.clock.now()))) throw notFound();
+  const row = await store.findOrganization(deps.db, organizationId);
+  if (!row) throw notFound();
+  return toAdminOrganization(row);
+}

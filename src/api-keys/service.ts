@@ -1,0 +1,63 @@
+import type { components } from '../../generated/api';
+import type { AppDeps, Membership, Principal } from '../http/types';
+import { Invalid, NotFound } from '../lib/errors';
+import { newId } from '../lib/ids';
+import { randomSecret, sha256Hex } from '../lib/crypto';
+import type { PageRequest } from '../lib/pagination';
+import { authorize, requireSession } from '../access/roles';
+import * as store from './store';
+import type { ApiKeyRow } from './store';
+
+const KEY_PREFIX = 'cpk';
+/** Enough of the key to recognise it in a list, far too little to guess the rest. */
+const VISIBLE_PREFIX_LENGTH = 12;
+
+export function toApiKey(row: ApiKeyRow): components['schemas']['ApiKey'] {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    memberId: row.member_id,
+    createdAt: row.created_at.toISOString(),
+    expiresAt: row.expires_at?.toISOString() ?? null,
+    lastUsedAt: row.last_used_at?.toISOString() ?? null,
+  };
+}
+
+/** A key acts as the creating member with that member's current role (see auth/principal.ts). */
+export async function createApiKey(deps: AppDeps, principal: Principal, membership: Membership, input: { name: string; expiresAt?: string }) {
+  requireSession(principal);
+  authorize(membership, 'apiKeys.manage');
+  const now = deps.clock.now();
+  const expiresAt = input.expiresAt === undefined ? null : new Date(input.expiresAt);
+  if (expiresAt && !(expiresAt.getTime() > now.getTime())) throw Invalid.at(['body', 'expiresAt'], 'must be in the future');
+  const key = randomSecret(KEY_PREFIX);
+  const row = await store.insertApiKey(deps.db, {
+    id: newId('apiKey'),
+    organizationId: membership.organizationId,
+    memberId: membership.memberId,
+    name: input.name,
+    prefix: key.slice(0, VISIBLE_PREFIX_LENGTH),
+    keyHash: sha256Hex(key),
+    now,
+    expiresAt,
+  });
+  return { item: toApiKey(row), key };
+}
+
+export async function listApiKeys(deps: AppDeps, membership: Membership, page: PageRequest) {
+  authorize(membership, 'apiKeys.manage');
+  return deps.cursors.page(
+    'api-keys',
+    page,
+    async (after, take) => (await store.listApiKeys(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    (row) => toApiKey(row),
+  );
+}
+
+export async function revokeApiKey(deps: AppDeps, membership: Membership, apiKeyId: string): Promise<void> {
+  authorize(membership, 'apiKeys.manage');
+  if (!(await store.revokeApiKey(deps.db, membership.organizationId, apiKeyId, deps.clock.now()))) {
+    throw new NotFound('api_key_not_found', 'The API key could not be found.');
+  }
+}

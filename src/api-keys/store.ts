@@ -1,0 +1,59 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import { before, type Position } from '../lib/pagination';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+export interface ApiKeyRow {
+  id: string;
+  name: string;
+  prefix: string;
+  member_id: string;
+  created_at: Date;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+}
+
+/** Never `key_hash`: it only ever appears in the authentication lookup. */
+const COLUMNS = ['id', 'name', 'prefix', 'member_id', 'created_at', 'expires_at', 'last_used_at'] as const;
+
+export async function insertApiKey(
+  db: Db,
+  key: { id: string; organizationId: string; memberId: string; name: string; prefix: string; keyHash: string; now: Date; expiresAt: Date | null },
+): Promise<ApiKeyRow> {
+  return db
+    .insertInto('api_keys')
+    .values({
+      id: key.id,
+      organization_id: key.organizationId,
+      member_id: key.memberId,
+      name: key.name,
+      prefix: key.prefix,
+      key_hash: key.keyHash,
+      created_at: key.now,
+      expires_at: key.expiresAt,
+      last_used_at: null,
+      revoked_at: null,
+    })
+    .returning(COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+/** Keys not revoked (expired ones included, so an admin sees why a key stopped working). */
+export async function listApiKeys(db: Db, organizationId: string, after: Position | null, take: number): Promise<ApiKeyRow[]> {
+  let query = db.selectFrom('api_keys').select(COLUMNS).where('organization_id', '=', organizationId).where('revoked_at', 'is', null);
+  if (after) query = query.where(before('created_at', 'id', after));
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(take).execute();
+}
+
+export async function revokeApiKey(db: Db, organizationId: string, apiKeyId: string, now: Date): Promise<boolean> {
+  const row = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', apiKeyId)
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,0 +1,24 @@
+import type { HandlerMap } from '../http/types';
+import { membershipOf, principalOf } from '../access/roles';
+import * as invitations from './service';
+
+type InvitationOperations = 'createInvitation' | 'listInvitations' | 'cancelInvitation' | 'acceptInvitation';
+
+export const invitationHandlers: HandlerMap<InvitationOperations> = {
+  createInvitation: async (ctx) => {
+    const { item, token } = await invitations.createInvitation(ctx.deps, membershipOf(ctx), ctx.body);
+    return { status: 201, body: { ok: true, item, token } };
+  },
+
+  listInvitations: async (ctx) => ({ status: 200, body: await invitations.listInvitations(ctx.deps, membershipOf(ctx), ctx.query) }),
+
+  cancelInvitation: async (ctx) => {
+    const item = await invitations.cancelInvitation(ctx.deps, membershipOf(ctx), ctx.params.invitationId);
+    return { status: 200, body: { ok: true, item } };
+  },
+
+  acceptInvitation: async (ctx) => {
+    const member = await invitations.acceptInvitation(ctx.deps, principalOf(ctx), ctx.body.token);
+    return { status: 200, body: { ok: true, member } };
+  },
+};

@@ -1,0 +1,127 @@
+import type { components } from '../../generated/api';
+import type { AppDeps, Membership, Principal, Role } from '../http/types';
+import { CodedError, Conflict, Forbidden, NotFound, Unauthorized } from '../lib/errors';
+import { newId } from '../lib/ids';
+import { randomSecret, sha256Hex } from '../lib/crypto';
+import type { PageRequest } from '../lib/pagination';
+import { isUniqueViolation } from '../db/errors';
+import { authorize } from '../access/roles';
+import { findUserById, normalizeEmail, setSessionOrganization } from '../auth/store';
+import { insertMember } from '../org/store';
+import { toMember } from '../org/mappers';
+import { findMember } from '../members/store';
+import * as store from './store';
+import type { InvitationRow } from './store';
+
+type Invitation = components['schemas']['Invitation'];
+
+export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+const TOKEN_PREFIX = 'cpi';
+
+const notFound = () => new NotFound('invitation_not_found', 'The invitation could not be found.');
+const notPending = () => new Conflict('invitation_not_pending', 'The invitation has already been accepted or cancelled.');
+const alreadyMember = () => new Conflict('already_member', 'That person is already a member of the organization.');
+
+export function toInvitation(row: InvitationRow, now: Date): Invitation {
+  const expired = row.status === 'pending' && row.expires_at.getTime() <= now.getTime();
+  return {
+    id: row.id,
+    email: row.email,
+    role: row.role as Invitation['role'],
+    status: expired ? 'expired' : row.status,
+    expiresAt: row.expires_at.toISOString(),
+    createdAt: row.created_at.toISOString(),
+    invitedByMemberId: row.invited_by_member_id,
+    acceptedAt: row.accepted_at?.toISOString() ?? null,
+    cancelledAt: row.cancelled_at?.toISOString() ?? null,
+  };
+}
+
+export async function createInvitation(deps: AppDeps, membership: Membership, input: { email: string; role: Exclude<Role, 'owner'> }) {
+  authorize(membership, 'invitations.manage');
+  const { organizationId } = membership;
+  const email = input.email.trim();
+  const emailNormalized = normalizeEmail(email);
+  const token = randomSecret(TOKEN_PREFIX);
+  const now = deps.clock.now();
+  try {
+    const row = await deps.db.transaction().execute(async (trx) => {
+      if (await store.isMemberByEmail(trx, organizationId, emailNormalized)) throw alreadyMember();
+      await store.cancelExpiredPending(trx, organizationId, emailNormalized, now);
+      return store.insertInvitation(trx, {
+        id: newId('invitation'),
+        organizationId,
+        email,
+        emailNormalized,
+        role: input.role,
+        tokenHash: sha256Hex(token),
+        invitedByMemberId: membership.memberId,
+        now,
+        expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
+      });
+    });
+    return { item: toInvitation(row, now), token };
+  } catch (err) {
+    if (isUniqueViolation(err, 'invitations_pending_email_key')) {
+      throw new Conflict('invitation_pending', 'A pending invitation for this e-mail already exists.');
+    }
+    throw err;
+  }
+}
+
+export async function listInvitations(deps: AppDeps, membership: Membership, page: PageRequest) {
+  authorize(membership, 'invitations.manage');
+  const now = deps.clock.now();
+  return deps.cursors.page(
+    'invitations',
+    page,
+    async (after, take) => (await store.listInvitations(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    (row) => toInvitation(row, now),
+  );
+}
+
+export async function cancelInvitation(deps: AppDeps, membership: Membership, invitationId: string) {
+  authorize(membership, 'invitations.manage');
+  const now = deps.clock.now();
+  const row = await store.cancelPending(deps.db, membership.organizationId, invitationId, now);
+  if (row) return toInvitation(row, now);
+  if (await store.findInvitation(deps.db, membership.organizationId, invitationId)) throw notPending();
+  throw notFound();
+}
+
+/**
+ * Accepts by token for the signed-in user. The claim is a conditional UPDATE inside the
+ * transaction that also inserts the member, so racing accepts create exactly one membership (the
+ * members unique index backs this up for a user who is already a member).
+ */
+export async function acceptInvitation(deps: AppDeps, principal: Principal, token: string) {
+  if (!principal.sessionId) throw new Unauthorized();
+  const now = deps.clock.now();
+  const user = await findUserById(deps.db, principal.userId);
+  if (!user) throw new Unauthorized();
+  const invitation = await store.findByTokenHash(deps.db, sha256Hex(token));
+  if (!invitation) throw notFound();
+  if (invitation.email_normalized !== normalizeEmail(user.email)) {
+    throw new Forbidden('email_mismatch', 'This invitation was sent to a different e-mail address.');
+  }
+  if (invitation.status !== 'pending') throw notPending();
+  if (invitation.expires_at.getTime() <= now.getTime()) throw new CodedError(410, 'invitation_expired', 'The invitation has expired.');
+
+  const organizationId = invitation.organization_id;
+  const sessionHadNone = principal.membership === null;
+  try {
+    return await deps.db.transaction().execute(async (trx) => {
+      const claimed = await store.claimPending(trx, invitation.id, now);
+      if (!claimed) throw notPending();
+      const memberId = newId('member');
+      await insertMember(trx, { id: memberId, organizationId, userId: user.id, role: claimed.role as Exclude<Role, 'owner'>, now });
+      if (sessionHadNone) await setSessionOrganization(trx, principal.sessionId!, organizationId);
+      const member = await findMember(trx, organizationId, memberId);
+      if (!member) throw new Error('new membership vanished inside its own transaction');
+      return toMember(member);
+    });
+  } catch (err) {
+    if (isUniqueViolation(err, 'members_active_user_key')) throw alreadyMember();
+    throw err;
+  }
+}

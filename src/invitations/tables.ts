@@ -1,0 +1,20 @@
+import type { Timestamp } from '../db/schema';
+
+export interface InvitationsTable {
+  id: string;
+  organization_id: string;
+  email: string;
+  email_normalized: string;
+  role: string;
+  token_hash: string;
+  status: 'pending' | 'accepted' | 'cancelled';
+  invited_by_member_id: string | null;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  accepted_at: Timestamp | null;
+  cancelled_at: Timestamp | null;
+}
+
+export interface PeopleTables {
+  invitations: InvitationsTable;
+}

@@ -1,0 +1,17 @@
+import type { HandlerMap } from '../http/types';
+import { membershipOf } from '../access/roles';
+import * as members from './service';
+
+export const memberHandlers: HandlerMap<'listMembers' | 'changeMemberRole' | 'removeMember'> = {
+  listMembers: async (ctx) => ({ status: 200, body: await members.listMembers(ctx.deps, membershipOf(ctx), ctx.query) }),
+
+  changeMemberRole: async (ctx) => {
+    const item = await members.changeRole(ctx.deps, membershipOf(ctx), ctx.params.memberId, ctx.body.role);
+    return { status: 200, body: { ok: true, item } };
+  },
+
+  removeMember: async (ctx) => {
+    await members.removeMember(ctx.deps, membershipOf(ctx), ctx.params.memberId);
+    return { status: 204, body: undefined };
+  },
+};

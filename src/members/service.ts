@@ -1,0 +1,48 @@
+import type { AppDeps, Membership, Role } from '../http/types';
+import { Conflict, NotFound } from '../lib/errors';
+import type { PageRequest } from '../lib/pagination';
+import { authorize } from '../access/roles';
+import { toMember } from '../org/mappers';
+import * as store from './store';
+
+const memberNotFound = () => new NotFound('member_not_found', 'The member could not be found.');
+
+export async function listMembers(deps: AppDeps, membership: Membership, page: PageRequest) {
+  authorize(membership, 'members.read');
+  return deps.cursors.page(
+    'members',
+    page,
+    async (after, take) => (await store.listMembers(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    (row) => toMember(row),
+  );
+}
+
+export async function changeRole(deps: AppDeps, membership: Membership, memberId: string, role: Exclude<Role, 'owner'>) {
+  authorize(membership, 'members.changeRole');
+  const { organizationId } = membership;
+  const updated = await store.setRole(deps.db, organizationId, memberId, role);
+  const member = await store.findMember(deps.db, organizationId, memberId);
+  if (!member) throw memberNotFound();
+  if (!updated) throw new Conflict('owner_role_immutable', "The owner's role cannot be changed.");
+  return toMember(member);
+}
+
+/**
+ * Removes a member (an admin removing someone, or a member leaving). In one transaction: the
+ * membership ends (sessions lose the organization, grants to the member stop counting because
+ * they join active members), the member's API keys are revoked and their team memberships go.
+ */
+export async function removeMember(deps: AppDeps, membership: Membership, memberId: string): Promise<void> {
+  if (memberId !== membership.memberId) authorize(membership, 'members.remove');
+  const { organizationId } = membership;
+  const now = deps.clock.now();
+  await deps.db.transaction().execute(async (trx) => {
+    const removed = await store.markRemoved(trx, organizationId, memberId, now);
+    if (!removed) {
+      if (await store.findMember(trx, organizationId, memberId)) throw new Conflict('owner_cannot_be_removed', 'The owner cannot be removed from the organization.');
+      throw memberNotFound();
+    }
+    await store.revokeApiKeysOf(trx, organizationId, memberId, now);
+    await store.leaveAllTeams(trx, organizationId, memberId);
+  });
+}

@@ -1,0 +1,91 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import type { Role } from '../http/types';
+import type { MemberRow } from '../org/store';
+import { before, type Position } from '../lib/pagination';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+/** An active member with their user's public fields; removed members are never returned. */
+function memberQuery(db: Db, organizationId: string) {
+  return db
+    .selectFrom('members as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select([
+      'm.id',
+      'm.organization_id',
+      'm.user_id',
+      sql<Role>`m.role`.as('role'),
+      'm.created_at',
+      'u.name as user_name',
+      'u.email as user_email',
+      'u.image as user_image',
+    ])
+    .where('m.organization_id', '=', organizationId)
+    .where('m.removed_at', 'is', null);
+}
+
+export async function listMembers(db: Db, organizationId: string, after: Position | null, take: number): Promise<MemberRow[]> {
+  let query = memberQuery(db, organizationId);
+  if (after) query = query.where(before('m.created_at', 'm.id', after));
+  return query.orderBy('m.created_at', 'desc').orderBy('m.id', 'desc').limit(take).execute();
+}
+
+export async function findMember(db: Db, organizationId: string, memberId: string): Promise<MemberRow | undefined> {
+  return memberQuery(db, organizationId).where('m.id', '=', memberId).executeTakeFirst();
+}
+
+/** Active members of the organization among `memberIds` (to check ids a request names). */
+export async function existingMemberIds(db: Db, organizationId: string, memberIds: string[]): Promise<string[]> {
+  if (memberIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('members')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', memberIds)
+    .where('removed_at', 'is', null)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** Sets the role of an active, non-owner member; undefined when there is no such member. */
+export async function setRole(db: Db, organizationId: string, memberId: string, role: Exclude<Role, 'owner'>): Promise<string | undefined> {
+  const row = await db
+    .updateTable('members')
+    .set({ role })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', memberId)
+    .where('removed_at', 'is', null)
+    .where('role', '<>', 'owner')
+    .returning('id')
+    .executeTakeFirst();
+  return row?.id;
+}
+
+/** Marks an active, non-owner member removed; undefined when there is no such member. */
+export async function markRemoved(db: Db, organizationId: string, memberId: string, now: Date): Promise<string | undefined> {
+  const row = await db
+    .updateTable('members')
+    .set({ removed_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', memberId)
+    .where('removed_at', 'is', null)
+    .where('role', '<>', 'owner')
+    .returning('id')
+    .executeTakeFirst();
+  return row?.id;
+}
+
+export async function revokeApiKeysOf(db: Db, organizationId: string, memberId: string, now: Date): Promise<void> {
+  await db
+    .updateTable('api_keys')
+    .set({ revoked_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('member_id', '=', memberId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
+export async function leaveAllTeams(db: Db, organizationId: string, memberId: string): Promise<void> {
+  await db.deleteFrom('team_members').where('organization_id', '=', organizationId).where('member_id', '=', memberId).execute();
+}

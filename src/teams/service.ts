@@ -1,0 +1,95 @@
+import type { AppDeps, Membership } from '../http/types';
+import { Conflict, NotFound } from '../lib/errors';
+import { newId } from '../lib/ids';
+import type { PageRequest } from '../lib/pagination';
+import { isForeignKeyViolation, isUniqueViolation } from '../db/errors';
+import { authorize } from '../access/roles';
+import { toTeam } from '../org/mappers';
+import { existingMemberIds } from '../members/store';
+import * as store from './store';
+
+const teamNotFound = () => new NotFound('team_not_found', 'The team could not be found.');
+const memberNotFound = () => new NotFound('member_not_found', 'The member could not be found.');
+
+function translateNameTaken(err: unknown): never {
+  if (isUniqueViolation(err, 'teams_org_name_key')) throw new Conflict('team_name_taken', 'A team with this name already exists.');
+  throw err;
+}
+
+export async function createTeam(deps: AppDeps, membership: Membership, input: { name: string; memberIds?: string[] }) {
+  authorize(membership, 'teams.manage');
+  const { organizationId } = membership;
+  const memberIds = input.memberIds ?? [];
+  const now = deps.clock.now();
+  try {
+    return await deps.db.transaction().execute(async (trx) => {
+      const found = await existingMemberIds(trx, organizationId, memberIds);
+      if (found.length !== memberIds.length) throw memberNotFound();
+      const id = newId('team');
+      await store.insertTeam(trx, { id, organizationId, name: input.name, now });
+      await store.addTeamMembers(trx, organizationId, id, memberIds, now);
+      const team = await store.findTeam(trx, organizationId, id);
+      if (!team) throw new Error('new team vanished inside its own transaction');
+      return toTeam(team);
+    });
+  } catch (err) {
+    return translateNameTaken(err);
+  }
+}
+
+export async function listTeams(deps: AppDeps, membership: Membership, page: PageRequest) {
+  authorize(membership, 'teams.read');
+  return deps.cursors.page(
+    'teams',
+    page,
+    async (after, take) => (await store.listTeams(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    (row) => toTeam(row),
+  );
+}
+
+export async function getTeam(deps: AppDeps, membership: Membership, teamId: string) {
+  authorize(membership, 'teams.read');
+  const team = await store.findTeam(deps.db, membership.organizationId, teamId);
+  if (!team) throw teamNotFound();
+  return toTeam(team);
+}
+
+export async function renameTeam(deps: AppDeps, membership: Membership, teamId: string, name: string) {
+  authorize(membership, 'teams.manage');
+  try {
+    if (!(await store.renameTeam(deps.db, membership.organizationId, teamId, name, deps.clock.now()))) throw teamNotFound();
+  } catch (err) {
+    translateNameTaken(err);
+  }
+  return getTeam(deps, membership, teamId);
+}
+
+export async function deleteTeam(deps: AppDeps, membership: Membership, teamId: string): Promise<void> {
+  authorize(membership, 'teams.manage');
+  try {
+    if (!(await store.deleteTeam(deps.db, membership.organizationId, teamId))) throw teamNotFound();
+  } catch (err) {
+    // Another area's row that references the team without a cascade keeps it alive.
+    if (isForeignKeyViolation(err)) throw new Conflict('team_in_use', 'The team is still referenced and cannot be deleted.');
+    throw err;
+  }
+}
+
+async function requireTeamAndMember(deps: AppDeps, organizationId: string, teamId: string, memberId: string) {
+  const [team, members] = await Promise.all([store.findTeam(deps.db, organizationId, teamId), existingMemberIds(deps.db, organizationId, [memberId])]);
+  if (!team) throw teamNotFound();
+  if (members.length === 0) throw memberNotFound();
+}
+
+export async function addTeamMember(deps: AppDeps, membership: Membership, teamId: string, memberId: string) {
+  authorize(membership, 'teams.manage');
+  await requireTeamAndMember(deps, membership.organizationId, teamId, memberId);
+  await store.addTeamMembers(deps.db, membership.organizationId, teamId, [memberId], deps.clock.now());
+  return getTeam(deps, membership, teamId);
+}
+
+export async function removeTeamMember(deps: AppDeps, membership: Membership, teamId: string, memberId: string): Promise<void> {
+  authorize(membership, 'teams.manage');
+  await requireTeamAndMember(deps, membership.organizationId, teamId, memberId);
+  await store.removeTeamMember(deps.db, membership.organizationId, teamId, memberId);
+}

@@ -1,0 +1,72 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import type { TeamRow } from '../org/store';
+import { before, type Position } from '../lib/pagination';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+/** A team with its active members' ids (removed members drop out without a write). */
+function teamQuery(db: Db, organizationId: string) {
+  return db
+    .selectFrom('teams as t')
+    .select([
+      't.id',
+      't.name',
+      't.created_at',
+      sql<string[]>`coalesce((SELECT array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id) FROM team_members tm
+        JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL WHERE tm.team_id = t.id), '{}')`.as('member_ids'),
+    ])
+    .where('t.organization_id', '=', organizationId);
+}
+
+export async function listTeams(db: Db, organizationId: string, after: Position | null, take: number): Promise<TeamRow[]> {
+  let query = teamQuery(db, organizationId);
+  if (after) query = query.where(before('t.created_at', 't.id', after));
+  return query.orderBy('t.created_at', 'desc').orderBy('t.id', 'desc').limit(take).execute();
+}
+
+export async function findTeam(db: Db, organizationId: string, teamId: string): Promise<TeamRow | undefined> {
+  return teamQuery(db, organizationId).where('t.id', '=', teamId).executeTakeFirst();
+}
+
+export async function insertTeam(db: Db, team: { id: string; organizationId: string; name: string; now: Date }): Promise<void> {
+  await db
+    .insertInto('teams')
+    .values({ id: team.id, organization_id: team.organizationId, name: team.name, created_at: team.now, updated_at: team.now })
+    .execute();
+}
+
+export async function renameTeam(db: Db, organizationId: string, teamId: string, name: string, now: Date): Promise<boolean> {
+  const row = await db
+    .updateTable('teams')
+    .set({ name, updated_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', teamId)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function deleteTeam(db: Db, organizationId: string, teamId: string): Promise<boolean> {
+  const row = await db.deleteFrom('teams').where('organization_id', '=', organizationId).where('id', '=', teamId).returning('id').executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Idempotent: adding a member already in the team changes nothing. */
+export async function addTeamMembers(db: Db, organizationId: string, teamId: string, memberIds: string[], now: Date): Promise<void> {
+  if (memberIds.length === 0) return;
+  await db
+    .insertInto('team_members')
+    .values(memberIds.map((memberId) => ({ team_id: teamId, member_id: memberId, organization_id: organizationId, created_at: now })))
+    .onConflict((oc) => oc.columns(['team_id', 'member_id']).doNothing())
+    .execute();
+}
+
+export async function removeTeamMember(db: Db, organizationId: string, teamId: string, memberId: string): Promise<void> {
+  await db
+    .deleteFrom('team_members')
+    .where('organization_id', '=', organizationId)
+    .where('team_id', '=', teamId)
+    .where('member_id', '=', memberId)
+    .execute();
+}
