@@ -634,6 +634,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List workers
+         * @description The organization's workers, newest first. Every member can see them.
+         */
+        get: operations["listWorkers"];
+        put?: never;
+        /**
+         * Create a worker
+         * @description Registers a worker. The reply carries its `hostToken` once; the service keeps only a hash (to check the worker's calls) and an encrypted copy (to call the worker's runtime).
+         */
+        post: operations["createWorker"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        /** Get a worker */
+        get: operations["getWorker"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a worker (its creator or an admin)
+         * @description Deletes the worker and its activity; its host token stops working at once.
+         */
+        delete: operations["deleteWorker"];
+        options?: never;
+        head?: never;
+        /** Update a worker (its creator or an admin) */
+        patch: operations["updateWorker"];
+        trace?: never;
+    };
     "/v1/workers/{id}/runtime": {
         parameters: {
             query?: never;
@@ -645,11 +693,57 @@ export interface paths {
         };
         /**
          * Get worker runtime status
-         * @description Fetches runtime version and status information from the worker's runtime endpoint (`GET {runtimeUrl}/runtime/versions`) and returns its JSON object as it is.
+         * @description Fetches runtime version and status information from the worker's runtime endpoint (`GET {runtimeUrl}/runtime/versions` with `Authorization: Bearer <hostToken>`, bounded by `WORKER_RUNTIME_TIMEOUT_MS`, redirects not followed) and returns its JSON object as it is. The worker's creator or an organization admin.
          */
         get: operations["getWorkerRuntime"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workers/{id}/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a worker's activity
+         * @description The worker's reported events, newest first (by `at`, then id). Every member of the organization.
+         */
+        get: operations["listWorkerActivity"];
+        put?: never;
+        /**
+         * Report activity (called by the worker)
+         * @description Authenticated by the worker's own token in `x-worker-token` (no session or API key). A missing or wrong token, or a token of another worker, is 401. All events are stored or none.
+         */
+        post: operations["reportWorkerActivity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/telemetry/ingest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest telemetry events
+         * @description Stores 1 to 50 events for the caller's active organization and the calling member (never taken from the body). Every event is stored, in one transaction, or the request fails; a bad event fails the request with the event's index and field in `details[].path` (e.g. `["body", "events", "3", "type"]`).
+         */
+        post: operations["ingestTelemetry"];
         delete?: never;
         options?: never;
         head?: never;
@@ -665,7 +759,7 @@ export interface paths {
         };
         /**
          * Get usage analytics
-         * @description Member counts, active members, session and task volume in rolling 7-day and 30-day windows, average task duration and a 12-week trend for the active organization (admin).
+         * @description Member counts, active members, session and task volume in rolling 7-day and 30-day windows, average task duration and a 12-week trend for the active organization (admin). Needs plan `enterprise` while plan gating is on (402 `enterprise_plan_required`, `feature: analytics`). See the `UsageAnalytics` schema for the exact definition of each figure.
          */
         get: operations["getUsageAnalytics"];
         put?: never;
@@ -1074,31 +1168,148 @@ export interface components {
             error: "suite_api_error";
             message: string;
         };
+        Worker: {
+            /** @description Worker id (`wrk_` TypeID). */
+            id: string;
+            organizationId: components["schemas"]["OrganizationId"];
+            name: string;
+            description: string | null;
+            runtimeUrl: string | null;
+            createdByOrgMembershipId: components["schemas"]["MemberId"];
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+            /** @description When the worker last reported activity, or null. */
+            lastActivityAt: components["schemas"]["NullableTimestamp"];
+        };
+        WorkerList: {
+            items: components["schemas"]["Worker"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /**
+         * Format: uri
+         * @description Base URL of the worker's runtime (http or https). The service calls `GET {runtimeUrl}/runtime/versions` with `Authorization: Bearer <hostToken>`.
+         */
+        RuntimeUrl: string;
+        CreateWorkerBody: {
+            name: string;
+            description?: string;
+            runtimeUrl?: components["schemas"]["RuntimeUrl"];
+        };
+        WorkerCreated: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["Worker"];
+            /** @description The worker's secret: it authenticates the worker's own calls (`x-worker-token`) and is what the service presents to the worker's runtime. Shown only in this response. */
+            hostToken: string;
+        };
         /** @description A plain string id (plugin, connector-instance grant, worker); its format is not fixed. */
         PlainId: string;
+        WorkerItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["Worker"];
+        };
+        /** @description Fields to change; `null` clears `description` or `runtimeUrl`. */
+        UpdateWorkerBody: {
+            name?: string;
+            description?: string | null;
+            runtimeUrl?: components["schemas"]["RuntimeUrl"] | null;
+        };
+        WorkerActivity: {
+            /** @description Activity event id (`wac_` TypeID). */
+            id: string;
+            workerId: string;
+            type: string;
+            at: components["schemas"]["Timestamp"];
+            detail: {
+                [key: string]: unknown;
+            } | null;
+            receivedAt: components["schemas"]["Timestamp"];
+        };
+        WorkerActivityList: {
+            items: components["schemas"]["WorkerActivity"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        ActivityEventInput: {
+            type: string;
+            at: components["schemas"]["Timestamp"];
+            detail?: {
+                [key: string]: unknown;
+            };
+        };
+        ReportActivityBody: {
+            events: components["schemas"]["ActivityEventInput"][];
+        };
+        ActivityAccepted: {
+            ok: components["schemas"]["OkTrue"];
+            accepted: number;
+        };
+        /** @enum {string} */
+        TelemetryEventType: "user.active" | "session.active" | "session.started" | "session.ended" | "task.started" | "task.completed" | "task.failed";
+        TelemetryDimension: {
+            type: string;
+            value: string;
+            label?: string;
+        };
+        TelemetryEventInput: {
+            type: components["schemas"]["TelemetryEventType"];
+            /**
+             * Format: date-time
+             * @description When the event happened; from 2000-01-01 up to 24 hours after the service's now.
+             */
+            timestamp: string;
+            sessionId?: string;
+            durationMs?: number;
+            success?: boolean;
+            /** @description Tags of the event. A session whose events carry a dimension (at any time) is tagged with it, which the analytics filter uses. */
+            dimensions?: components["schemas"]["TelemetryDimension"][];
+        };
+        IngestBody: {
+            events: components["schemas"]["TelemetryEventInput"][];
+        };
+        IngestAccepted: {
+            ok: components["schemas"]["OkTrue"];
+            /** @description Number of events stored (always all of them). */
+            accepted: number;
+        };
         WeeklyUsage: {
-            /** @description Start of the 7-day bucket (ISO 8601). */
+            /**
+             * Format: date-time
+             * @description Monday 00:00 UTC that starts this ISO week (ISO 8601, e.g. `2026-11-16T00:00:00.000Z`). The week covers events from that instant up to the next Monday, and the current week only up to now.
+             */
             weekStart: string;
+            /** @description Distinct members with any (counted) event in the week. */
             activeMembers: number;
+            /** @description Distinct session ids of (counted) events in the week. */
             sessions: number;
+            /** @description Number of `task.completed` events in the week. */
             tasksCompleted: number;
+            /** @description Number of `task.failed` events in the week. */
             tasksFailed: number;
         };
-        /** @description Usage analytics of the active organization (interface-spec §2.7). */
+        /** @description Usage analytics of the active organization (interface-spec §2.7). Windows are rolling and taken from the service's clock: the 7-day window holds events with `now − 7 days < timestamp ≤ now`, the 30-day window `now − 30 days < timestamp ≤ now` (events stamped after now are not counted yet). An event belongs to the member who ingested it. With a dimension filter, only events that carry a `sessionId` whose session is tagged with the dimension count towards the active-member, session and task figures (`members` and `pendingInvites` are never filtered). */
         UsageAnalytics: {
+            /** @description Current members of the organization (removed members excluded). */
             members: number;
+            /** @description Invitations that are pending and not yet expired. */
             pendingInvites: number;
+            /** @description Distinct members with any event in the 7-day window. */
             activeMembers7d: number;
+            /** @description Distinct members with any event in the 30-day window. */
             activeMembers30d: number;
+            /** @description Distinct session ids among events in the 7-day window (events without a session id add none). */
             sessions7d: number;
+            /** @description Distinct session ids among events in the 30-day window. */
             sessions30d: number;
+            /** @description Number of `task.completed` events in the 7-day window. */
             tasksCompleted7d: number;
+            /** @description Number of `task.failed` events in the 7-day window. */
             tasksFailed7d: number;
+            /** @description Number of `task.completed` events in the 30-day window. */
             tasksCompleted30d: number;
+            /** @description Number of `task.failed` events in the 30-day window. */
             tasksFailed30d: number;
-            /** @description Milliseconds. */
+            /** @description Milliseconds. Mean `durationMs` of the `task.completed` events in the 30-day window that carry a `durationMs`, rounded to the nearest integer; 0 when there are none. */
             avgTaskDurationMs30d: number;
-            /** @description 12-week trend, oldest first. */
+            /** @description 12-week trend, oldest first: exactly 12 ISO weeks (Monday 00:00 UTC to Monday), the last one being the current week (it contains today and counts up to now). */
             weekly: components["schemas"]["WeeklyUsage"][];
         };
         EnterprisePlanRequiredError: {
@@ -2435,6 +2646,169 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    listWorkers: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of workers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWorkerBody"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The worker. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `worker_not_found`: no such worker in the caller's organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description Reason `worker_creator_or_admin_required`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWorkerBody"];
+            };
+        };
+        responses: {
+            /** @description The updated worker. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description Reason `worker_creator_or_admin_required`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
     getWorkerRuntime: {
         parameters: {
             query?: never;
@@ -2459,10 +2833,34 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            /** @description `worker_runtime_error`: refused, timed out, non-2xx, or not a JSON object. */
+            /** @description Reason `worker_creator_or_admin_required`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            /** @description `worker_not_found`: no such worker in the caller's organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            /** @description `worker_runtime_unavailable`: the worker has no runtime URL. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            /** @description `worker_runtime_error`: the runtime refused the connection, timed out, answered non-2xx, or its reply was not a JSON object (text, an array, more than 1 MiB). */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -2474,12 +2872,103 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    listWorkerActivity: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                id: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of activity events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerActivityList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    reportWorkerActivity: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The worker's host token from its creation. */
+                "x-worker-token"?: string;
+            };
+            path: {
+                id: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportActivityBody"];
+            };
+        };
+        responses: {
+            /** @description Stored. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActivityAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    ingestTelemetry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IngestBody"];
+            };
+        };
+        responses: {
+            /** @description All events stored. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
     getUsageAnalytics: {
         parameters: {
             query?: {
-                /** @description Restrict session, task and active-member figures to sessions tagged with this dimension type (with `dimensionValue`). */
+                /** @description Restrict the active-member, session and task figures to sessions tagged with this dimension (given together with `dimensionValue`): a session is tagged when any of its events, at any time, carries a dimension with this `type` and `value`; only events with a tagged `sessionId` are then counted. */
                 dimensionType?: string;
-                /** @description The dimension value; given together with `dimensionType` or not at all. */
+                /** @description The dimension value; given together with `dimensionType` or not at all (400 naming the missing one). */
                 dimensionValue?: string;
             };
             header?: never;
@@ -2509,6 +2998,7 @@ export interface operations {
                 };
             };
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };
     };

@@ -1,4 +1,6 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { WorkerTables } from '../workers/tables';
+import type { TelemetryTables } from '../telemetry/tables';
 import type { PeopleTables } from '../invitations/tables';
 
 /**
@@ -94,4 +96,4 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables;
+export type DB = FoundationTables & PeopleTables & WorkerTables & TelemetryTables;

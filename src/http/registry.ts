@@ -3,6 +3,8 @@ import { notImplemented } from './not-implemented';
 import { systemHandlers } from '../system/handlers';
 import { authHandlers } from '../auth/handlers';
 import { orgHandlers } from '../org/handlers';
+import { workerHandlers } from '../workers/handlers';
+import { telemetryHandlers } from '../telemetry/handlers';
 import { memberHandlers } from '../members/handlers';
 import { invitationHandlers } from '../invitations/handlers';
 import { teamHandlers } from '../teams/handlers';
@@ -17,6 +19,8 @@ export const handlers: Handlers = {
   ...systemHandlers,
   ...authHandlers,
   ...orgHandlers,
+  ...workerHandlers,
+  ...telemetryHandlers,
   ...memberHandlers,
   ...invitationHandlers,
   ...teamHandlers,
@@ -32,7 +36,5 @@ export const handlers: Handlers = {
     'listConnectorInstanceAccess',
     'disconnectMyMcpAccount',
     'sendSuiteChatMessage',
-    'getWorkerRuntime',
-    'getUsageAnalytics',
   ),
 };

@@ -19,6 +19,7 @@ export const ID_PREFIXES = {
   mcpConnection: 'emc',
   connectedAccount: 'cta',
   worker: 'wrk',
+  workerActivity: 'wac',
   telemetryEvent: 'tev',
 } as const;
 

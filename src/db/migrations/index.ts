@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as foundation from './20261122_0100_foundation';
 import * as people from './20261122_0200_people';
+import * as workersTelemetry from './20261122_0500_workers_telemetry';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -10,6 +11,7 @@ import * as people from './20261122_0200_people';
 const migrations: Record<string, Migration> = {
   '20261122_0100_foundation': foundation,
   '20261122_0200_people': people,
+  '20261122_0500_workers_telemetry': workersTelemetry,
 };
 
 export const migrationProvider: MigrationProvider = {

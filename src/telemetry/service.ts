@@ -1,0 +1,163 @@
+import type { components } from '../../generated/api';
+import type { AppDeps, Membership } from '../http/types';
+import { requireAdmin } from '../access/roles';
+import { CodedError, Invalid, type ErrorDetail } from '../lib/errors';
+import { newId } from '../lib/ids';
+import * as store from './store';
+
+type Schemas = components['schemas'];
+
+const DAY_MS = 86_400_000;
+/** Timestamps before this are refused as clock garbage, as are those more than a day ahead. */
+const EARLIEST_EVENT = Date.UTC(2000, 0, 1);
+const MAX_FUTURE_MS = DAY_MS;
+
+const dayOf = (date: Date): string => date.toISOString().slice(0, 10);
+const startOfDay = (date: Date): Date => new Date(Math.floor(date.getTime() / DAY_MS) * DAY_MS);
+
+/**
+ * Stores every event of the batch, or none: the events, the session tags and the daily rollup
+ * are written in one transaction, so analytics never sees half a batch and a database error
+ * fails the request instead of dropping events.
+ */
+export async function ingest(deps: AppDeps, membership: Membership, events: Schemas['TelemetryEventInput'][]): Promise<number> {
+  const now = deps.clock.now();
+  const problems: ErrorDetail[] = [];
+  const times = events.map((event, index) => {
+    const at = new Date(event.timestamp);
+    const ms = at.getTime();
+    if (Number.isNaN(ms) || ms < EARLIEST_EVENT || ms > now.getTime() + MAX_FUTURE_MS) {
+      problems.push({ message: 'must be a time from 2000-01-01 up to 24 hours from now', path: ['body', 'events', String(index), 'timestamp'] });
+    }
+    return at;
+  });
+  if (problems.length > 0) throw new Invalid(problems);
+
+  const rows: store.EventRow[] = events.map((event, index) => ({
+    id: newId('telemetryEvent'),
+    organizationId: membership.organizationId,
+    memberId: membership.memberId,
+    type: event.type,
+    occurredAt: times[index]!,
+    receivedAt: now,
+    sessionId: event.sessionId ?? null,
+    durationMs: event.durationMs ?? null,
+    success: event.success ?? null,
+    dimensions: event.dimensions ?? [],
+  }));
+
+  const tags = new Map<string, store.SessionTag>();
+  const daily = new Map<string, store.DailyDelta>();
+  for (const row of rows) {
+    if (row.sessionId !== null) {
+      for (const d of (row.dimensions as Schemas['TelemetryDimension'][])) {
+        const tag = { organizationId: row.organizationId, type: d.type, value: d.value, sessionId: row.sessionId };
+        tags.set(JSON.stringify([tag.type, tag.value, tag.sessionId]), tag);
+      }
+    }
+    const day = dayOf(row.occurredAt);
+    const sessionKey = row.sessionId ?? '';
+    const key = JSON.stringify([day, row.memberId, sessionKey]);
+    const delta =
+      daily.get(key) ??
+      { organizationId: row.organizationId, day, memberId: row.memberId, sessionKey, events: 0, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
+    delta.events += 1;
+    if (row.type === 'task.completed') {
+      delta.tasksCompleted += 1;
+      if (row.durationMs !== null) {
+        delta.completedDurationSum += row.durationMs;
+        delta.completedDurationCount += 1;
+      }
+    } else if (row.type === 'task.failed') {
+      delta.tasksFailed += 1;
+    }
+    daily.set(key, delta);
+  }
+  // Sorted keys: concurrent batches touching the same rollup rows lock them in the same order.
+  const sortedValues = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+
+  await deps.db.transaction().execute(async (trx) => {
+    await store.insertEvents(trx, rows);
+    await store.tagSessions(trx, sortedValues(tags));
+    await store.addDaily(trx, sortedValues(daily));
+  });
+  return rows.length;
+}
+
+export interface AnalyticsQuery {
+  dimensionType?: string;
+  dimensionValue?: string;
+}
+
+/** interface-spec 4.8; the figures are defined in the UsageAnalytics schema of the contract. */
+export async function usageAnalytics(deps: AppDeps, membership: Membership, query: AnalyticsQuery): Promise<Schemas['UsageAnalytics']> {
+  const { dimensionType, dimensionValue } = query;
+  if ((dimensionType === undefined) !== (dimensionValue === undefined)) {
+    const missing = dimensionType === undefined ? 'dimensionType' : 'dimensionValue';
+    throw Invalid.at(['query', missing], 'dimensionType and dimensionValue go together');
+  }
+  requireAdmin(membership);
+  if (deps.settings.planGating) {
+    const plan = await store.organizationPlan(deps.db, membership.organizationId);
+    if (plan !== 'enterprise') {
+      throw new CodedError(402, 'enterprise_plan_required', 'Usage analytics needs the enterprise plan.', { feature: 'analytics' });
+    }
+  }
+
+  const range = analyticsRange(deps.clock.now(), membership.organizationId, dimensionType !== undefined ? { type: dimensionType, value: dimensionValue! } : null);
+  const [members, pendingInvites, windows, weeks] = await Promise.all([
+    store.countMembers(deps.db, membership.organizationId),
+    store.countPendingInvites(deps.db, membership.organizationId, range.now),
+    store.windowFigures(deps.db, range),
+    store.weeklyFigures(deps.db, range),
+  ]);
+
+  const firstWeek = new Date(`${range.firstWeek}T00:00:00.000Z`).getTime();
+  const weekly = Array.from({ length: 12 }, (_, week) => {
+    const found = weeks.find((w) => w.week === week);
+    return {
+      weekStart: new Date(firstWeek + week * 7 * DAY_MS).toISOString(),
+      activeMembers: found?.activeMembers ?? 0,
+      sessions: found?.sessions ?? 0,
+      tasksCompleted: found?.tasksCompleted ?? 0,
+      tasksFailed: found?.tasksFailed ?? 0,
+    };
+  });
+  return {
+    members,
+    pendingInvites,
+    activeMembers7d: windows.active7,
+    activeMembers30d: windows.active30,
+    sessions7d: windows.sessions7,
+    sessions30d: windows.sessions30,
+    tasksCompleted7d: windows.completed7,
+    tasksFailed7d: windows.failed7,
+    tasksCompleted30d: windows.completed30,
+    tasksFailed30d: windows.failed30,
+    avgTaskDurationMs30d: windows.durationCount30 > 0 ? Math.round(windows.durationSum30 / windows.durationCount30) : 0,
+    weekly,
+  };
+}
+
+/** Rolling windows end at now; weeks are ISO weeks (Monday 00:00 UTC), the 12th containing today. */
+export function analyticsRange(now: Date, organizationId: string, dimension: store.AnalyticsRange['dimension']): store.AnalyticsRange {
+  const todayStart = startOfDay(now);
+  const start7 = new Date(now.getTime() - 7 * DAY_MS);
+  const start30 = new Date(now.getTime() - 30 * DAY_MS);
+  const mondayOffset = (todayStart.getUTCDay() + 6) % 7;
+  const currentWeek = new Date(todayStart.getTime() - mondayOffset * DAY_MS);
+  return {
+    organizationId,
+    now,
+    todayStart,
+    today: dayOf(todayStart),
+    start7,
+    start7Day: dayOf(start7),
+    start7DayEnd: new Date(startOfDay(start7).getTime() + DAY_MS),
+    start30,
+    start30Day: dayOf(start30),
+    start30DayEnd: new Date(startOfDay(start30).getTime() + DAY_MS),
+    firstWeek: dayOf(new Date(currentWeek.getTime() - 11 * 7 * DAY_MS)),
+    dimension,
+  };
+}

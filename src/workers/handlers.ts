@@ -1,0 +1,38 @@
+import type { HandlerMap } from '../http/types';
+import { membershipOf } from '../access/roles';
+import * as workers from './service';
+
+export const workerHandlers: HandlerMap<
+  'createWorker' | 'listWorkers' | 'getWorker' | 'updateWorker' | 'deleteWorker' | 'getWorkerRuntime' | 'reportWorkerActivity' | 'listWorkerActivity'
+> = {
+  createWorker: async (ctx) => {
+    const created = await workers.createWorker(ctx.deps, membershipOf(ctx), ctx.body);
+    return { status: 201, body: { ok: true, ...created } };
+  },
+
+  listWorkers: async (ctx) => ({ status: 200, body: await workers.listWorkers(ctx.deps, membershipOf(ctx), ctx.query) }),
+
+  getWorker: async (ctx) => ({ status: 200, body: { ok: true, item: await workers.getWorker(ctx.deps, membershipOf(ctx), ctx.params.id) } }),
+
+  updateWorker: async (ctx) => ({
+    status: 200,
+    body: { ok: true, item: await workers.updateWorker(ctx.deps, membershipOf(ctx), ctx.params.id, ctx.body) },
+  }),
+
+  deleteWorker: async (ctx) => {
+    await workers.deleteWorker(ctx.deps, membershipOf(ctx), ctx.params.id);
+    return { status: 204, body: undefined };
+  },
+
+  getWorkerRuntime: async (ctx) => ({ status: 200, body: await workers.getWorkerRuntime(ctx.deps, membershipOf(ctx), ctx.params.id) }),
+
+  reportWorkerActivity: async (ctx) => {
+    const accepted = await workers.reportActivity(ctx.deps, ctx.params.id, ctx.headers['x-worker-token'], ctx.body.events);
+    return { status: 202, body: { ok: true, accepted } };
+  },
+
+  listWorkerActivity: async (ctx) => ({
+    status: 200,
+    body: await workers.listActivity(ctx.deps, membershipOf(ctx), ctx.params.id, ctx.query),
+  }),
+};

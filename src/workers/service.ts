@@ -1,0 +1,147 @@
+import type { components } from '../../generated/api';
+import type { AppDeps, Membership } from '../http/types';
+import { isAdmin } from '../access/roles';
+import { randomSecret, sha256Hex } from '../lib/crypto';
+import { Conflict, Forbidden, NotFound, Unauthorized } from '../lib/errors';
+import { newId } from '../lib/ids';
+import type { Page, PageRequest, Position } from '../lib/pagination';
+import * as store from './store';
+import { fetchRuntimeVersions } from './runtime-client';
+
+type Schemas = components['schemas'];
+
+const workerNotFound = () => new NotFound('worker_not_found', 'The worker could not be found.');
+
+export function toWorker(row: store.WorkerRow): Schemas['Worker'] {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    description: row.description,
+    runtimeUrl: row.runtime_url,
+    createdByOrgMembershipId: row.created_by_member_id,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    lastActivityAt: row.last_activity_at ? row.last_activity_at.toISOString() : null,
+  };
+}
+
+function toActivity(row: store.ActivityRow): Schemas['WorkerActivity'] {
+  return {
+    id: row.id,
+    workerId: row.worker_id,
+    type: row.type,
+    at: row.occurred_at.toISOString(),
+    detail: row.detail,
+    receivedAt: row.received_at.toISOString(),
+  };
+}
+
+/** Writes and runtime calls: the worker's creator or an organization admin. */
+function requireCreatorOrAdmin(membership: Membership, worker: store.WorkerRow): void {
+  if (worker.created_by_member_id === membership.memberId || isAdmin(membership)) return;
+  throw new Forbidden('worker_creator_or_admin_required', "Only the worker's creator or an organization admin may do this.");
+}
+
+export async function createWorker(deps: AppDeps, membership: Membership, input: Schemas['CreateWorkerBody']) {
+  const hostToken = randomSecret('cpw');
+  const row = await store.insertWorker(deps.db, {
+    id: newId('worker'),
+    organizationId: membership.organizationId,
+    name: input.name,
+    description: input.description ?? null,
+    runtimeUrl: input.runtimeUrl ?? null,
+    tokenHash: sha256Hex(hostToken),
+    tokenSealed: deps.secrets.encrypt(hostToken),
+    createdByMemberId: membership.memberId,
+    now: deps.clock.now(),
+  });
+  return { item: toWorker(row), hostToken };
+}
+
+export async function listWorkers(deps: AppDeps, membership: Membership, page: PageRequest): Promise<Page<Schemas['Worker']>> {
+  return deps.cursors.page<store.WorkerRow & Position, Schemas['Worker']>('workers', page, (after, take) => store.listWorkers(deps.db, membership.organizationId, after, take), toWorker);
+}
+
+export async function getWorker(deps: AppDeps, membership: Membership, workerId: string) {
+  const row = await store.findWorker(deps.db, membership.organizationId, workerId);
+  if (!row) throw workerNotFound();
+  return toWorker(row);
+}
+
+export async function updateWorker(deps: AppDeps, membership: Membership, workerId: string, changes: Schemas['UpdateWorkerBody']) {
+  return deps.db.transaction().execute(async (trx) => {
+    const current = await store.findWorker(trx, membership.organizationId, workerId);
+    if (!current) throw workerNotFound();
+    requireCreatorOrAdmin(membership, current);
+    const row = await store.updateWorker(trx, membership.organizationId, workerId, {
+      name: changes.name,
+      description: changes.description,
+      runtimeUrl: changes.runtimeUrl,
+      now: deps.clock.now(),
+    });
+    if (!row) throw workerNotFound();
+    return toWorker(row);
+  });
+}
+
+export async function deleteWorker(deps: AppDeps, membership: Membership, workerId: string): Promise<void> {
+  await deps.db.transaction().execute(async (trx) => {
+    const current = await store.findWorker(trx, membership.organizationId, workerId);
+    if (!current) throw workerNotFound();
+    requireCreatorOrAdmin(membership, current);
+    await store.deleteWorker(trx, membership.organizationId, workerId);
+  });
+}
+
+/** interface-spec 4.12: the runtime's own JSON object, passed through. */
+export async function getWorkerRuntime(deps: AppDeps, membership: Membership, workerId: string): Promise<Record<string, unknown>> {
+  const worker = await store.findWorkerWithSealedToken(deps.db, membership.organizationId, workerId);
+  if (!worker) throw workerNotFound();
+  requireCreatorOrAdmin(membership, worker);
+  if (!worker.runtime_url) throw new Conflict('worker_runtime_unavailable', 'The worker has no runtime URL.');
+  return fetchRuntimeVersions({
+    fetch: deps.fetch,
+    runtimeUrl: worker.runtime_url,
+    hostToken: deps.secrets.decrypt(worker.host_token_sealed),
+    timeoutMs: deps.settings.workerRuntimeTimeoutMs,
+  });
+}
+
+/**
+ * Called by the worker itself with its host token. The token is checked by looking up its SHA-256
+ * together with the worker id, so no secret is compared in variable time; any mismatch is 401.
+ */
+export async function reportActivity(deps: AppDeps, workerId: string, token: string | undefined, events: Schemas['ActivityEventInput'][]): Promise<number> {
+  if (!token) throw new Unauthorized('Send the worker host token in x-worker-token.');
+  const now = deps.clock.now();
+  return deps.db.transaction().execute(async (trx) => {
+    const worker = await store.findWorkerByToken(trx, workerId, sha256Hex(token));
+    if (!worker) throw new Unauthorized('The worker token is not valid for this worker.');
+    await store.insertActivity(
+      trx,
+      events.map((e) => ({
+        id: newId('workerActivity'),
+        organizationId: worker.organization_id,
+        workerId: worker.id,
+        type: e.type,
+        at: new Date(e.at),
+        detail: e.detail ?? null,
+        now,
+      })),
+    );
+    await store.touchWorker(trx, worker.id, now);
+    return events.length;
+  });
+}
+
+export async function listActivity(deps: AppDeps, membership: Membership, workerId: string, page: PageRequest): Promise<Page<Schemas['WorkerActivity']>> {
+  const worker = await store.findWorker(deps.db, membership.organizationId, workerId);
+  if (!worker) throw workerNotFound();
+  return deps.cursors.page<store.ActivityRow & Position, Schemas['WorkerActivity']>(
+    `worker-activity:${worker.id}`,
+    page,
+    (after, take) => store.listActivity(deps.db, membership.organizationId, worker.id, after, take),
+    toActivity,
+  );
+}
