@@ -36,19 +36,14 @@ export async function createOrganization(deps: AppDeps, input: { name: string; u
   });
 }
 
+/** One round trip (see store.organizationContext); 404 when the membership is gone. */
 export async function getOrganizationContext(deps: AppDeps, membership: Membership) {
-  const { db } = deps;
-  const [organization, owner, member, teams] = await Promise.all([
-    store.findOrganization(db, membership.organizationId),
-    store.findOwner(db, membership.organizationId),
-    store.findMember(db, membership.organizationId, membership.memberId),
-    store.teamsOfMember(db, membership.organizationId, membership.memberId),
-  ]);
-  if (!organization || !member) throw orgNotFound();
+  const context = await store.organizationContext(deps.db, membership.organizationId, membership.memberId);
+  if (!context) throw orgNotFound();
   return {
-    organization: toOrganization(organization, owner),
-    currentMember: toMember(member),
-    currentMemberTeams: teams.map(toTeam),
+    organization: toOrganization(context.organization, context.owner),
+    currentMember: toMember(context.member),
+    currentMemberTeams: context.teams.map(toTeam),
   };
 }
 

@@ -121,6 +121,89 @@ export async function teamsOfMember(db: Db, organizationId: string, memberId: st
     .execute();
 }
 
+export interface OrganizationContextRows {
+  organization: OrganizationRow;
+  owner: OwnerRow | undefined;
+  member: MemberRow;
+  teams: TeamRow[];
+}
+
+interface ContextTeamJson {
+  id: string;
+  name: string;
+  created_ms: number | string;
+  member_ids: string[];
+}
+
+/**
+ * GET /v1/org's data in one round trip: the organization, its owner, the member (with user) and
+ * the member's teams with all their member ids (json-aggregated, oldest team first). Undefined
+ * when the member is not an active member of the organization.
+ */
+export async function organizationContext(db: Db, organizationId: string, memberId: string): Promise<OrganizationContextRows | undefined> {
+  const result = await sql<{
+    id: string;
+    name: string;
+    plan: string;
+    created_at: Date;
+    updated_at: Date;
+    member_user_id: string;
+    member_role: Role;
+    member_created_at: Date;
+    user_name: string | null;
+    user_email: string;
+    user_image: string | null;
+    owner_member_id: string | null;
+    owner_user_id: string | null;
+    owner_name: string | null;
+    owner_email: string | null;
+    owner_image: string | null;
+    teams: ContextTeamJson[] | string | null;
+  }>`
+    SELECT o.id, o.name, o.plan, o.created_at, o.updated_at,
+      m.user_id AS member_user_id, m.role AS member_role, m.created_at AS member_created_at,
+      u.name AS user_name, u.email AS user_email, u.image AS user_image,
+      ow.id AS owner_member_id, owu.id AS owner_user_id, owu.name AS owner_name, owu.email AS owner_email, owu.image AS owner_image,
+      (SELECT json_agg(json_build_object(
+          'id', t.id, 'name', t.name,
+          'created_ms', floor(extract(epoch FROM t.created_at) * 1000),
+          'member_ids', coalesce((SELECT array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id)
+            FROM team_members tm JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL
+            WHERE tm.team_id = t.id), '{}')
+        ) ORDER BY t.created_at, t.id)
+        FROM teams t JOIN team_members mine ON mine.team_id = t.id AND mine.member_id = m.id
+        WHERE t.organization_id = o.id) AS teams
+    FROM members m
+    JOIN users u ON u.id = m.user_id
+    JOIN organizations o ON o.id = m.organization_id
+    LEFT JOIN members ow ON ow.organization_id = o.id AND ow.role = 'owner' AND ow.removed_at IS NULL
+    LEFT JOIN users owu ON owu.id = ow.user_id
+    WHERE m.organization_id = ${organizationId} AND m.id = ${memberId} AND m.removed_at IS NULL
+  `.execute(db);
+  const row = result.rows[0];
+  if (!row) return undefined;
+  // pg parses json columns; keep a string fallback for a driver that does not.
+  const teams: ContextTeamJson[] = typeof row.teams === 'string' ? JSON.parse(row.teams) : (row.teams ?? []);
+  return {
+    organization: { id: row.id, name: row.name, plan: row.plan, created_at: row.created_at, updated_at: row.updated_at },
+    owner:
+      row.owner_member_id && row.owner_user_id && row.owner_email !== null
+        ? { memberId: row.owner_member_id, userId: row.owner_user_id, name: row.owner_name, email: row.owner_email, image: row.owner_image }
+        : undefined,
+    member: {
+      id: memberId,
+      organization_id: organizationId,
+      user_id: row.member_user_id,
+      role: row.member_role,
+      created_at: row.member_created_at,
+      user_name: row.user_name,
+      user_email: row.user_email,
+      user_image: row.user_image,
+    },
+    teams: teams.map((t) => ({ id: t.id, name: t.name, created_at: new Date(Number(t.created_ms)), member_ids: t.member_ids })),
+  };
+}
+
 /** The user's active memberships, most recently joined first. */
 export async function membershipsOfUser(db: Db, userId: string): Promise<{ id: string; name: string; role: Role; joinedAt: Date }[]> {
   return db
