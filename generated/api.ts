@@ -437,6 +437,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/marketplaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List marketplaces
+         * @description The marketplaces the caller can see (organization admins: all; others: those a grant gives them a role on; archived marketplaces are listed for admins only), newest first.
+         */
+        get: operations["listMarketplaces"];
+        put?: never;
+        /**
+         * Create marketplace (admin)
+         * @description Creates a custom marketplace; the creator receives a manager grant on it.
+         */
+        post: operations["createMarketplace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/marketplaces/{marketplaceId}": {
         parameters: {
             query?: never;
@@ -446,7 +470,8 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /** Get marketplace (viewer) */
+        get: operations["getMarketplace"];
         put?: never;
         post?: never;
         delete?: never;
@@ -503,6 +528,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/marketplaces/{marketplaceId}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                marketplaceId: components["schemas"]["MarketplaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore an archived marketplace (manager)
+         * @description Status back to `active`; access through its grants resumes.
+         */
+        post: operations["restoreMarketplace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/marketplaces/{marketplaceId}/plugins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                marketplaceId: components["schemas"]["MarketplaceId"];
+            };
+            cookie?: never;
+        };
+        /** List the plugins of a marketplace (viewer) */
+        get: operations["listMarketplacePlugins"];
+        put?: never;
+        /**
+         * Publish a plugin to the marketplace
+         * @description Needs editor on the marketplace and viewer on the plugin. 201 when added, 200 when it was already there.
+         */
+        post: operations["addMarketplacePlugin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/marketplaces/{marketplaceId}/plugins/{pluginId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                marketplaceId: components["schemas"]["MarketplaceId"];
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Unpublish a plugin from the marketplace (editor)
+         * @description The plugin itself stays.
+         */
+        delete: operations["removeMarketplacePlugin"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/marketplaces/{marketplaceId}/access": {
         parameters: {
             query?: never;
@@ -518,7 +611,8 @@ export interface paths {
          */
         get: operations["listMarketplaceAccess"];
         put?: never;
-        post?: never;
+        /** Grant access to the marketplace (manager) */
+        post: operations["grantMarketplaceAccess"];
         delete?: never;
         options?: never;
         head?: never;
@@ -555,7 +649,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List plugins
+         * @description The plugins the caller can see (admins: all; others: through a plugin grant or a role on an active marketplace holding the plugin), newest first.
+         */
+        get: operations["listPlugins"];
         put?: never;
         /**
          * Create plugin
@@ -566,6 +664,183 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/plugins/{pluginId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        /** Get plugin (viewer) */
+        get: operations["getPlugin"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Update plugin (editor) */
+        patch: operations["updatePlugin"];
+        trace?: never;
+    };
+    "/v1/plugins/{pluginId}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive plugin (manager)
+         * @description Status `archived`; components, grants and marketplace memberships stay.
+         */
+        post: operations["archivePlugin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/plugins/{pluginId}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore plugin (manager)
+         * @description Status back to `active`.
+         */
+        post: operations["restorePlugin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/plugins/{pluginId}/components": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        /** List the plugin's components (viewer) */
+        get: operations["listPluginComponents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/plugins/{pluginId}/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List plugin access grants (manager)
+         * @description Direct, team and org-wide grants (revoked ones included), newest first.
+         */
+        get: operations["listPluginAccess"];
+        put?: never;
+        /** Grant access to the plugin (manager) */
+        post: operations["grantPluginAccess"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/plugins/{pluginId}/access/{grantId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+                grantId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke plugin access (manager)
+         * @description Soft revoke; revoking twice keeps the first `removedAt`.
+         */
+        delete: operations["revokePluginAccess"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/connector-instances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List connector instances
+         * @description Those the caller can see (admins all, others through a grant), newest first.
+         */
+        get: operations["listConnectorInstances"];
+        put?: never;
+        /**
+         * Create connector instance (admin)
+         * @description The creator receives a manager grant on it.
+         */
+        post: operations["createConnectorInstance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/connector-instances/{connectorInstanceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
+            };
+            cookie?: never;
+        };
+        /** Get connector instance (viewer) */
+        get: operations["getConnectorInstance"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete connector instance (manager)
+         * @description Removes the instance and its grants.
+         */
+        delete: operations["deleteConnectorInstance"];
+        options?: never;
+        head?: never;
+        /** Update connector instance (editor) */
+        patch: operations["updateConnectorInstance"];
         trace?: never;
     };
     "/v1/connector-instances/{connectorInstanceId}/access": {
@@ -583,8 +858,32 @@ export interface paths {
          */
         get: operations["listConnectorInstanceAccess"];
         put?: never;
-        post?: never;
+        /** Grant access to the connector instance (manager) */
+        post: operations["grantConnectorInstanceAccess"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/connector-instances/{connectorInstanceId}/access/{grantId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
+                grantId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke connector instance access (manager)
+         * @description Soft revoke; revoking twice keeps the first `removedAt`.
+         */
+        delete: operations["revokeConnectorInstanceAccess"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1015,6 +1314,8 @@ export interface components {
             items: components["schemas"]["ApiKey"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
+        /** @enum {string} */
+        MarketplaceStatus: "active" | "archived" | "deleted";
         /** Format: typeid */
         MarketplaceId: string;
         /** @description Marketplace (interface-spec §2.5) without `status`. */
@@ -1031,57 +1332,29 @@ export interface components {
             /** @description Number of plugins published to the marketplace. */
             pluginCount: number;
         };
+        /** @description A marketplace with its status (archive response and the supporting routes). */
+        MarketplaceWithStatus: components["schemas"]["MarketplaceFields"] & {
+            status: components["schemas"]["MarketplaceStatus"];
+        };
+        MarketplaceList: {
+            items: components["schemas"]["MarketplaceWithStatus"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        CreateMarketplaceRequest: {
+            name: string;
+            description?: string;
+            logoUrl?: string;
+        };
+        MarketplaceItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["MarketplaceWithStatus"];
+        };
         /** @description A marketplace as returned by update and delete (no `status`). */
         Marketplace: components["schemas"]["MarketplaceFields"];
         /** @description Forbidden variant returned by update and delete marketplace; it has no `error` field. */
         MarketplaceForbiddenError: {
             reason: string;
             message: string;
-        };
-        /** @enum {string} */
-        MarketplaceStatus: "active" | "archived" | "deleted";
-        /** @description A marketplace with its status (archive response and the supporting routes). */
-        MarketplaceWithStatus: components["schemas"]["MarketplaceFields"] & {
-            status: components["schemas"]["MarketplaceStatus"];
-        };
-        /**
-         * @description Resource role; viewer < editor < manager.
-         * @enum {string}
-         */
-        GrantRole: "viewer" | "editor" | "manager";
-        /** @description An access grant on a marketplace, plugin or connector instance (interface-spec §2.6). Exactly one target is set: `orgMembershipId` (direct), `teamId` (team) or `orgWide: true`. */
-        AccessGrant: {
-            id: string;
-            orgMembershipId: string | null;
-            teamId: string | null;
-            orgWide: boolean;
-            role: components["schemas"]["GrantRole"];
-            createdByOrgMembershipId: string | null;
-            createdAt: components["schemas"]["Timestamp"];
-            removedAt: components["schemas"]["NullableTimestamp"];
-        };
-        AccessGrantList: {
-            items: components["schemas"]["AccessGrant"][];
-            nextCursor: components["schemas"]["NextCursor"];
-        };
-        /** Format: typeid */
-        MarketplaceGrantId: string;
-        ComponentInput: {
-            rawSourceText?: string;
-            normalizedPayloadJson?: Record<string, never>;
-            parserMode?: string;
-            schemaVersion?: string;
-            metadata?: Record<string, never>;
-        };
-        CreatePluginRequest: {
-            name: string;
-            description?: string;
-            components?: {
-                input: components["schemas"]["ComponentInput"];
-            }[];
-            /** @description Share with the whole organization (viewer grant; needs organization admin). */
-            orgWide?: boolean;
-            marketplaceId?: components["schemas"]["MarketplaceId"];
         };
         /** @enum {string} */
         PluginStatus: "active" | "archived";
@@ -1105,10 +1378,18 @@ export interface components {
             name: string;
             description: string;
             source: components["schemas"]["ManifestSource"];
-            resources: Record<string, never>[];
-            contributions: Record<string, never>[];
-            setup: Record<string, never>;
-            lifecycle: Record<string, never>;
+            resources: {
+                [key: string]: unknown;
+            }[];
+            contributions: {
+                [key: string]: unknown;
+            }[];
+            setup: {
+                [key: string]: unknown;
+            };
+            lifecycle: {
+                [key: string]: unknown;
+            };
         };
         Extension: {
             id: string;
@@ -1135,8 +1416,137 @@ export interface components {
             marketplaces: components["schemas"]["PluginRef"][];
             extension: components["schemas"]["Extension"];
         };
+        PluginList: {
+            items: components["schemas"]["Plugin"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /** @description A plain string id (plugin, connector-instance grant, worker); its format is not fixed. */
+        PlainId: string;
+        AddMarketplacePluginRequest: {
+            pluginId: components["schemas"]["PlainId"];
+        };
+        PluginItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["Plugin"];
+        };
+        /**
+         * @description Resource role; viewer < editor < manager.
+         * @enum {string}
+         */
+        GrantRole: "viewer" | "editor" | "manager";
+        /** @description An access grant on a marketplace, plugin or connector instance (interface-spec §2.6). Exactly one target is set: `orgMembershipId` (direct), `teamId` (team) or `orgWide: true`. */
+        AccessGrant: {
+            id: string;
+            orgMembershipId: string | null;
+            teamId: string | null;
+            orgWide: boolean;
+            role: components["schemas"]["GrantRole"];
+            createdByOrgMembershipId: string | null;
+            createdAt: components["schemas"]["Timestamp"];
+            removedAt: components["schemas"]["NullableTimestamp"];
+        };
+        AccessGrantList: {
+            items: components["schemas"]["AccessGrant"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /** @description Exactly one target: `orgMembershipId` (a member), `teamId` (a team) or `orgWide: true`; giving none or several is a 400 at path ["body"]. A target that already has an active grant gets its role updated (200) instead of a second grant (201). */
+        GrantAccessRequest: {
+            orgMembershipId?: components["schemas"]["MemberId"];
+            teamId?: components["schemas"]["TeamId"];
+            orgWide?: boolean;
+            role: components["schemas"]["GrantRole"];
+        };
+        AccessGrantItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["AccessGrant"];
+        };
+        /** Format: typeid */
+        MarketplaceGrantId: string;
+        ComponentInput: {
+            rawSourceText?: string;
+            normalizedPayloadJson?: {
+                [key: string]: unknown;
+            };
+            parserMode?: string;
+            schemaVersion?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        CreatePluginRequest: {
+            name: string;
+            description?: string;
+            components?: {
+                input: components["schemas"]["ComponentInput"];
+            }[];
+            /** @description Share with the whole organization (viewer grant; needs organization admin). */
+            orgWide?: boolean;
+            marketplaceId?: components["schemas"]["MarketplaceId"];
+        };
+        UpdatePluginRequest: {
+            name?: string;
+            description?: string;
+        };
+        /**
+         * @description Taken from `input.normalizedPayloadJson.kind` when it is one of these values, else `resource`. The manifest lists resource and contribution payloads in order and merges setup and lifecycle payloads.
+         * @enum {string}
+         */
+        ComponentType: "resource" | "contribution" | "setup" | "lifecycle";
+        PluginComponent: {
+            id: string;
+            type: components["schemas"]["ComponentType"];
+            /** @description The component input as it was given at creation. */
+            input: {
+                [key: string]: unknown;
+            };
+            createdAt: components["schemas"]["Timestamp"];
+        };
+        PluginComponentList: {
+            items: components["schemas"]["PluginComponent"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
         /** Format: typeid */
         ConnectorInstanceId: string;
+        /** @enum {string} */
+        ConnectorInstanceStatus: "active" | "disabled";
+        ConnectorInstance: {
+            id: components["schemas"]["ConnectorInstanceId"];
+            organizationId: string;
+            name: string;
+            connectorType: string;
+            remoteId: string | null;
+            config: {
+                [key: string]: unknown;
+            };
+            status: components["schemas"]["ConnectorInstanceStatus"];
+            createdByOrgMembershipId: string | null;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        ConnectorInstanceList: {
+            items: components["schemas"]["ConnectorInstance"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        CreateConnectorInstanceRequest: {
+            name: string;
+            connectorType: string;
+            remoteId?: string;
+            config?: {
+                [key: string]: unknown;
+            };
+        };
+        ConnectorInstanceItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["ConnectorInstance"];
+        };
+        UpdateConnectorInstanceRequest: {
+            name?: string;
+            remoteId?: string | null;
+            config?: {
+                [key: string]: unknown;
+            };
+            status?: components["schemas"]["ConnectorInstanceStatus"];
+        };
         /** Format: typeid */
         ConnectionId: string;
         Ok: {
@@ -1201,8 +1611,6 @@ export interface components {
             /** @description The worker's secret: it authenticates the worker's own calls (`x-worker-token`) and is what the service presents to the worker's runtime. Shown only in this response. */
             hostToken: string;
         };
-        /** @description A plain string id (plugin, connector-instance grant, worker); its format is not fixed. */
-        PlainId: string;
         WorkerItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Worker"];
@@ -2302,6 +2710,92 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    listMarketplaces: {
+        parameters: {
+            query?: {
+                status?: components["schemas"]["MarketplaceStatus"];
+                /** @description Case-insensitive substring of the name. */
+                q?: string;
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of marketplaces. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketplaceList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createMarketplace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateMarketplaceRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketplaceItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getMarketplace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                marketplaceId: components["schemas"]["MarketplaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The marketplace. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketplaceItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
     updateMarketplace: {
         parameters: {
             query?: never;
@@ -2433,6 +2927,131 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    restoreMarketplace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                marketplaceId: components["schemas"]["MarketplaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Restored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketplaceItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listMarketplacePlugins: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                marketplaceId: components["schemas"]["MarketplaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of plugins, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PluginList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    addMarketplacePlugin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                marketplaceId: components["schemas"]["MarketplaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddMarketplacePluginRequest"];
+            };
+        };
+        responses: {
+            /** @description Already published. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PluginItem"];
+                };
+            };
+            /** @description Published. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PluginItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    removeMarketplacePlugin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                marketplaceId: components["schemas"]["MarketplaceId"];
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
     listMarketplaceAccess: {
         parameters: {
             query?: {
@@ -2456,6 +3075,46 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AccessGrantList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    grantMarketplaceAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                marketplaceId: components["schemas"]["MarketplaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GrantAccessRequest"];
+            };
+        };
+        responses: {
+            /** @description The target's active grant got the new role. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
+                };
+            };
+            /** @description Granted. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -2496,6 +3155,37 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    listPlugins: {
+        parameters: {
+            query?: {
+                status?: components["schemas"]["PluginStatus"];
+                /** @description Case-insensitive substring of the name. */
+                q?: string;
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of plugins. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PluginList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
     createPlugin: {
         parameters: {
             query?: never;
@@ -2528,6 +3218,385 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    getPlugin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plugin. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PluginItem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updatePlugin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePluginRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PluginItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    archivePlugin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Archived. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PluginItem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    restorePlugin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Restored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PluginItem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listPluginComponents: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of components, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PluginComponentList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listPluginAccess: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of grants. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    grantPluginAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GrantAccessRequest"];
+            };
+        };
+        responses: {
+            /** @description The target's active grant got the new role. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
+                };
+            };
+            /** @description Granted. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    revokePluginAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pluginId: components["schemas"]["PlainId"];
+                grantId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Plugin access revoked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listConnectorInstances: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of connector instances. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectorInstanceList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createConnectorInstance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateConnectorInstanceRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectorInstanceItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getConnectorInstance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The connector instance. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectorInstanceItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteConnectorInstance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateConnectorInstance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateConnectorInstanceRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectorInstanceItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
     listConnectorInstanceAccess: {
         parameters: {
             query?: {
@@ -2551,6 +3620,74 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AccessGrantList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    grantConnectorInstanceAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GrantAccessRequest"];
+            };
+        };
+        responses: {
+            /** @description The target's active grant got the new role. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
+                };
+            };
+            /** @description Granted. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    revokeConnectorInstanceAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
+                grantId: components["schemas"]["PlainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Connector instance access revoked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
                 };
             };
             400: components["responses"]["BadRequest"];

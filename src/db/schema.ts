@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { PluginSystemTables } from '../plugins/tables';
 import type { WorkerTables } from '../workers/tables';
 import type { TelemetryTables } from '../telemetry/tables';
 import type { PeopleTables } from '../invitations/tables';
@@ -96,4 +97,4 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & WorkerTables & TelemetryTables;
+export type DB = FoundationTables & PeopleTables & WorkerTables & TelemetryTables & PluginSystemTables;

@@ -3,6 +3,9 @@ import { notImplemented } from './not-implemented';
 import { systemHandlers } from '../system/handlers';
 import { authHandlers } from '../auth/handlers';
 import { orgHandlers } from '../org/handlers';
+import { marketplaceHandlers } from '../marketplaces/handlers';
+import { pluginHandlers } from '../plugins/handlers';
+import { connectorHandlers } from '../connectors/handlers';
 import { workerHandlers } from '../workers/handlers';
 import { telemetryHandlers } from '../telemetry/handlers';
 import { memberHandlers } from '../members/handlers';
@@ -19,6 +22,9 @@ export const handlers: Handlers = {
   ...systemHandlers,
   ...authHandlers,
   ...orgHandlers,
+  ...marketplaceHandlers,
+  ...pluginHandlers,
+  ...connectorHandlers,
   ...workerHandlers,
   ...telemetryHandlers,
   ...memberHandlers,
@@ -27,13 +33,6 @@ export const handlers: Handlers = {
   ...apiKeyHandlers,
   ...adminHandlers,
   ...notImplemented(
-    'updateMarketplace',
-    'deleteMarketplace',
-    'archiveMarketplace',
-    'listMarketplaceAccess',
-    'revokeMarketplaceAccess',
-    'createPlugin',
-    'listConnectorInstanceAccess',
     'disconnectMyMcpAccount',
     'sendSuiteChatMessage',
   ),

@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
+import { provisionBuiltinPlugins } from '../plugins/builtin';
 
 export interface NewOrganization {
   organizationId: string;
@@ -14,7 +15,7 @@ export interface NewOrganization {
  */
 type Provisioner = (trx: Transaction<DB>, org: NewOrganization) => Promise<void>;
 
-const provisioners: Provisioner[] = [];
+const provisioners: Provisioner[] = [provisionBuiltinPlugins];
 
 export async function provisionOrganization(trx: Transaction<DB>, org: NewOrganization): Promise<void> {
   for (const provision of provisioners) await provision(trx, org);

@@ -72,3 +72,31 @@ export async function inviteAndAccept(t: TestApp, inviterToken: string, role: Ex
   if (accept.status !== 200) throw new Error(`accept failed: ${accept.status} ${JSON.stringify(accept.body)}`);
   return { ...user, organizationId: accept.body.member.organizationId, memberId: accept.body.member.id };
 }
+
+/** A custom marketplace created through the API by an admin's session token. */
+export async function createMarketplace(t: TestApp, token: string, body: Record<string, unknown> = {}): Promise<{ id: string; name: string }> {
+  const res = await t.http.post('/v1/marketplaces').set(...bearer(token)).send({ name: 'Team tools', ...body });
+  if (res.status !== 201) throw new Error(`create marketplace failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.item;
+}
+
+/** A plugin created through the API. */
+export async function createPlugin(t: TestApp, token: string, body: Record<string, unknown> = {}): Promise<{ id: string; name: string }> {
+  const res = await t.http.post('/v1/plugins').set(...bearer(token)).send({ name: 'Helper', ...body });
+  if (res.status !== 201) throw new Error(`create plugin failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.item;
+}
+
+/** A team with the given members, written directly (the team routes are tested with the people area). */
+export async function createTeamDirect(t: TestApp, organizationId: string, memberIds: string[] = []): Promise<string> {
+  const now = t.clock.now();
+  const teamId = newId('team');
+  await t.db.insertInto('teams').values({ id: teamId, organization_id: organizationId, name: `team-${teamId.slice(-6)}`, created_at: now, updated_at: now }).execute();
+  if (memberIds.length > 0) {
+    await t.db
+      .insertInto('team_members')
+      .values(memberIds.map((memberId) => ({ team_id: teamId, member_id: memberId, organization_id: organizationId, created_at: now })))
+      .execute();
+  }
+  return teamId;
+}

@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as foundation from './20261122_0100_foundation';
 import * as people from './20261122_0200_people';
+import * as plugins from './20261122_0300_plugins';
 import * as workersTelemetry from './20261122_0500_workers_telemetry';
 
 /**
@@ -11,6 +12,7 @@ import * as workersTelemetry from './20261122_0500_workers_telemetry';
 const migrations: Record<string, Migration> = {
   '20261122_0100_foundation': foundation,
   '20261122_0200_people': people,
+  '20261122_0300_plugins': plugins,
   '20261122_0500_workers_telemetry': workersTelemetry,
 };
 

@@ -1,0 +1,96 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { components } from '../../generated/api';
+import type { DB } from '../db/schema';
+import type { AppDeps, Membership } from '../http/types';
+import { isOrgAdmin, requireRole, resolveResourceRole, type ResourceRole } from '../access/resource-roles';
+import { requireAdmin } from '../access/roles';
+import { NotFound } from '../lib/errors';
+import { newId } from '../lib/ids';
+import type { PageRequest } from '../lib/pagination';
+import { CONNECTOR_INSTANCE } from '../grants/resources';
+import { grantCreator, type ResourceGuard } from '../grants/service';
+import { withPosition } from '../grants/store';
+import * as store from './store';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+const notFound = () => new NotFound('connector_instance_not_found', 'The connector instance could not be found.');
+
+export function toConnectorInstance(row: store.ConnectorInstanceRow): components['schemas']['ConnectorInstance'] {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    connectorType: row.connector_type,
+    remoteId: row.remote_id,
+    config: row.config,
+    status: row.status,
+    createdByOrgMembershipId: row.created_by_member_id,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+/** Not in the organization → 404; role too low → 403 `connector_instance_<role>_required`. */
+export async function authorizeConnectorInstance(db: Db, membership: Membership, id: string, needed: ResourceRole) {
+  const row = await store.findConnectorInstance(db, membership.organizationId, id);
+  if (!row) throw notFound();
+  requireRole(await resolveResourceRole(db, CONNECTOR_INSTANCE.ref, membership, id), needed, 'connector_instance');
+  return row;
+}
+
+export const connectorInstanceGuard: ResourceGuard = (db, membership, id, needed) => authorizeConnectorInstance(db, membership, id, needed);
+
+export async function createConnectorInstance(
+  deps: AppDeps,
+  membership: Membership,
+  body: { name: string; connectorType: string; remoteId?: string; config?: Record<string, unknown> },
+) {
+  requireAdmin(membership);
+  const now = deps.clock.now();
+  return deps.db.transaction().execute(async (trx) => {
+    const row = await store.insertConnectorInstance(trx, {
+      id: newId('connectorInstance'),
+      organizationId: membership.organizationId,
+      name: body.name,
+      connectorType: body.connectorType,
+      remoteId: body.remoteId ?? null,
+      config: body.config ?? {},
+      createdByMemberId: membership.memberId,
+      now,
+    });
+    await grantCreator(trx, CONNECTOR_INSTANCE, { organizationId: membership.organizationId, resourceId: row.id, memberId: membership.memberId, now });
+    return toConnectorInstance(row);
+  });
+}
+
+export async function listConnectorInstances(deps: AppDeps, membership: Membership, page: PageRequest) {
+  const visible = isOrgAdmin(membership) ? null : membership.memberId;
+  return deps.cursors.page(
+    'connector_instances',
+    page,
+    (after, take) => store.listConnectorInstances(deps.db, membership.organizationId, visible, after, take).then((rows) => withPosition(rows)),
+    (row) => toConnectorInstance(row),
+  );
+}
+
+export async function getConnectorInstance(deps: AppDeps, membership: Membership, id: string) {
+  return toConnectorInstance(await authorizeConnectorInstance(deps.db, membership, id, 'viewer'));
+}
+
+export async function updateConnectorInstance(
+  deps: AppDeps,
+  membership: Membership,
+  id: string,
+  body: { name?: string; remoteId?: string | null; config?: Record<string, unknown>; status?: store.ConnectorStatus },
+) {
+  await authorizeConnectorInstance(deps.db, membership, id, 'editor');
+  const row = await store.updateConnectorInstance(deps.db, membership.organizationId, id, body, deps.clock.now());
+  if (!row) throw notFound();
+  return toConnectorInstance(row);
+}
+
+export async function deleteConnectorInstance(deps: AppDeps, membership: Membership, id: string) {
+  await authorizeConnectorInstance(deps.db, membership, id, 'manager');
+  if (!(await store.deleteConnectorInstance(deps.db, membership.organizationId, id))) throw notFound();
+}

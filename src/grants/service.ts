@@ -1,0 +1,104 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { components } from '../../generated/api';
+import type { DB } from '../db/schema';
+import type { AppDeps, Membership } from '../http/types';
+import type { ResourceRole } from '../access/resource-roles';
+import { Invalid, NotFound } from '../lib/errors';
+import { newId } from '../lib/ids';
+import type { PageRequest } from '../lib/pagination';
+import type { GrantedResource } from './resources';
+import * as store from './store';
+
+type Db = Kysely<DB> | Transaction<DB>;
+export type AccessGrant = components['schemas']['AccessGrant'];
+
+/**
+ * Checks that the resource exists in the caller's organization (else 404) and that the caller has
+ * `needed` on it (else 403). Each area supplies its own; grants code stays resource-agnostic.
+ */
+export type ResourceGuard = (db: Db, membership: Membership, resourceId: string, needed: ResourceRole) => Promise<unknown>;
+
+export function toGrant(row: store.GrantRow): AccessGrant {
+  return {
+    id: row.id,
+    orgMembershipId: row.member_id,
+    teamId: row.team_id,
+    orgWide: row.org_wide,
+    role: row.role,
+    createdByOrgMembershipId: row.created_by_member_id,
+    createdAt: row.created_at.toISOString(),
+    removedAt: row.removed_at ? row.removed_at.toISOString() : null,
+  };
+}
+
+export interface GrantBody {
+  orgMembershipId?: string;
+  teamId?: string;
+  orgWide?: boolean;
+  role: ResourceRole;
+}
+
+/** Managers list every grant of the resource, revoked ones included, newest first. */
+export async function listAccess(deps: AppDeps, resource: GrantedResource, guard: ResourceGuard, membership: Membership, resourceId: string, page: PageRequest) {
+  await guard(deps.db, membership, resourceId, 'manager');
+  return deps.cursors.page(
+    resource.listName,
+    page,
+    (after, take) => store.listGrants(deps.db, resource, membership.organizationId, resourceId, after, take).then((rows) => store.withPosition(rows)),
+    (row) => toGrant(row),
+  );
+}
+
+/** Exactly one target: a member, a team, or the whole organization. */
+export function targetOf(body: Pick<GrantBody, 'orgMembershipId' | 'teamId' | 'orgWide'>): store.GrantTarget {
+  const targets: store.GrantTarget[] = [];
+  if (body.orgMembershipId !== undefined) targets.push({ memberId: body.orgMembershipId });
+  if (body.teamId !== undefined) targets.push({ teamId: body.teamId });
+  if (body.orgWide === true) targets.push({ orgWide: true });
+  if (targets.length !== 1) {
+    throw Invalid.at(['body'], 'Give exactly one target: orgMembershipId, teamId or orgWide: true.');
+  }
+  return targets[0]!;
+}
+
+/** Grants a role, or updates the role of the target's active grant (`created` false). */
+export async function grantAccess(deps: AppDeps, resource: GrantedResource, guard: ResourceGuard, membership: Membership, resourceId: string, body: GrantBody) {
+  const target = targetOf(body);
+  await guard(deps.db, membership, resourceId, 'manager');
+  const { organizationId } = membership;
+  if ('memberId' in target && !(await store.memberExists(deps.db, organizationId, target.memberId))) {
+    throw new NotFound('member_not_found', 'No such member in this organization.');
+  }
+  if ('teamId' in target && !(await store.teamExists(deps.db, organizationId, target.teamId))) {
+    throw new NotFound('team_not_found', 'No such team in this organization.');
+  }
+  const { row, created } = await store.upsertGrant(deps.db, resource, {
+    id: newId(resource.grantIdKind),
+    organizationId,
+    resourceId,
+    target,
+    role: body.role,
+    createdByMemberId: membership.memberId,
+    now: deps.clock.now(),
+  });
+  return { created, item: toGrant(row) };
+}
+
+export async function revokeAccess(deps: AppDeps, resource: GrantedResource, guard: ResourceGuard, membership: Membership, resourceId: string, grantId: string) {
+  await guard(deps.db, membership, resourceId, 'manager');
+  const row = await store.revokeGrant(deps.db, resource, membership.organizationId, resourceId, grantId, deps.clock.now());
+  if (!row) throw new NotFound('grant_not_found', `No such grant on this ${resource.label}.`);
+  return toGrant(row);
+}
+
+/** The creator's manager grant (and an optional org-wide grant), written with the resource. */
+export async function grantCreator(
+  trx: Db,
+  resource: GrantedResource,
+  input: { organizationId: string; resourceId: string; memberId: string; now: Date; orgWideRole?: ResourceRole },
+): Promise<void> {
+  const base = { organizationId: input.organizationId, resourceId: input.resourceId, createdByMemberId: input.memberId, now: input.now };
+  const grants: store.NewGrant[] = [{ ...base, id: newId(resource.grantIdKind), target: { memberId: input.memberId }, role: 'manager' }];
+  if (input.orgWideRole) grants.push({ ...base, id: newId(resource.grantIdKind), target: { orgWide: true }, role: input.orgWideRole });
+  await store.insertGrants(trx, resource, grants);
+}

@@ -1,0 +1,141 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import type { ResourceRole } from '../access/resource-roles';
+import { before, type Position } from '../lib/pagination';
+import type { GrantedResource } from './resources';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+/** A grant row of any of the grants tables (the resource column is left out: the caller knows it). */
+export interface GrantRow {
+  id: string;
+  member_id: string | null;
+  team_id: string | null;
+  org_wide: boolean;
+  role: ResourceRole;
+  created_by_member_id: string | null;
+  created_at: Date;
+  removed_at: Date | null;
+}
+
+export type GrantTarget = { memberId: string } | { teamId: string } | { orgWide: true };
+
+export interface NewGrant {
+  id: string;
+  organizationId: string;
+  resourceId: string;
+  target: GrantTarget;
+  role: ResourceRole;
+  createdByMemberId: string | null;
+  now: Date;
+}
+
+const COLUMNS = sql`g.id, g.member_id, g.team_id, g.org_wide, g.role, g.created_by_member_id, g.created_at, g.removed_at`;
+
+function targetColumns(target: GrantTarget) {
+  return {
+    memberId: 'memberId' in target ? target.memberId : null,
+    teamId: 'teamId' in target ? target.teamId : null,
+    orgWide: 'orgWide' in target,
+  };
+}
+
+/** One page of a resource's grants (revoked ones included), newest first: an index range scan. */
+export async function listGrants(
+  db: Db,
+  resource: GrantedResource,
+  organizationId: string,
+  resourceId: string,
+  after: Position | null,
+  take: number,
+): Promise<GrantRow[]> {
+  const { table, resourceColumn } = resource.ref;
+  const result = await sql<GrantRow>`
+    SELECT ${COLUMNS} FROM ${sql.table(table)} g
+    WHERE g.${sql.ref(resourceColumn)} = ${resourceId} AND g.organization_id = ${organizationId}
+      ${after ? sql`AND ${before('g.created_at', 'g.id', after)}` : sql``}
+    ORDER BY g.created_at DESC, g.id DESC
+    LIMIT ${take}`.execute(db);
+  return result.rows;
+}
+
+/**
+ * Inserts a grant, or updates the role of the target's active grant (race-safe through the
+ * partial unique index per target kind). `created` tells which happened.
+ */
+export async function upsertGrant(db: Db, resource: GrantedResource, grant: NewGrant): Promise<{ row: GrantRow; created: boolean }> {
+  const { table, resourceColumn } = resource.ref;
+  const t = targetColumns(grant.target);
+  const conflict = t.memberId
+    ? sql`(${sql.ref(resourceColumn)}, member_id) WHERE removed_at IS NULL AND member_id IS NOT NULL`
+    : t.teamId
+      ? sql`(${sql.ref(resourceColumn)}, team_id) WHERE removed_at IS NULL AND team_id IS NOT NULL`
+      : sql`(${sql.ref(resourceColumn)}) WHERE removed_at IS NULL AND org_wide`;
+  const result = await sql<GrantRow & { created: boolean }>`
+    INSERT INTO ${sql.table(table)} AS g
+      (id, organization_id, ${sql.ref(resourceColumn)}, member_id, team_id, org_wide, role, created_by_member_id, created_at, removed_at)
+    VALUES (${grant.id}, ${grant.organizationId}, ${grant.resourceId}, ${t.memberId}, ${t.teamId}, ${t.orgWide}, ${grant.role},
+      ${grant.createdByMemberId}, ${grant.now}, NULL)
+    ON CONFLICT ${conflict} DO UPDATE SET role = EXCLUDED.role
+    RETURNING ${COLUMNS}, (xmax = 0) AS created`.execute(db);
+  const { created, ...row } = result.rows[0]!;
+  return { row, created };
+}
+
+/** Plain multi-row insert of new grants (creation defaults, tests, seeding). */
+export async function insertGrants(db: Db, resource: GrantedResource, grants: (NewGrant & { removedAt?: Date | null })[]): Promise<void> {
+  if (grants.length === 0) return;
+  const { table, resourceColumn } = resource.ref;
+  const rows = grants.map((g) => {
+    const t = targetColumns(g.target);
+    return sql`(${g.id}, ${g.organizationId}, ${g.resourceId}, ${t.memberId}, ${t.teamId}, ${t.orgWide}, ${g.role}, ${g.createdByMemberId}, ${g.now}, ${g.removedAt ?? null})`;
+  });
+  await sql`
+    INSERT INTO ${sql.table(table)}
+      (id, organization_id, ${sql.ref(resourceColumn)}, member_id, team_id, org_wide, role, created_by_member_id, created_at, removed_at)
+    VALUES ${sql.join(rows)}`.execute(db);
+}
+
+/** Soft revoke; a second revoke keeps the first `removed_at`. Undefined when no such grant. */
+export async function revokeGrant(
+  db: Db,
+  resource: GrantedResource,
+  organizationId: string,
+  resourceId: string,
+  grantId: string,
+  now: Date,
+): Promise<GrantRow | undefined> {
+  const { table, resourceColumn } = resource.ref;
+  const result = await sql<GrantRow>`
+    UPDATE ${sql.table(table)} AS g SET removed_at = coalesce(g.removed_at, ${now})
+    WHERE g.id = ${grantId} AND g.organization_id = ${organizationId} AND g.${sql.ref(resourceColumn)} = ${resourceId}
+    RETURNING ${COLUMNS}`.execute(db);
+  return result.rows[0];
+}
+
+/** Removes every grant of a resource (deleting the resource). */
+export async function deleteGrantsOf(db: Db, resource: GrantedResource, organizationId: string, resourceId: string): Promise<void> {
+  const { table, resourceColumn } = resource.ref;
+  await sql`DELETE FROM ${sql.table(table)} WHERE organization_id = ${organizationId} AND ${sql.ref(resourceColumn)} = ${resourceId}`.execute(db);
+}
+
+export async function memberExists(db: Db, organizationId: string, memberId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('members')
+    .select('id')
+    .where('id', '=', memberId)
+    .where('organization_id', '=', organizationId)
+    .where('removed_at', 'is', null)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function teamExists(db: Db, organizationId: string, teamId: string): Promise<boolean> {
+  const row = await db.selectFrom('teams').select('id').where('id', '=', teamId).where('organization_id', '=', organizationId).executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Rows with the `createdAt` the keyset paginator reads (stores select snake_case columns). */
+export function withPosition<R extends { id: string; created_at: Date }>(rows: R[]): (R & Position)[] {
+  return rows.map((row) => ({ ...row, createdAt: row.created_at }));
+}

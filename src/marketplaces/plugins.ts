@@ -1,0 +1,40 @@
+import type { AppDeps, Membership } from '../http/types';
+import type { PageRequest } from '../lib/pagination';
+import { authorizePlugin, hydrate, pluginNotFound } from '../plugins/service';
+import { listPlugins } from '../plugins/store';
+import { withPosition } from '../grants/store';
+import { authorizeMarketplace } from './service';
+import * as store from './store';
+
+/** The plugins published to a marketplace (viewer on the marketplace), newest first. */
+export async function listMarketplacePlugins(deps: AppDeps, membership: Membership, marketplaceId: string, page: PageRequest) {
+  await authorizeMarketplace(deps.db, membership, marketplaceId, 'viewer');
+  const { organizationId } = membership;
+  const result = await deps.cursors.page(
+    `marketplace_plugins:${marketplaceId}`,
+    page,
+    (after, take) => listPlugins(deps.db, organizationId, { marketplaceId, visibleToMemberId: null }, after, take).then((rows) => withPosition(rows)),
+    (row) => row,
+  );
+  return { items: await hydrate(deps.db, organizationId, result.items), nextCursor: result.nextCursor };
+}
+
+/** Publishes a plugin (editor on the marketplace, viewer on the plugin); `created` false when already there. */
+export async function addMarketplacePlugin(deps: AppDeps, membership: Membership, marketplaceId: string, pluginId: string) {
+  await authorizeMarketplace(deps.db, membership, marketplaceId, 'editor');
+  const plugin = await authorizePlugin(deps.db, membership, pluginId, 'viewer');
+  const created = await store.addPlugin(deps.db, {
+    organizationId: membership.organizationId,
+    marketplaceId,
+    pluginId,
+    memberId: membership.memberId,
+    now: deps.clock.now(),
+  });
+  const [item] = await hydrate(deps.db, membership.organizationId, [plugin]);
+  return { created, item: item! };
+}
+
+export async function removeMarketplacePlugin(deps: AppDeps, membership: Membership, marketplaceId: string, pluginId: string) {
+  await authorizeMarketplace(deps.db, membership, marketplaceId, 'editor');
+  if (!(await store.removePlugin(deps.db, membership.organizationId, marketplaceId, pluginId))) throw pluginNotFound();
+}

@@ -1,0 +1,135 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { components } from '../../generated/api';
+import type { DB } from '../db/schema';
+import type { AppDeps, Membership } from '../http/types';
+import { isOrgAdmin, requireRole, resolveResourceRole, type ResourceRole } from '../access/resource-roles';
+import { requireAdmin } from '../access/roles';
+import { Conflict, Forbidden, NotFound } from '../lib/errors';
+import { newId } from '../lib/ids';
+import type { PageRequest } from '../lib/pagination';
+import { MARKETPLACE } from '../grants/resources';
+import { grantCreator, type ResourceGuard } from '../grants/service';
+import { withPosition } from '../grants/store';
+import * as store from './store';
+
+type Db = Kysely<DB> | Transaction<DB>;
+type Schemas = components['schemas'];
+
+export const marketplaceNotFound = () => new NotFound('marketplace_not_found', 'The marketplace could not be found.');
+
+export function toMarketplace(row: store.MarketplaceRow, deletedAt: Date | null = null): Schemas['Marketplace'] {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    description: row.description,
+    logoUrl: row.logo_url,
+    createdByOrgMembershipId: row.created_by_member_id,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    deletedAt: deletedAt ? deletedAt.toISOString() : null,
+    pluginCount: row.plugin_count,
+  };
+}
+
+export function toMarketplaceWithStatus(row: store.MarketplaceRow): Schemas['MarketplaceWithStatus'] {
+  return { ...toMarketplace(row), status: row.status };
+}
+
+/**
+ * Who may do what on a marketplace. Not in the organization (or deleted) → 404; in it but the
+ * caller's role is too low → 403 with `marketplace_<role>_required`. While a marketplace is
+ * archived its grants give nothing (admins stay manager), except that manager grants still count
+ * for manager actions, so whoever archived it can restore it.
+ */
+export async function authorizeMarketplace(db: Db, membership: Membership, marketplaceId: string, needed: ResourceRole): Promise<store.MarketplaceRow> {
+  const row = await store.findMarketplace(db, membership.organizationId, marketplaceId);
+  if (!row) throw marketplaceNotFound();
+  const role = await resolveResourceRole(db, MARKETPLACE.ref, membership, marketplaceId, { includeSuspended: needed === 'manager' });
+  requireRole(role, needed, 'marketplace');
+  return row;
+}
+
+export const marketplaceGuard: ResourceGuard = (db, membership, id, needed) => authorizeMarketplace(db, membership, id, needed);
+
+/** Update and delete answer 403 with the `{reason, message}` variant (interface-spec §4.4, §4.10). */
+async function authorizeReasonOnly(db: Db, membership: Membership, marketplaceId: string, needed: ResourceRole) {
+  try {
+    return await authorizeMarketplace(db, membership, marketplaceId, needed);
+  } catch (err) {
+    throw err instanceof Forbidden ? err.withVariant('reason-only') : err;
+  }
+}
+
+async function reload(db: Db, membership: Membership, id: string): Promise<store.MarketplaceRow> {
+  const row = await store.findMarketplace(db, membership.organizationId, id);
+  if (!row) throw marketplaceNotFound();
+  return row;
+}
+
+export async function createMarketplace(deps: AppDeps, membership: Membership, body: { name: string; description?: string; logoUrl?: string }) {
+  requireAdmin(membership);
+  const id = newId('marketplace');
+  const now = deps.clock.now();
+  return deps.db.transaction().execute(async (trx) => {
+    await store.insertMarketplace(trx, {
+      id,
+      organizationId: membership.organizationId,
+      name: body.name,
+      description: body.description ?? '',
+      logoUrl: body.logoUrl ?? null,
+      isCustom: true,
+      createdByMemberId: membership.memberId,
+      now,
+    });
+    await grantCreator(trx, MARKETPLACE, { organizationId: membership.organizationId, resourceId: id, memberId: membership.memberId, now });
+    return toMarketplaceWithStatus(await reload(trx, membership, id));
+  });
+}
+
+export async function listMarketplaces(deps: AppDeps, membership: Membership, query: { status?: 'active' | 'archived' | 'deleted'; q?: string } & PageRequest) {
+  const filter = { status: query.status, q: query.q, visibleToMemberId: isOrgAdmin(membership) ? null : membership.memberId };
+  return deps.cursors.page(
+    'marketplaces',
+    query,
+    (after, take) => store.listMarketplaces(deps.db, membership.organizationId, filter, after, take).then((rows) => withPosition(rows)),
+    (row) => toMarketplaceWithStatus(row),
+  );
+}
+
+export async function getMarketplace(deps: AppDeps, membership: Membership, id: string) {
+  return toMarketplaceWithStatus(await authorizeMarketplace(deps.db, membership, id, 'viewer'));
+}
+
+export async function updateMarketplace(deps: AppDeps, membership: Membership, id: string, body: { name?: string; description?: string; logoUrl?: string }) {
+  await authorizeReasonOnly(deps.db, membership, id, 'editor');
+  const patch = { name: body.name, description: body.description, logo_url: body.logoUrl };
+  if (!(await store.updateMarketplace(deps.db, membership.organizationId, id, patch, deps.clock.now()))) throw marketplaceNotFound();
+  return toMarketplace(await reload(deps.db, membership, id));
+}
+
+async function setStatus(deps: AppDeps, membership: Membership, id: string, status: 'active' | 'archived') {
+  const row = await authorizeMarketplace(deps.db, membership, id, 'manager');
+  // Archiving an archived marketplace (or restoring an active one) changes nothing.
+  if (row.status !== status && !(await store.updateMarketplace(deps.db, membership.organizationId, id, { status }, deps.clock.now()))) {
+    throw marketplaceNotFound();
+  }
+  return toMarketplaceWithStatus(await reload(deps.db, membership, id));
+}
+
+export const archiveMarketplace = (deps: AppDeps, membership: Membership, id: string) => setStatus(deps, membership, id, 'archived');
+export const restoreMarketplace = (deps: AppDeps, membership: Membership, id: string) => setStatus(deps, membership, id, 'active');
+
+/**
+ * Permanent delete of a custom marketplace: memberships, grants and the marketplace in one
+ * transaction; the plugins stay. A deleted marketplace is gone, so it is 404 everywhere after.
+ */
+export async function deleteMarketplace(deps: AppDeps, membership: Membership, id: string) {
+  const row = await authorizeReasonOnly(deps.db, membership, id, 'manager');
+  if (!row.is_custom) throw new Conflict('managed_marketplace_cannot_be_deleted', 'The built-in marketplace can be archived but not deleted.');
+  const now = deps.clock.now();
+  await deps.db.transaction().execute(async (trx) => {
+    if (!(await store.deleteMarketplace(trx, membership.organizationId, id))) throw marketplaceNotFound();
+  });
+  return toMarketplace({ ...row, plugin_count: 0, updated_at: now }, now);
+}

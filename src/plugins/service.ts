@@ -1,0 +1,146 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import type { AppDeps, Membership } from '../http/types';
+import { isOrgAdmin, maxRole, requireRole, resolveResourceRole, type ResourceRole } from '../access/resource-roles';
+import { requireAdmin } from '../access/roles';
+import { NotFound } from '../lib/errors';
+import { newId } from '../lib/ids';
+import type { PageRequest } from '../lib/pagination';
+import { PLUGIN } from '../grants/resources';
+import { grantCreator, type ResourceGuard } from '../grants/service';
+import { withPosition } from '../grants/store';
+import { authorizeMarketplace, marketplaceNotFound } from '../marketplaces/service';
+import { addPlugin, lockMarketplace } from '../marketplaces/store';
+import { componentTypeOf, toComponent, toPlugin } from './mappers';
+import * as store from './store';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+export const pluginNotFound = () => new NotFound('plugin_not_found', 'The plugin could not be found.');
+
+/** Custom plugins record where they came from in the manifest source. */
+const CUSTOM_SOURCE = { format: 'custom', origin: 'organization', trusted: false } as const;
+
+/**
+ * The caller's role on a plugin: its plugin grants, or viewer through an active marketplace the
+ * caller has a role on. Not in the organization → 404; too low → 403 `plugin_<role>_required`.
+ */
+export async function authorizePlugin(db: Db, membership: Membership, pluginId: string, needed: ResourceRole): Promise<store.PluginRow> {
+  const row = await store.findPlugin(db, membership.organizationId, pluginId);
+  if (!row) throw pluginNotFound();
+  let role = await resolveResourceRole(db, PLUGIN.ref, membership, pluginId);
+  if (role === null && (await store.reachesThroughMarketplace(db, membership.organizationId, pluginId, membership.memberId))) {
+    role = maxRole(role, 'viewer');
+  }
+  requireRole(role, needed, 'plugin');
+  return row;
+}
+
+export const pluginGuard: ResourceGuard = (db, membership, id, needed) => authorizePlugin(db, membership, id, needed);
+
+/** Plugins with their components' manifest and active marketplaces: two batched queries per page. */
+export async function hydrate(db: Db, organizationId: string, rows: store.PluginRow[]) {
+  const ids = rows.map((r) => r.id);
+  const [parts, markets] = await Promise.all([store.componentSummaries(db, organizationId, ids), store.marketplacesOf(db, organizationId, ids)]);
+  return rows.map((row) =>
+    toPlugin(
+      row,
+      parts.filter((p) => p.plugin_id === row.id),
+      markets.filter((m) => m.plugin_id === row.id),
+    ),
+  );
+}
+
+async function one(db: Db, organizationId: string, row: store.PluginRow) {
+  return (await hydrate(db, organizationId, [row]))[0]!;
+}
+
+export interface CreatePluginBody {
+  name: string;
+  description?: string;
+  components?: { input: Record<string, unknown> & { normalizedPayloadJson?: Record<string, unknown> } }[];
+  orgWide?: boolean;
+  marketplaceId?: string;
+}
+
+/**
+ * One transaction: the plugin, all components (one multi-row INSERT), the creator's manager grant
+ * and the org-wide viewer grant, then the marketplace membership. A failure at any step (the
+ * marketplace missing, archived or not editable) rolls everything back.
+ */
+export async function createPlugin(deps: AppDeps, membership: Membership, body: CreatePluginBody) {
+  if (body.orgWide) requireAdmin(membership);
+  const { organizationId, memberId } = membership;
+  const now = deps.clock.now();
+  const id = newId('plugin');
+  const components: store.NewComponent[] = (body.components ?? []).map((c, position) => ({
+    id: newId('pluginComponent'),
+    position,
+    type: componentTypeOf(c.input),
+    input: c.input,
+  }));
+  return deps.db.transaction().execute(async (trx) => {
+    const row = await store.insertPlugin(trx, {
+      id,
+      organizationId,
+      name: body.name,
+      description: body.description ?? '',
+      source: { ...CUSTOM_SOURCE, reference: `plugin:${id}` },
+      createdByMemberId: memberId,
+      now,
+    });
+    await store.insertComponents(trx, organizationId, id, components, now);
+    await grantCreator(trx, PLUGIN, { organizationId, resourceId: id, memberId, now, orgWideRole: body.orgWide ? 'viewer' : undefined });
+    const marketplaces: { id: string; name: string }[] = [];
+    if (body.marketplaceId) {
+      // Lock the marketplace so it cannot be archived or deleted between the check and the insert.
+      const locked = await lockMarketplace(trx, organizationId, body.marketplaceId);
+      if (!locked || locked.status !== 'active') throw marketplaceNotFound();
+      const marketplace = await authorizeMarketplace(trx, membership, body.marketplaceId, 'editor');
+      await addPlugin(trx, { organizationId, marketplaceId: marketplace.id, pluginId: id, memberId, now });
+      marketplaces.push({ id: marketplace.id, name: marketplace.name });
+    }
+    const parts = components.map((c) => ({ type: c.type, payload: (c.input.normalizedPayloadJson as Record<string, unknown> | undefined) ?? null }));
+    return toPlugin(row, parts, marketplaces);
+  });
+}
+
+export async function listPlugins(deps: AppDeps, membership: Membership, query: { status?: store.PluginStatus; q?: string } & PageRequest) {
+  const filter = { status: query.status, q: query.q, visibleToMemberId: isOrgAdmin(membership) ? null : membership.memberId };
+  const page = await deps.cursors.page(
+    'plugins',
+    query,
+    (after, take) => store.listPlugins(deps.db, membership.organizationId, filter, after, take).then((rows) => withPosition(rows)),
+    (row) => row,
+  );
+  return { items: await hydrate(deps.db, membership.organizationId, page.items), nextCursor: page.nextCursor };
+}
+
+export async function getPlugin(deps: AppDeps, membership: Membership, id: string) {
+  return one(deps.db, membership.organizationId, await authorizePlugin(deps.db, membership, id, 'viewer'));
+}
+
+export async function updatePlugin(deps: AppDeps, membership: Membership, id: string, body: { name?: string; description?: string }) {
+  await authorizePlugin(deps.db, membership, id, 'editor');
+  const row = await store.updatePlugin(deps.db, membership.organizationId, id, { name: body.name, description: body.description }, deps.clock.now());
+  if (!row) throw pluginNotFound();
+  return one(deps.db, membership.organizationId, row);
+}
+
+export async function setPluginStatus(deps: AppDeps, membership: Membership, id: string, status: store.PluginStatus) {
+  const current = await authorizePlugin(deps.db, membership, id, 'manager');
+  if (current.status === status) return one(deps.db, membership.organizationId, current);
+  const row = await store.updatePlugin(deps.db, membership.organizationId, id, { status }, deps.clock.now());
+  if (!row) throw pluginNotFound();
+  return one(deps.db, membership.organizationId, row);
+}
+
+export async function listComponents(deps: AppDeps, membership: Membership, id: string, page: PageRequest) {
+  await authorizePlugin(deps.db, membership, id, 'viewer');
+  return deps.cursors.page(
+    `plugin_components:${id}`,
+    page,
+    (after, take) => store.listComponents(deps.db, membership.organizationId, id, after, take).then((rows) => withPosition(rows)),
+    (row) => toComponent(row),
+  );
+}
