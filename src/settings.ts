@@ -14,12 +14,31 @@ export interface Settings {
   suiteGraphBaseUrl: string;
   suiteLoginBaseUrl: string;
   suiteTimeoutMs: number;
+  /** Bound on each call to an MCP connection's OAuth token endpoint. */
+  mcpOAuthTimeoutMs: number;
   workerRuntimeTimeoutMs: number;
   logLevel: string;
   corsOrigins: string[];
   bodyLimitBytes: number;
   requestTimeoutMs: number;
   trustProxy: boolean;
+  /** Rate limits (src/protection/rate-limit.ts); null turns one off. */
+  rateLimits: RateLimitSettings;
+}
+
+/** `points` per `windowMs`, e.g. 10 failures per 15 minutes. */
+export interface RateLimitRule {
+  points: number;
+  windowMs: number;
+}
+
+export interface RateLimitSettings {
+  signInEmail: RateLimitRule | null;
+  signInIp: RateLimitRule | null;
+  signUpIp: RateLimitRule | null;
+  invitationAcceptUser: RateLimitRule | null;
+  invitationAcceptIp: RateLimitRule | null;
+  bootstrapIp: RateLimitRule | null;
 }
 
 export class SettingsError extends Error {}
@@ -64,6 +83,18 @@ function duration(env: Env, name: string, fallbackMs: number): number {
   return Number(match[1]) * UNIT_MS[match[2] ?? 's']!;
 }
 
+/** `10/15m` (10 per 15 minutes), `30/1h`, or `off`. */
+function rateLimit(env: Env, name: string, fallback: string): RateLimitRule | null {
+  const raw = (env[name] || fallback).trim();
+  if (raw.toLowerCase() === 'off') return null;
+  const [count, window] = raw.split('/');
+  const match = window === undefined ? null : DURATION.exec(window.trim());
+  if (!count || !/^\d+$/.test(count.trim()) || Number(count) < 1 || !match || Number(match[1]) <= 0) {
+    throw new SettingsError(`${name} must look like 10/15m (points per window) or off, got "${raw}"`);
+  }
+  return { points: Number(count), windowMs: Number(match[1]) * UNIT_MS[match[2] ?? 's']! };
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadSettings(env: Env = process.env): Settings {
@@ -87,11 +118,20 @@ export function loadSettings(env: Env = process.env): Settings {
     suiteGraphBaseUrl: url(env, 'SUITE_GRAPH_BASE_URL', 'https://graph.microsoft.com/v1.0'),
     suiteLoginBaseUrl: url(env, 'SUITE_LOGIN_BASE_URL', 'https://login.microsoftonline.com'),
     suiteTimeoutMs: int(env, 'SUITE_TIMEOUT_MS', 30_000, 1),
+    mcpOAuthTimeoutMs: int(env, 'MCP_OAUTH_TIMEOUT_MS', 10_000, 1),
     workerRuntimeTimeoutMs: int(env, 'WORKER_RUNTIME_TIMEOUT_MS', 5_000, 1),
     logLevel,
     corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    rateLimits: {
+      signInEmail: rateLimit(env, 'RATE_LIMIT_SIGN_IN_EMAIL', '10/15m'),
+      signInIp: rateLimit(env, 'RATE_LIMIT_SIGN_IN_IP', '100/15m'),
+      signUpIp: rateLimit(env, 'RATE_LIMIT_SIGN_UP_IP', '30/1h'),
+      invitationAcceptUser: rateLimit(env, 'RATE_LIMIT_INVITATION_ACCEPT_USER', '20/15m'),
+      invitationAcceptIp: rateLimit(env, 'RATE_LIMIT_INVITATION_ACCEPT_IP', '100/15m'),
+      bootstrapIp: rateLimit(env, 'RATE_LIMIT_BOOTSTRAP_IP', '10/15m'),
+    },
   };
 }

@@ -7,14 +7,14 @@ type AuthOperations = 'getBootstrapStatus' | 'bootstrap' | 'signUp' | 'signIn' |
 export const authHandlers: HandlerMap<AuthOperations> = {
   getBootstrapStatus: async ({ deps }) => ({ status: 200, body: { bootstrapped: await auth.bootstrapStatus(deps) } }),
 
-  bootstrap: async ({ deps, body, headers }) => {
-    const result = await auth.bootstrap(deps, { ...body, token: headers['x-bootstrap-token'] });
+  bootstrap: async ({ deps, body, headers, ip }) => {
+    const result = await auth.bootstrap(deps, { ...body, token: headers['x-bootstrap-token'] }, ip);
     return { status: 201, body: { ok: true, ...result } };
   },
 
-  signUp: async ({ deps, body }) => ({ status: 201, body: { ok: true, ...(await auth.signUp(deps, body)) } }),
+  signUp: async ({ deps, body, ip }) => ({ status: 201, body: { ok: true, ...(await auth.signUp(deps, body, ip)) } }),
 
-  signIn: async ({ deps, body }) => ({ status: 200, body: { ok: true, ...(await auth.signIn(deps, body)) } }),
+  signIn: async ({ deps, body, ip }) => ({ status: 200, body: { ok: true, ...(await auth.signIn(deps, body, ip)) } }),
 
   signOut: async (ctx) => {
     await auth.signOut(ctx.deps, principalOf(ctx));

@@ -9,6 +9,7 @@ import { createOrganizationIn } from '../org/service';
 import { membershipsOfUser } from '../org/store';
 import { toUser } from '../org/mappers';
 import * as store from './store';
+import * as limits from '../protection/rate-limit';
 
 const SESSION_TOKEN_PREFIX = 'cps';
 
@@ -33,7 +34,9 @@ export async function bootstrapStatus(deps: AppDeps): Promise<boolean> {
 export async function bootstrap(
   deps: AppDeps,
   input: { email: string; password: string; name: string; organizationName: string; token: string | undefined },
+  ip = '',
 ) {
+  await limits.consume(deps, 'bootstrapIp', ip);
   const expected = deps.settings.bootstrapToken;
   if (expected && !(input.token && safeEqual(input.token, expected))) throw new Unauthorized('A valid x-bootstrap-token is required.');
   const passwordHash = await hashPassword(input.password);
@@ -48,7 +51,8 @@ export async function bootstrap(
   });
 }
 
-export async function signUp(deps: AppDeps, input: { email: string; password: string; name: string }) {
+export async function signUp(deps: AppDeps, input: { email: string; password: string; name: string }, ip = '') {
+  await limits.consume(deps, 'signUpIp', ip);
   const passwordHash = await hashPassword(input.password);
   const now = deps.clock.now();
   try {
@@ -62,11 +66,23 @@ export async function signUp(deps: AppDeps, input: { email: string; password: st
   }
 }
 
-/** Same answer, and about the same time, whether the e-mail is unknown or the password wrong. */
-export async function signIn(deps: AppDeps, input: { email: string; password: string }) {
+/**
+ * Same answer, and about the same time, whether the e-mail is unknown or the password wrong.
+ * Failures are counted per e-mail and per IP (in Postgres, shared by every process); past the
+ * limit even a right password gets 429 until the window ends, so guessing cannot go on.
+ */
+export async function signIn(deps: AppDeps, input: { email: string; password: string }, ip = '') {
+  const email = store.normalizeEmail(input.email);
+  await limits.assertNotLimited(deps, 'signInEmail', email);
+  await limits.assertNotLimited(deps, 'signInIp', ip);
   const user = await store.findCredentials(deps.db, input.email);
   const valid = await verifyPassword(user?.password_hash ?? (await decoyPasswordHash()), input.password);
-  if (!user || !valid) throw new Unauthenticated('invalid_credentials', 'The e-mail or password is incorrect.');
+  if (!user || !valid) {
+    await limits.recordFailure(deps, 'signInEmail', email);
+    await limits.recordFailure(deps, 'signInIp', ip);
+    throw new Unauthenticated('invalid_credentials', 'The e-mail or password is incorrect.');
+  }
+  await limits.clear(deps, 'signInEmail', email);
   const now = deps.clock.now();
   return { user: toUser(user), session: await openSession(deps, deps.db, user.id, now) };
 }

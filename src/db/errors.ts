@@ -24,7 +24,8 @@ export function isForeignKeyViolation(err: unknown, constraint?: string): boolea
 /** Value errors the validator should have caught (too long, bad text representation, out of range). */
 export function isBadValue(err: unknown): boolean {
   const code = sqlState(err);
-  return code === '22001' || code === '22P02' || code === '22003' || code === '22007' || code === '22008' || code === '54000';
+  // 22021/22P05: a NUL byte or an unsupported escape in text or jsonb.
+  return code === '22001' || code === '22P02' || code === '22003' || code === '22007' || code === '22008' || code === '22021' || code === '22P05' || code === '54000';
 }
 
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300']);

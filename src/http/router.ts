@@ -4,6 +4,7 @@ import { Invalid, Unauthorized } from '../lib/errors';
 import { isUnavailable } from '../db/errors';
 import { principalFromApiKey, principalFromSession } from '../auth/principal';
 import { createBackend, toBackendRequest } from './openapi';
+import { nulInRequest } from '../protection/nul';
 import { errorToResult, validationDetails } from './errors';
 import type { AppDeps, HandlerContext, Handlers, HttpResult, OperationId, Principal } from './types';
 
@@ -84,7 +85,9 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
         ip: req.ip ?? '',
       } as unknown as HandlerContext<OperationId>;
       let result: HttpResult;
+      const nul = nulInRequest({ params: c.request.params, query: c.request.query, body: c.request.requestBody });
       try {
+        if (nul) throw Invalid.at(nul, 'must not contain a NUL character (U+0000)');
         result = await handler(ctx);
       } catch (err) {
         result = errorToResult(err, req.log ?? deps.logger);
@@ -108,7 +111,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
     return { status: 500, body: { error: 'response_validation_failed', message: `${operationId} ${result.status}: ${problem}` } };
   }
 
-  const ready = api.init();
+  const ready = api.init().then(() => fastRouting(api));
 
   return (req: Request, res: Response, next: NextFunction) => {
     ready
@@ -116,6 +119,24 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       .then((result: HttpResult) => send(res, result))
       .catch((err: unknown) => next(err));
   };
+}
+
+/**
+ * openapi-backend rebuilds its flattened operation list (lodash over every path) on each
+ * matchOperation call, twice for a templated path, and compiles a RegExp per operation for
+ * templates. The contract does not change after init, so the list is built once, and a request
+ * whose method and path equal an operation's literal path is answered from a map; templated
+ * paths still go through openapi-backend's own matching, so routing decisions stay its own.
+ */
+function fastRouting(api: ReturnType<typeof createBackend>): void {
+  const router = api.router;
+  const operations = router.getOperations();
+  router.getOperations = () => operations;
+  const literal = new Map<string, (typeof operations)[number]>();
+  for (const op of operations) if (!op.path.includes('{')) literal.set(`${op.method} ${op.path}`, op);
+  const match = router.matchOperation.bind(router) as (req: { method: string; path: string }, strict?: boolean) => (typeof operations)[number] | undefined;
+  router.matchOperation = ((req: { method: string; path: string }, strict?: boolean) =>
+    literal.get(`${req.method.toLowerCase()} ${req.path}`) ?? match(req, strict)) as typeof router.matchOperation;
 }
 
 export function send(res: Response, result: HttpResult): void {

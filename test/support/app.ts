@@ -10,6 +10,18 @@ import { createTestDatabase, type TestDatabase } from './database';
 
 export const TEST_SECRET_KEY = 'test-secret-key-0123456789abcdefghijklmnopqrstuvwxyz';
 
+/**
+ * Every supertest request comes from the same address, so per-IP limits meant for the internet
+ * would trip ordinary test files; they are raised here (the per-e-mail and per-user limits keep
+ * their defaults). test/hardening/rate-limits.test.ts checks the real defaults and the IP limits.
+ */
+export const TEST_RATE_LIMITS: Record<string, string> = {
+  RATE_LIMIT_SIGN_IN_IP: '100000/15m',
+  RATE_LIMIT_SIGN_UP_IP: '100000/1h',
+  RATE_LIMIT_INVITATION_ACCEPT_IP: '100000/15m',
+  RATE_LIMIT_BOOTSTRAP_IP: '100000/15m',
+};
+
 export interface TestAppOptions {
   clock?: Clock;
   fetch?: typeof fetch;
@@ -36,7 +48,7 @@ export interface TestApp {
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const clock = options.clock ?? new ManualClock(new Date());
-  const settings: Settings = { ...loadSettings({ LOG_LEVEL: 'info', ...options.env }), secretKey: TEST_SECRET_KEY, ...options.settings };
+  const settings: Settings = { ...loadSettings({ LOG_LEVEL: 'info', ...TEST_RATE_LIMITS, ...options.env }), secretKey: TEST_SECRET_KEY, ...options.settings };
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {

@@ -1,0 +1,65 @@
+import { createTestApp, type TestApp } from '../support/app';
+import { specOperations } from '../support/spec';
+import { snapshot, snapshotDiff } from '../support/snapshot';
+import { badRequests, send, BAD_REQUESTS_PER_OPERATION, type GenRequest } from './generate';
+import { buildWorld, type OrgWorld } from './world';
+import type { Response } from 'supertest';
+
+/**
+ * Every operation of the contract, fed invalid requests generated from its schema: each gets a
+ * 4xx in the contract's error shape (a 400 names the offending location), never a 5xx, and the
+ * database is exactly as before (row counts and contents of every table).
+ */
+const BODY_LIMIT = 256 * 1024;
+let t: TestApp;
+let world: OrgWorld;
+beforeAll(async () => {
+  t = await createTestApp({ settings: { bodyLimitBytes: BODY_LIMIT } });
+  world = await buildWorld(t, 'A');
+}, 120_000);
+afterAll(() => t.close());
+
+function startsWith(path: unknown, prefix: string[]): boolean {
+  return Array.isArray(path) && prefix.every((p, i) => path[i] === p);
+}
+
+/** What is wrong with the answer to a bad request, or null when it is right. */
+export function problemWith(req: GenRequest, res: Response): string | null {
+  if (res.status >= 500) return `${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
+  if (res.status < 400) return `accepted with ${res.status}`;
+  const body = res.body as Record<string, unknown>;
+  if (typeof body?.error !== 'string' && typeof body?.reason !== 'string') return `${res.status} without an error code: ${res.text.slice(0, 200)}`;
+  if (res.status === 400) {
+    if (body.error !== 'invalid_request') return `400 with error ${String(body.error)}`;
+    const details = body.details as { path: string[] }[] | undefined;
+    if (!Array.isArray(details) || details.length === 0) return '400 without details';
+    if (!details.every((d) => ['body', 'path', 'query', 'header'].includes(d.path?.[0] ?? ''))) return `400 with a detail outside body/path/query/header: ${JSON.stringify(details)}`;
+    const named = details.some((d) => startsWith(d.path, req.expectPath ?? []) || (req.orBody === true && d.path[0] === 'body'));
+    if (req.expectPath && !named) {
+      return `400 details ${JSON.stringify(details.map((d) => d.path))} do not name ${JSON.stringify(req.expectPath)}`;
+    }
+  }
+  return null;
+}
+
+const operations = specOperations();
+
+it('covers every operation of the contract', () => {
+  expect(operations.length).toBeGreaterThan(10);
+});
+
+describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id, op) => {
+  it(`refuses up to ${BAD_REQUESTS_PER_OPERATION} generated bad requests with a 4xx and changes nothing`, async () => {
+    const requests = badRequests(op, world, BODY_LIMIT);
+    const auth: Record<string, string> = op.auth === 'public' ? {} : { authorization: `Bearer ${world.owner.token}` };
+    const before = await snapshot(t.db);
+    const problems: string[] = [];
+    for (const req of requests) {
+      const res = await send(t, req, auth);
+      const problem = problemWith(req, res);
+      if (problem) problems.push(`${req.label}: ${problem}`);
+    }
+    const changes = snapshotDiff(before, await snapshot(t.db));
+    expect({ problems, changes }).toEqual({ problems: [], changes: [] });
+  });
+});

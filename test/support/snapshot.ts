@@ -1,0 +1,90 @@
+import { sql, type Kysely } from 'kysely';
+
+/**
+ * Whole-database views for the hardening suite: a snapshot of every table (row count and a
+ * checksum of its rows) to prove a request changed nothing, and a scan of every text and JSON
+ * column for secrets that must never be stored in plain text.
+ */
+type AnyDb = Kysely<any>;
+
+const IGNORED_TABLES = new Set(['kysely_migration', 'kysely_migration_lock']);
+
+export async function tableNames(db: AnyDb): Promise<string[]> {
+  const { rows } = await sql<{ table_name: string }>`
+    SELECT table_name FROM information_schema.tables
+    WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`.execute(db);
+  return rows.map((r) => r.table_name).filter((t) => !IGNORED_TABLES.has(t));
+}
+
+export type Snapshot = Record<string, { rows: number; checksum: string }>;
+
+/**
+ * Row count and an md5 of the sorted rows of every table. `exclude` leaves out tables whose
+ * content legitimately changes on a refused request (rate-limit counters).
+ */
+export async function snapshot(db: AnyDb, options: { exclude?: string[] } = {}): Promise<Snapshot> {
+  const out: Snapshot = {};
+  for (const table of await tableNames(db)) {
+    if (options.exclude?.includes(table)) continue;
+    const { rows } = await sql<{ n: number; h: string }>`
+      SELECT count(*)::int AS n, md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')) AS h
+      FROM ${sql.table(table)} t`.execute(db);
+    out[table] = { rows: rows[0]!.n, checksum: rows[0]!.h };
+  }
+  return out;
+}
+
+/** Row counts only (cheap; enough where a content change is checked another way). */
+export async function rowCounts(db: AnyDb): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const table of await tableNames(db)) {
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)}`.execute(db);
+    out[table] = rows[0]!.n;
+  }
+  return out;
+}
+
+/** The tables whose snapshot differs, e.g. ['marketplaces: rows 3 → 2']. */
+export function snapshotDiff(before: Snapshot, after: Snapshot): string[] {
+  const changes: string[] = [];
+  for (const table of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    const a = before[table];
+    const b = after[table];
+    if (!a || !b) changes.push(`${table}: ${a ? 'dropped' : 'appeared'}`);
+    else if (a.rows !== b.rows) changes.push(`${table}: rows ${a.rows} → ${b.rows}`);
+    else if (a.checksum !== b.checksum) changes.push(`${table}: content changed`);
+  }
+  return changes;
+}
+
+export interface SecretHit {
+  table: string;
+  column: string;
+  secretLabel: string;
+}
+
+/**
+ * Looks for each secret, verbatim, in every text, varchar, json and jsonb column of every table
+ * (found through information_schema, so a new table is scanned without being listed).
+ */
+export async function findSecretsInDatabase(db: AnyDb, secrets: Record<string, string>): Promise<SecretHit[]> {
+  const { rows: columns } = await sql<{ table_name: string; column_name: string }>`
+    SELECT c.table_name, c.column_name FROM information_schema.columns c
+    JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+    WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE'
+      AND (c.data_type IN ('text', 'character varying', 'character', 'json', 'jsonb') OR c.data_type = 'ARRAY')
+    ORDER BY c.table_name, c.column_name`.execute(db);
+  const hits: SecretHit[] = [];
+  const wanted = Object.entries(secrets).filter(([, v]) => typeof v === 'string' && v.length >= 8);
+  for (const { table_name: table, column_name: column } of columns) {
+    if (IGNORED_TABLES.has(table)) continue;
+    const { rows } = await sql<{ v: string | null }>`SELECT ${sql.ref(column)}::text AS v FROM ${sql.table(table)}`.execute(db);
+    for (const { v } of rows) {
+      if (!v) continue;
+      for (const [label, secret] of wanted) {
+        if (v.includes(secret)) hits.push({ table, column, secretLabel: label });
+      }
+    }
+  }
+  return hits;
+}

@@ -1,0 +1,162 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The bundled contract (generated/openapi.json) as a list of operations, with every `$ref`
+ * resolved, so suites can be generated from it: a new operation is covered without anyone adding
+ * it to a list.
+ */
+export type Schema = Record<string, unknown> & {
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  enum?: unknown[];
+  const?: unknown;
+  oneOf?: Schema[];
+  anyOf?: Schema[];
+  allOf?: Schema[];
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  maxItems?: number;
+  minimum?: number;
+  maximum?: number;
+  pattern?: string;
+  format?: string;
+  additionalProperties?: boolean | Schema;
+};
+
+export interface SpecParameter {
+  name: string;
+  in: 'path' | 'query' | 'header' | 'cookie';
+  required: boolean;
+  schema: Schema;
+}
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface SpecOperation {
+  operationId: string;
+  method: Method;
+  path: string;
+  summary: string;
+  description: string;
+  tags: string[];
+  /** `public`: security []; `session`: bearer only; `any`: a session or an API key. */
+  auth: 'public' | 'session' | 'any';
+  parameters: SpecParameter[];
+  body: { required: boolean; schema: Schema } | null;
+  /** Declared statuses ('200', '404', 'default', ...). */
+  statuses: string[];
+}
+
+const ROOT = path.resolve(__dirname, '..', '..');
+type Doc = { paths: Record<string, Record<string, unknown>>; security?: unknown[]; components?: unknown };
+
+export function loadContract(): Doc {
+  return JSON.parse(readFileSync(path.join(ROOT, 'generated', 'openapi.json'), 'utf8')) as Doc;
+}
+
+/** Resolves every local `$ref` (the bundle only has `#/components/...` ones); cycles stop at a depth. */
+export function deref<T>(doc: unknown, value: T, depth = 0): T {
+  if (depth > 40 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => deref(doc, v, depth + 1)) as T;
+  const obj = value as Record<string, unknown>;
+  if (typeof obj.$ref === 'string' && obj.$ref.startsWith('#/')) {
+    const target = obj.$ref
+      .slice(2)
+      .split('/')
+      .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+      .reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], doc);
+    const { $ref: _ignored, ...rest } = obj;
+    return deref(doc, { ...(target as object), ...rest }, depth + 1) as T;
+  }
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) out[k] = deref(doc, v, depth + 1);
+  return out as T;
+}
+
+const METHODS: Method[] = ['get', 'post', 'put', 'patch', 'delete'];
+
+function authOf(security: unknown): SpecOperation['auth'] {
+  const list = (security ?? []) as Record<string, unknown>[];
+  if (list.length === 0) return 'public';
+  const schemes = new Set(list.flatMap((s) => Object.keys(s)));
+  return schemes.has('orgApiKey') ? 'any' : 'session';
+}
+
+let cached: SpecOperation[] | undefined;
+
+export function specOperations(): SpecOperation[] {
+  if (cached) return cached;
+  const doc = loadContract();
+  const ops: SpecOperation[] = [];
+  for (const [p, item] of Object.entries(doc.paths)) {
+    const pathItem = deref(doc, item) as Record<string, unknown>;
+    const shared = (pathItem.parameters ?? []) as SpecParameter[];
+    for (const method of METHODS) {
+      const op = pathItem[method] as Record<string, unknown> | undefined;
+      if (!op) continue;
+      const params = [...shared, ...((op.parameters ?? []) as SpecParameter[])].map((x) => ({ ...x, required: Boolean(x.required) || x.in === 'path' }));
+      const rb = op.requestBody as { required?: boolean; content?: Record<string, { schema?: Schema }> } | undefined;
+      const schema = rb?.content?.['application/json']?.schema;
+      ops.push({
+        operationId: String(op.operationId),
+        method,
+        path: p,
+        summary: String(op.summary ?? ''),
+        description: String(op.description ?? ''),
+        tags: (op.tags ?? []) as string[],
+        auth: authOf(op.security ?? doc.security),
+        parameters: params,
+        body: schema ? { required: Boolean(rb?.required), schema } : null,
+        statuses: Object.keys((op.responses ?? {}) as object),
+      });
+    }
+  }
+  cached = ops;
+  return ops;
+}
+
+/** Operations still answering 501 (listed in the notImplemented(...) call of the registry). */
+export function notImplementedOperations(): Set<string> {
+  const source = readFileSync(path.join(ROOT, 'src', 'http', 'registry.ts'), 'utf8');
+  const call = /notImplemented\(([\s\S]*?)\)/.exec(source.replace(/^\s*\/\/.*$/gm, ''));
+  if (!call) return new Set();
+  return new Set([...call[1]!.matchAll(/['"]([A-Za-z0-9_]+)['"]/g)].map((m) => m[1]!));
+}
+
+/** `/v1/marketplaces/{marketplaceId}` with values → a concrete URL (values are URL-encoded). */
+export function fillPath(template: string, values: Record<string, string>): string {
+  return template.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const v = values[name];
+    if (v === undefined) throw new Error(`no value for path parameter ${name} of ${template}`);
+    return encodeURIComponent(v);
+  });
+}
+
+/** The TypeID prefix a string schema pins (`pattern: ^mkt_.*`), if any. */
+export function typeIdPrefix(schema: Schema | undefined): string | null {
+  if (!schema) return null;
+  const m = typeof schema.pattern === 'string' ? /^\^([a-z]+)_/.exec(schema.pattern) : null;
+  return m ? m[1]! : null;
+}
+
+/** Statuses an operation declares, as numbers ('default' and ranges dropped). */
+export function declaredStatuses(op: SpecOperation): number[] {
+  return op.statuses.filter((s) => /^\d{3}$/.test(s)).map(Number);
+}
+
+/**
+ * Whether an operation needs an organization admin, derived from its summary and description
+ * ("(admin)", "admin only", "writes: admin", "org_admin_required"); see the hardening README for
+ * the convention. Returns false when the text says the creator or the member themself may also act.
+ */
+export function needsOrgAdmin(op: SpecOperation): boolean {
+  const text = `${op.summary} ${op.description}`;
+  if (/org_admin_required/.test(text)) return true;
+  if (/\(\s*admin\b[^)]*\)/i.test(text) && !/creator|themsel|manager|editor/i.test(/\(([^)]*)\)/.exec(text)?.[1] ?? '')) return true;
+  if (/\badmins? only\b|\bneeds an? (organization |org )?admin\b|\brequires an? (organization |org )?admin\b/i.test(text)) return true;
+  return false;
+}
