@@ -3,6 +3,7 @@ import type { PluginSystemTables } from '../plugins/tables';
 import type { WorkerTables } from '../workers/tables';
 import type { TelemetryTables } from '../telemetry/tables';
 import type { PeopleTables } from '../invitations/tables';
+import type { ProtectionTables } from '../protection/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -97,4 +98,4 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & WorkerTables & TelemetryTables & PluginSystemTables;
+export type DB = FoundationTables & PeopleTables & WorkerTables & TelemetryTables & PluginSystemTables & ProtectionTables;

@@ -1,5 +1,4 @@
 import type { Handlers } from './types';
-import { notImplemented } from './not-implemented';
 import { systemHandlers } from '../system/handlers';
 import { authHandlers } from '../auth/handlers';
 import { orgHandlers } from '../org/handlers';
@@ -13,6 +12,8 @@ import { invitationHandlers } from '../invitations/handlers';
 import { teamHandlers } from '../teams/handlers';
 import { apiKeyHandlers } from '../api-keys/handlers';
 import { adminHandlers } from '../admin/handlers';
+import { mcpHandlers } from '../mcp/handlers';
+import { suiteHandlers } from '../suite/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -32,8 +33,6 @@ export const handlers: Handlers = {
   ...teamHandlers,
   ...apiKeyHandlers,
   ...adminHandlers,
-  ...notImplemented(
-    'disconnectMyMcpAccount',
-    'sendSuiteChatMessage',
-  ),
+  ...mcpHandlers,
+  ...suiteHandlers,
 };

@@ -17,6 +17,7 @@ export const ID_PREFIXES = {
   connectorInstance: 'cin',
   connectorInstanceGrant: 'cia',
   mcpConnection: 'emc',
+  mcpConnectionGrant: 'mcg',
   connectedAccount: 'cta',
   worker: 'wrk',
   workerActivity: 'wac',

@@ -1,0 +1,213 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import type { AppDeps } from '../http/types';
+import { deriveKey } from '../lib/crypto';
+import { Invalid } from '../lib/errors';
+import { newId } from '../lib/ids';
+import { authorizeUrl, newPkce, newState, verifyState, TokenEndpointError, type TokenSet } from './oauth';
+import * as store from './store';
+import type { AccountRow, AccountTarget } from './store';
+import type { Provider } from './tables';
+
+/**
+ * The connected-accounts core shared by MCP connections and the suite capability: start an
+ * authorization-code + PKCE sign-in, complete it from the callback, store API keys and tokens
+ * sealed with SECRET_KEY, refresh an expired access token, and disconnect. Pending sign-ins live
+ * in Postgres (`oauth_states`), so any process can serve the callback.
+ */
+export type { AccountTarget } from './store';
+
+/** How long a started sign-in may take before its state expires. */
+export const STATE_TTL_MS = 10 * 60_000;
+/** Refresh this long before the recorded expiry, so a token does not expire in flight. */
+const EXPIRY_SKEW_MS = 60_000;
+
+export interface AccountSecrets {
+  apiKey?: string;
+  accessToken?: string;
+  refreshToken?: string | null;
+}
+
+export function seal(deps: AppDeps, value: string): string {
+  return deps.secrets.encrypt(value);
+}
+
+/** Opens a sealed value; a value sealed with another SECRET_KEY fails loudly (500, logged). */
+export function unseal(deps: AppDeps, sealed: string): string {
+  try {
+    return deps.secrets.decrypt(sealed);
+  } catch (err) {
+    throw new Error(`a stored secret could not be decrypted (was SECRET_KEY changed?): ${(err as Error).message}`);
+  }
+}
+
+function stateKey(deps: AppDeps): Buffer {
+  if (!deps.settings.secretKey) throw new Error('SECRET_KEY is not set');
+  return deriveKey(deps.settings.secretKey, 'oauth-state');
+}
+
+export interface StartInput {
+  target: AccountTarget;
+  endpoint: string;
+  clientId: string;
+  scopes: string[];
+  redirectUri: string;
+  extraParams?: Record<string, string>;
+}
+
+/** Records a pending sign-in and returns the provider URL to send the member's browser to. */
+export async function startAuthorization(deps: AppDeps, input: StartInput): Promise<string> {
+  const now = deps.clock.now();
+  const pkce = newPkce();
+  const { state, hash } = newState(stateKey(deps), input.target.provider);
+  await store.deleteExpiredStates(deps.db, input.target.memberId, now);
+  await store.insertState(deps.db, {
+    hash,
+    target: input.target,
+    codeVerifierSealed: seal(deps, pkce.verifier),
+    redirectUri: input.redirectUri,
+    now,
+    expiresAt: new Date(now.getTime() + STATE_TTL_MS),
+  });
+  return authorizeUrl(input.endpoint, {
+    response_type: 'code',
+    client_id: input.clientId,
+    redirect_uri: input.redirectUri,
+    ...(input.scopes.length > 0 ? { scope: input.scopes.join(' ') } : {}),
+    state,
+    code_challenge: pkce.challenge,
+    code_challenge_method: 'S256',
+    ...input.extraParams,
+  });
+}
+
+export interface CallbackQuery {
+  state: string;
+  code?: string;
+  error?: string;
+}
+
+export interface PendingAuthorization {
+  target: AccountTarget;
+  stateHash: string;
+  code: string;
+  codeVerifier: string;
+  redirectUri: string;
+}
+
+const badState = () => Invalid.at(['query', 'state'], 'state is not valid, has expired or was already used');
+
+/** Checks and consumes the callback's state (single use), giving the code and PKCE verifier. */
+export async function takeAuthorization(deps: AppDeps, provider: Provider, query: CallbackQuery): Promise<PendingAuthorization> {
+  const hash = verifyState(stateKey(deps), provider, query.state);
+  if (!hash) throw badState();
+  const row = await store.consumeState(deps.db, provider, hash, deps.clock.now());
+  if (!row) throw badState();
+  if (query.error) throw Invalid.at(['query', 'error'], `the provider refused the sign-in (${query.error.slice(0, 64)})`);
+  if (!query.code) throw Invalid.at(['query', 'code'], 'is required');
+  return {
+    target: { organizationId: row.organization_id, memberId: row.member_id, provider: row.provider, connectionId: row.connection_id },
+    stateHash: row.state_hash,
+    code: query.code,
+    codeVerifier: unseal(deps, row.code_verifier_sealed),
+    redirectUri: row.redirect_uri,
+  };
+}
+
+export interface StoreInput {
+  tokens: TokenSet;
+  identity?: { id: string; displayName: string } | null;
+  /** Checks inside the transaction that the target still accepts the account (throws if not). */
+  guard?: (trx: Transaction<DB>) => Promise<void>;
+}
+
+/**
+ * Stores the account of a completed sign-in, in one transaction that first locks the state: when
+ * the member disconnected (or the connection went) while the code was being exchanged, the state
+ * is gone and nothing is stored.
+ */
+export async function storeAuthorizedAccount(deps: AppDeps, pending: PendingAuthorization, input: StoreInput): Promise<AccountRow> {
+  const secrets: AccountSecrets = { accessToken: input.tokens.accessToken, refreshToken: input.tokens.refreshToken };
+  const sealed = seal(deps, JSON.stringify(secrets));
+  return deps.db.transaction().execute(async (trx) => {
+    if (!(await store.lockState(trx, pending.stateHash))) {
+      throw Invalid.at(['query', 'state'], 'the sign-in was cancelled before it completed');
+    }
+    if (!(await store.memberIsActive(trx, pending.target.organizationId, pending.target.memberId))) {
+      throw Invalid.at(['query', 'state'], 'the member of this sign-in is no longer in the organization');
+    }
+    await input.guard?.(trx);
+    const row = await store.upsertAccount(trx, pending.target, {
+      id: newId('connectedAccount'),
+      authKind: 'oauth',
+      secretsSealed: sealed,
+      accessExpiresAt: input.tokens.expiresAt,
+      scopes: input.tokens.scopes.join(' '),
+      externalUserId: input.identity?.id ?? null,
+      externalDisplayName: input.identity?.displayName ?? null,
+      now: deps.clock.now(),
+    });
+    await store.deleteState(trx, pending.stateHash);
+    return row;
+  });
+}
+
+/** Stores (or replaces) a member's pasted API key. */
+export async function storeApiKeyAccount(deps: AppDeps, target: AccountTarget, apiKey: string): Promise<AccountRow> {
+  return store.upsertAccount(deps.db, target, {
+    id: newId('connectedAccount'),
+    authKind: 'apikey',
+    secretsSealed: seal(deps, JSON.stringify({ apiKey } satisfies AccountSecrets)),
+    accessExpiresAt: null,
+    scopes: '',
+    externalUserId: null,
+    externalDisplayName: null,
+    now: deps.clock.now(),
+  });
+}
+
+/** Removes the member's account and pending sign-ins for the target; true when an account went. */
+export async function disconnect(trx: Transaction<DB>, target: AccountTarget): Promise<boolean> {
+  await store.deleteStatesOf(trx, target);
+  return store.deleteAccount(trx, target);
+}
+
+export interface LoadedAccount {
+  row: AccountRow;
+  secrets: AccountSecrets;
+}
+
+export async function loadAccount(deps: AppDeps, target: AccountTarget): Promise<LoadedAccount | null> {
+  const row = await store.findAccount(deps.db, target);
+  if (!row) return null;
+  return { row, secrets: JSON.parse(unseal(deps, row.secrets_sealed)) as AccountSecrets };
+}
+
+export function isExpired(deps: AppDeps, account: LoadedAccount): boolean {
+  const expiresAt = account.row.access_expires_at;
+  return expiresAt !== null && expiresAt.getTime() - EXPIRY_SKEW_MS <= deps.clock.now().getTime();
+}
+
+/**
+ * Replaces the account's tokens with ones from its refresh token (`refresh` does the provider
+ * call). A refresh token the provider rotated is kept; one it did not return stays the old one.
+ */
+export async function refreshAccount(
+  deps: AppDeps,
+  target: AccountTarget,
+  account: LoadedAccount,
+  refresh: (refreshToken: string) => Promise<TokenSet>,
+): Promise<string> {
+  const refreshToken = account.secrets.refreshToken;
+  if (!refreshToken) throw new TokenEndpointError('unreadable', 'the access token expired and no refresh token is stored');
+  const tokens = await refresh(refreshToken);
+  const secrets: AccountSecrets = { accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken };
+  await store.updateAccountTokens(deps.db, target.organizationId, account.row.id, {
+    secretsSealed: seal(deps, JSON.stringify(secrets)),
+    accessExpiresAt: tokens.expiresAt,
+    scopes: tokens.scopes.join(' '),
+    now: deps.clock.now(),
+  });
+  account.secrets = secrets;
+  return tokens.accessToken;
+}

@@ -1,0 +1,264 @@
+import { sql, type Kysely, type SqlBool, type Transaction, type Expression } from 'kysely';
+import type { DB } from '../db/schema';
+import { before, type Position } from '../lib/pagination';
+import { newId } from '../lib/ids';
+import { visibleTo, type GrantTableRef } from '../access/resource-roles';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+/** MCP connection grants use the shared resource-role resolver (src/access/resource-roles.ts). */
+export const MCP_GRANTS: GrantTableRef = { table: 'mcp_connection_grants', resourceColumn: 'connection_id' };
+
+/** Granting use of a connection; the shared column shape keeps the richer roles available later. */
+export const USE_ROLE = 'viewer';
+
+export interface ConnectionRow {
+  id: string;
+  organization_id: string;
+  name: string;
+  url: string;
+  auth_type: 'none' | 'apikey' | 'oauth';
+  credential_mode: 'shared' | 'per_member';
+  has_api_key: boolean;
+  oauth_authorization_url: string | null;
+  oauth_token_url: string | null;
+  oauth_client_id: string | null;
+  has_client_secret: boolean;
+  oauth_scopes: string;
+  created_by_member_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+  connected_for_me: boolean;
+}
+
+export interface GrantRow {
+  connection_id: string;
+  member_id: string | null;
+  team_id: string | null;
+  org_wide: boolean;
+}
+
+export interface Access {
+  orgWide: boolean;
+  memberIds: string[];
+  teamIds: string[];
+}
+
+/** Everything about a connection except its sealed secrets, as seen by one member. */
+function connectionQuery(db: Db, organizationId: string, memberId: string) {
+  return db
+    .selectFrom('mcp_connections as c')
+    .select([
+      'c.id',
+      'c.organization_id',
+      'c.name',
+      'c.url',
+      'c.auth_type',
+      'c.credential_mode',
+      sql<boolean>`c.api_key_sealed IS NOT NULL`.as('has_api_key'),
+      'c.oauth_authorization_url',
+      'c.oauth_token_url',
+      'c.oauth_client_id',
+      sql<boolean>`c.oauth_client_secret_sealed IS NOT NULL`.as('has_client_secret'),
+      'c.oauth_scopes',
+      'c.created_by_member_id',
+      'c.created_at',
+      'c.updated_at',
+      sql<boolean>`CASE WHEN c.credential_mode = 'shared' THEN (c.auth_type = 'none' OR c.api_key_sealed IS NOT NULL)
+        ELSE EXISTS (SELECT 1 FROM connected_accounts a WHERE a.connection_id = c.id AND a.member_id = ${memberId}) END`.as('connected_for_me'),
+    ])
+    .where('c.organization_id', '=', organizationId);
+}
+
+function usableBy(memberId: string, admin: boolean): Expression<SqlBool> {
+  return admin ? sql<SqlBool>`true` : visibleTo(MCP_GRANTS, 'c', memberId);
+}
+
+/** A connection of the organization, whether or not the member may use it. */
+export async function findConnection(db: Db, organizationId: string, memberId: string, connectionId: string): Promise<ConnectionRow | undefined> {
+  return connectionQuery(db, organizationId, memberId).where('c.id', '=', connectionId).executeTakeFirst();
+}
+
+/** A connection the member may use (admins: any), or undefined. */
+export async function findUsableConnection(
+  db: Db,
+  viewer: { organizationId: string; memberId: string; admin: boolean },
+  connectionId: string,
+): Promise<ConnectionRow | undefined> {
+  return connectionQuery(db, viewer.organizationId, viewer.memberId)
+    .where('c.id', '=', connectionId)
+    .where(usableBy(viewer.memberId, viewer.admin))
+    .executeTakeFirst();
+}
+
+export async function listUsableConnections(
+  db: Db,
+  viewer: { organizationId: string; memberId: string; admin: boolean },
+  after: Position | null,
+  take: number,
+): Promise<(ConnectionRow & Position)[]> {
+  let query = connectionQuery(db, viewer.organizationId, viewer.memberId).where(usableBy(viewer.memberId, viewer.admin));
+  if (after) query = query.where(before('c.created_at', 'c.id', after));
+  const rows = await query.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(take).execute();
+  return rows.map((row) => ({ ...row, createdAt: row.created_at }));
+}
+
+export async function activeGrants(db: Db, organizationId: string, connectionIds: string[]): Promise<GrantRow[]> {
+  if (connectionIds.length === 0) return [];
+  return db
+    .selectFrom('mcp_connection_grants')
+    .select(['connection_id', 'member_id', 'team_id', 'org_wide'])
+    .where('organization_id', '=', organizationId)
+    .where('connection_id', 'in', connectionIds)
+    .where('removed_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+export interface OAuthClientSecrets {
+  oauth_authorization_url: string | null;
+  oauth_token_url: string | null;
+  oauth_client_id: string | null;
+  oauth_client_secret_sealed: string | null;
+  oauth_scopes: string;
+}
+
+export async function findOAuthClient(db: Db, organizationId: string, connectionId: string): Promise<OAuthClientSecrets | undefined> {
+  return db
+    .selectFrom('mcp_connections')
+    .select(['oauth_authorization_url', 'oauth_token_url', 'oauth_client_id', 'oauth_client_secret_sealed', 'oauth_scopes'])
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', connectionId)
+    .executeTakeFirst();
+}
+
+export interface NewConnection {
+  id: string;
+  organizationId: string;
+  name: string;
+  url: string;
+  authType: 'none' | 'apikey' | 'oauth';
+  credentialMode: 'shared' | 'per_member';
+  apiKeySealed: string | null;
+  oauth: { authorizationUrl: string; tokenUrl: string; clientId: string; clientSecretSealed: string | null; scopes: string } | null;
+  createdByMemberId: string;
+  now: Date;
+}
+
+export async function insertConnection(db: Db, c: NewConnection): Promise<void> {
+  await db
+    .insertInto('mcp_connections')
+    .values({
+      id: c.id,
+      organization_id: c.organizationId,
+      name: c.name,
+      url: c.url,
+      auth_type: c.authType,
+      credential_mode: c.credentialMode,
+      api_key_sealed: c.apiKeySealed,
+      oauth_authorization_url: c.oauth?.authorizationUrl ?? null,
+      oauth_token_url: c.oauth?.tokenUrl ?? null,
+      oauth_client_id: c.oauth?.clientId ?? null,
+      oauth_client_secret_sealed: c.oauth?.clientSecretSealed ?? null,
+      oauth_scopes: c.oauth?.scopes ?? '',
+      created_by_member_id: c.createdByMemberId,
+      created_at: c.now,
+      updated_at: c.now,
+    })
+    .execute();
+}
+
+export interface ConnectionPatch {
+  name?: string;
+  url?: string;
+  api_key_sealed?: string;
+  oauth_authorization_url?: string;
+  oauth_token_url?: string;
+  oauth_client_id?: string;
+  oauth_client_secret_sealed?: string;
+  oauth_scopes?: string;
+}
+
+export async function updateConnection(db: Db, organizationId: string, connectionId: string, patch: ConnectionPatch, now: Date): Promise<boolean> {
+  const updated = await db
+    .updateTable('mcp_connections')
+    .set({ ...patch, updated_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', connectionId)
+    .returning('id')
+    .execute();
+  return updated.length > 0;
+}
+
+/** Deletes the connection; its grants, accounts and pending sign-ins go with it (ON DELETE CASCADE). */
+export async function deleteConnection(db: Db, organizationId: string, connectionId: string): Promise<boolean> {
+  const deleted = await db.deleteFrom('mcp_connections').where('organization_id', '=', organizationId).where('id', '=', connectionId).returning('id').execute();
+  return deleted.length > 0;
+}
+
+/** Makes the active grants of a connection exactly `access`: missing ones are added, others revoked. */
+export async function replaceGrants(
+  db: Db,
+  input: { organizationId: string; connectionId: string; access: Access; byMemberId: string; now: Date },
+): Promise<void> {
+  const current = await activeGrants(db, input.organizationId, [input.connectionId]);
+  const key = (g: { member_id: string | null; team_id: string | null; org_wide: boolean }) =>
+    g.org_wide ? 'org' : g.member_id ? `m:${g.member_id}` : `t:${g.team_id}`;
+  const wanted = new Map<string, { member_id: string | null; team_id: string | null; org_wide: boolean }>();
+  if (input.access.orgWide) wanted.set('org', { member_id: null, team_id: null, org_wide: true });
+  for (const id of input.access.memberIds) wanted.set(`m:${id}`, { member_id: id, team_id: null, org_wide: false });
+  for (const id of input.access.teamIds) wanted.set(`t:${id}`, { member_id: null, team_id: id, org_wide: false });
+  const have = new Set(current.map(key));
+  const revoke = current.filter((g) => !wanted.has(key(g)));
+  for (const g of revoke) {
+    let query = db
+      .updateTable('mcp_connection_grants')
+      .set({ removed_at: input.now })
+      .where('organization_id', '=', input.organizationId)
+      .where('connection_id', '=', input.connectionId)
+      .where('removed_at', 'is', null);
+    query = g.org_wide ? query.where('org_wide', '=', true) : g.member_id ? query.where('member_id', '=', g.member_id) : query.where('team_id', '=', g.team_id!);
+    await query.execute();
+  }
+  const add = [...wanted.entries()].filter(([k]) => !have.has(k)).map(([, g]) => g);
+  if (add.length === 0) return;
+  await db
+    .insertInto('mcp_connection_grants')
+    .values(
+      add.map((g) => ({
+        id: newId('mcpConnectionGrant'),
+        organization_id: input.organizationId,
+        connection_id: input.connectionId,
+        member_id: g.member_id,
+        team_id: g.team_id,
+        org_wide: g.org_wide,
+        role: USE_ROLE,
+        created_by_member_id: input.byMemberId,
+        created_at: input.now,
+        removed_at: null,
+      })),
+    )
+    .execute();
+}
+
+/** Of the given ids, those that are not active members of the organization. */
+export async function missingMembers(db: Db, organizationId: string, memberIds: string[]): Promise<string[]> {
+  if (memberIds.length === 0) return [];
+  const found = await db
+    .selectFrom('members')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', memberIds)
+    .where('removed_at', 'is', null)
+    .execute();
+  const ids = new Set(found.map((r) => r.id));
+  return memberIds.filter((id) => !ids.has(id));
+}
+
+export async function missingTeams(db: Db, organizationId: string, teamIds: string[]): Promise<string[]> {
+  if (teamIds.length === 0) return [];
+  const found = await db.selectFrom('teams').select('id').where('organization_id', '=', organizationId).where('id', 'in', teamIds).execute();
+  const ids = new Set(found.map((r) => r.id));
+  return teamIds.filter((id) => !ids.has(id));
+}
