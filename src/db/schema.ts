@@ -1,8 +1,9 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { PluginSystemTables } from '../plugins/tables';
+import type { ConnectedAccountTables } from '../connected-accounts/tables';
+import type { PeopleTables } from '../invitations/tables';
 import type { WorkerTables } from '../workers/tables';
 import type { TelemetryTables } from '../telemetry/tables';
-import type { PeopleTables } from '../invitations/tables';
+import type { PluginSystemTables } from '../plugins/tables';
 import type { ProtectionTables } from '../protection/tables';
 
 /**
@@ -98,4 +99,4 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & WorkerTables & TelemetryTables & PluginSystemTables & ProtectionTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables;

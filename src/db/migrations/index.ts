@@ -4,6 +4,7 @@ import * as people from './20261122_0200_people';
 import * as plugins from './20261122_0300_plugins';
 import * as workersTelemetry from './20261122_0500_workers_telemetry';
 import * as protection from './20261122_0600_protection';
+import * as connectedAccounts from './20261122_0400_connected_accounts';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -14,6 +15,7 @@ const migrations: Record<string, Migration> = {
   '20261122_0100_foundation': foundation,
   '20261122_0200_people': people,
   '20261122_0300_plugins': plugins,
+  '20261122_0400_connected_accounts': connectedAccounts,
   '20261122_0500_workers_telemetry': workersTelemetry,
   '20261122_0600_protection': protection,
 };
