@@ -889,6 +889,118 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/mcp-connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the MCP connections the caller may use
+         * @description Organization admins see every connection; other members see those granted to them directly, through one of their teams, or org-wide. Each carries `connectedForMe`. Newest first.
+         */
+        get: operations["listMcpConnections"];
+        put?: never;
+        /**
+         * Create an MCP connection (admin)
+         * @description Secrets (`apiKey`, `oauthClient.clientSecret`) are stored encrypted and never returned. `access` grants use of the connection; the members and teams must belong to the organization (404 `member_not_found` / `team_not_found`).
+         */
+        post: operations["createMcpConnection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp-connections/oauth/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OAuth callback of a per-member MCP connection (public)
+         * @description Reached by the member's browser from the provider; the single-use, expiring `state` from connect/start identifies the member and the connection. Exchanges the code (with the PKCE verifier) at the connection's token URL and stores the member's account encrypted. A forged, expired or reused `state` is a 400; a failing token endpoint is a 502 `mcp_oauth_error`.
+         */
+        get: operations["completeMcpOAuth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp-connections/{connectionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        /** Get an MCP connection the caller may use */
+        get: operations["getMcpConnection"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an MCP connection (admin)
+         * @description The connection goes with its grants, every member's account and pending sign-ins.
+         */
+        delete: operations["deleteMcpConnection"];
+        options?: never;
+        head?: never;
+        /** Update an MCP connection (admin) */
+        patch: operations["updateMcpConnection"];
+        trace?: never;
+    };
+    "/v1/mcp-connections/{connectionId}/my-credential": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Store my API key for a per-member API-key connection (session only)
+         * @description Replaces the caller's stored key, encrypted. Only for a `per_member` `apikey` connection the caller may use (another kind is a 400 on `connectionId`).
+         */
+        put: operations["setMyMcpCredential"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp-connections/{connectionId}/connect/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start connecting my account to a per-member OAuth connection (session only)
+         * @description Returns the provider's authorization URL (authorization code with PKCE S256 and a signed, single-use `state` that expires after 10 minutes). Only for a `per_member` `oauth` connection the caller may use (another kind is a 400 on `connectionId`).
+         */
+        post: operations["startMcpConnect"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/mcp-connections/{connectionId}/disconnect-my-account": {
         parameters: {
             query?: never;
@@ -902,10 +1014,92 @@ export interface paths {
         put?: never;
         /**
          * Disconnect my account from a per-member MCP connection
-         * @description Removes only the calling member's connected account for this connection. The org-level connection, its access grants, its OAuth client configuration and other members' accounts are kept. A shared connection is a 400.
+         * @description Removes only the calling member's connected account for this connection, in one transaction, and invalidates the member's pending OAuth sign-ins for it (a late callback cannot re-create the account). The org-level connection, its shared credential, its access grants, its OAuth client configuration and other members' accounts are kept. A shared connection is a 400 `invalid_request`; an unknown or foreign connection, or nothing connected, is a 404 `connection_not_found`.
          */
         post: operations["disconnectMyMcpAccount"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/capabilities/suite-365/oauth-client": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's suite OAuth client (without its secret) */
+        get: operations["getSuiteOAuthClient"];
+        /**
+         * Set the organization's suite OAuth client (admin)
+         * @description The secret is stored encrypted and never returned. Changing the tenant or the client id disconnects every member's account (their tokens belong to the previous client).
+         */
+        put: operations["putSuiteOAuthClient"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/capabilities/suite-365/connect/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start connecting my suite account (session only)
+         * @description Returns the identity platform's authorization URL (authorization code with PKCE S256 and a signed, single-use `state` that expires after 10 minutes). 409 `needs_connection` when the organization has no suite OAuth client.
+         */
+        post: operations["startSuiteConnect"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/capabilities/suite-365/oauth/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OAuth callback of the suite sign-in (public)
+         * @description Reached by the member's browser from the identity platform; the single-use, expiring `state` identifies the member. Exchanges the code (with the PKCE verifier) and stores the member's tokens encrypted. A forged, expired or reused `state` is a 400; a failing token endpoint is a 502 `suite_api_error`.
+         */
+        get: operations["completeSuiteOAuth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/capabilities/suite-365/connection": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My suite account's state */
+        get: operations["getSuiteConnection"];
+        put?: never;
+        post?: never;
+        /**
+         * Disconnect my suite account
+         * @description Removes the caller's tokens and pending sign-ins; 204 also when nothing was connected.
+         */
+        delete: operations["deleteSuiteConnection"];
         options?: never;
         head?: never;
         patch?: never;
@@ -924,7 +1118,7 @@ export interface paths {
         put?: never;
         /**
          * Send a message to an existing chat
-         * @description Sends one message to an existing chat of the office-suite chat product as the calling member. It never creates a chat.
+         * @description Sends one message to an existing chat of the office-suite chat product as the calling member (Graph `POST /chats/{chatId}/messages` with the member's delegated token). It never creates a chat. An expired access token is refreshed first. 409 `needs_connection`: no client, `chatSend` off, or the caller has no account. 502 `suite_api_error`: the suite answered an error status, timed out, sent an unreadable reply, or the refresh failed (the message names the status).
          */
         post: operations["sendSuiteChatMessage"];
         delete?: never;
@@ -1549,13 +1743,146 @@ export interface components {
         };
         /** Format: typeid */
         ConnectionId: string;
+        /** @enum {string} */
+        AuthType: "none" | "apikey" | "oauth";
+        /**
+         * @description `shared`: one credential (or none) for everyone granted. `per_member`: each member connects their own account (`apikey`: PUT my-credential; `oauth`: connect/start and the callback).
+         * @enum {string}
+         */
+        CredentialMode: "shared" | "per_member";
+        OAuthClient: {
+            authorizationUrl: string;
+            tokenUrl: string;
+            clientId: string;
+            scopes: string[];
+            hasClientSecret: boolean;
+        };
+        Access: {
+            orgWide: boolean;
+            memberIds: components["schemas"]["MemberId"][];
+            teamIds: components["schemas"]["TeamId"][];
+        };
+        McpConnection: {
+            id: components["schemas"]["ConnectionId"];
+            organizationId: components["schemas"]["OrganizationId"];
+            name: string;
+            url: string;
+            authType: components["schemas"]["AuthType"];
+            credentialMode: components["schemas"]["CredentialMode"];
+            /** @description A shared API key is stored (never returned). */
+            hasApiKey: boolean;
+            oauthClient: components["schemas"]["OAuthClient"] | null;
+            access: components["schemas"]["Access"];
+            /** @description Per-member: the caller has connected an account. Shared: the connection is usable (no auth, or its shared key is stored). */
+            connectedForMe: boolean;
+            createdByOrgMembershipId: string | null;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        McpConnectionList: {
+            items: components["schemas"]["McpConnection"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        HttpUrl: string;
+        Secret: string;
+        Scopes: string[];
+        OAuthClientInput: {
+            authorizationUrl: components["schemas"]["HttpUrl"];
+            tokenUrl: components["schemas"]["HttpUrl"];
+            clientId: string;
+            clientSecret?: components["schemas"]["Secret"];
+            scopes?: components["schemas"]["Scopes"];
+        };
+        /** @description Who may use the connection. Organization admins may use every connection. */
+        AccessInput: {
+            orgWide?: boolean;
+            memberIds?: components["schemas"]["MemberId"][];
+            teamIds?: components["schemas"]["TeamId"][];
+        };
+        /** @description Combinations: `shared` with `none` or `apikey` (then `apiKey` is required); `per_member` with `apikey` (members paste their own key) or `oauth` (then `oauthClient` is required). */
+        CreateMcpConnection: {
+            name: string;
+            url: components["schemas"]["HttpUrl"];
+            authType: components["schemas"]["AuthType"];
+            credentialMode: components["schemas"]["CredentialMode"];
+            apiKey?: components["schemas"]["Secret"];
+            oauthClient?: components["schemas"]["OAuthClientInput"];
+            access?: components["schemas"]["AccessInput"];
+        };
+        McpConnectionItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["McpConnection"];
+        };
         Ok: {
             ok: components["schemas"]["OkTrue"];
+        };
+        /** @description Fields given replace the stored ones; the others are kept. */
+        OAuthClientPatch: {
+            authorizationUrl?: components["schemas"]["HttpUrl"];
+            tokenUrl?: components["schemas"]["HttpUrl"];
+            clientId?: string;
+            clientSecret?: components["schemas"]["Secret"];
+            scopes?: components["schemas"]["Scopes"];
+        };
+        /** @description `authType` and `credentialMode` are fixed at creation. `apiKey` replaces the shared key; `access` replaces the whole set of grants (grants no longer listed are revoked). */
+        UpdateMcpConnection: {
+            name?: string;
+            url?: components["schemas"]["HttpUrl"];
+            apiKey?: components["schemas"]["Secret"];
+            oauthClient?: components["schemas"]["OAuthClientPatch"];
+            access?: components["schemas"]["AccessInput"];
+        };
+        ConnectedAt: {
+            ok: components["schemas"]["OkTrue"];
+            connectedAt: components["schemas"]["Timestamp"];
+        };
+        AuthorizeUrl: {
+            ok: components["schemas"]["OkTrue"];
+            /** @description Send the member's browser here; the provider redirects back to the callback. */
+            authorizeUrl: string;
         };
         ConnectionNotFoundError: {
             /** @constant */
             error: "connection_not_found";
             message: string;
+        };
+        /** @enum {string} */
+        SuiteFeature: "chatSend";
+        /** @description The organization's suite OAuth client; the secret is never returned. */
+        SuiteOAuthClient: {
+            configured: boolean;
+            tenantId: string | null;
+            clientId: string | null;
+            hasClientSecret: boolean;
+            features: components["schemas"]["SuiteFeature"][];
+            updatedAt: components["schemas"]["NullableTimestamp"];
+        };
+        SuiteOAuthClientItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["SuiteOAuthClient"];
+        };
+        SuiteOAuthClientInput: {
+            /** @description Directory (tenant) id or domain of the organization's identity platform tenant. */
+            tenantId: string;
+            clientId: string;
+            clientSecret: string;
+            features: components["schemas"]["SuiteFeature"][];
+        };
+        NeedsConnectionError: {
+            /** @constant */
+            error: "needs_connection";
+            message: string;
+        };
+        SuiteApiError: {
+            /** @constant */
+            error: "suite_api_error";
+            message: string;
+        };
+        /** @description The calling member's suite account. */
+        SuiteConnection: {
+            connected: boolean;
+            connectedAt: components["schemas"]["NullableTimestamp"];
+            scopes: string[];
         };
         /** @description A message sent to an office-suite chat (interface-spec §2.8). */
         ChatMessage: {
@@ -1567,16 +1894,6 @@ export interface components {
                 address: string;
             };
             webUrl: string;
-        };
-        NeedsConnectionError: {
-            /** @constant */
-            error: "needs_connection";
-            message: string;
-        };
-        SuiteApiError: {
-            /** @constant */
-            error: "suite_api_error";
-            message: string;
         };
         Worker: {
             /** @description Worker id (`wrk_` TypeID). */
@@ -1815,6 +2132,12 @@ export interface components {
         Limit: number;
         /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
         Cursor: string;
+        /** @description The authorization code (absent when the provider reports an `error`). */
+        CallbackCode: string;
+        CallbackState: string;
+        /** @description Set by the provider when the member refused or the request was rejected. */
+        CallbackError: string;
+        CallbackErrorDescription: string;
     };
     requestBodies: never;
     headers: never;
@@ -1939,6 +2262,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -3697,6 +4021,250 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    listMcpConnections: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of connections. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createMcpConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateMcpConnection"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    completeMcpOAuth: {
+        parameters: {
+            query: {
+                /** @description The authorization code (absent when the provider reports an `error`). */
+                code?: components["parameters"]["CallbackCode"];
+                state: components["parameters"]["CallbackState"];
+                /** @description Set by the provider when the member refused or the request was rejected. */
+                error?: components["parameters"]["CallbackError"];
+                error_description?: components["parameters"]["CallbackErrorDescription"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Connected. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description The token endpoint refused or failed the exchange. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getMcpConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The connection. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description No such connection the caller may use (`connection_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteMcpConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateMcpConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateMcpConnection"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    setMyMcpCredential: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    apiKey: components["schemas"]["Secret"];
+                };
+            };
+        };
+        responses: {
+            /** @description Connected. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectedAt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    startMcpConnect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Where to send the member's browser. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizeUrl"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
     disconnectMyMcpAccount: {
         parameters: {
             query?: never;
@@ -3728,6 +4296,172 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectionNotFoundError"];
                 };
             };
+            default: components["responses"]["Error"];
+        };
+    };
+    getSuiteOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The client's state (configured is false when none is set). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuiteOAuthClientItem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putSuiteOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SuiteOAuthClientInput"];
+            };
+        };
+        responses: {
+            /** @description Saved. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuiteOAuthClientItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    startSuiteConnect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Where to send the member's browser. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizeUrl"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The organization has no suite OAuth client. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NeedsConnectionError"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    completeSuiteOAuth: {
+        parameters: {
+            query: {
+                /** @description The authorization code (absent when the provider reports an `error`). */
+                code?: components["parameters"]["CallbackCode"];
+                state: components["parameters"]["CallbackState"];
+                /** @description Set by the provider when the member refused or the request was rejected. */
+                error?: components["parameters"]["CallbackError"];
+                error_description?: components["parameters"]["CallbackErrorDescription"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Connected. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description The token endpoint refused or failed the exchange. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuiteApiError"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getSuiteConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whether the caller is connected, since when, with which scopes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuiteConnection"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteSuiteConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Disconnected. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };
     };
