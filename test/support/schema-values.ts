@@ -90,7 +90,9 @@ export function validArbitrary(input: Schema, idFor: IdFor, depth = 0): fc.Arbit
       const minLength = schema.minItems ?? 0;
       const maxLength = Math.min(schema.maxItems ?? 3, Math.max(minLength, 3));
       if (depth > 4) return fc.constant([]);
-      return fc.array(validArbitrary(schema.items ?? {}, idFor, depth + 1), { minLength, maxLength });
+      const items = validArbitrary(schema.items ?? {}, idFor, depth + 1);
+      if (schema.uniqueItems === true) return fc.uniqueArray(items, { minLength, maxLength, selector: (v) => JSON.stringify(v) });
+      return fc.array(items, { minLength, maxLength });
     }
     case 'object': {
       const props = schema.properties ?? {};

@@ -148,15 +148,27 @@ export function declaredStatuses(op: SpecOperation): number[] {
   return op.statuses.filter((s) => /^\d{3}$/.test(s)).map(Number);
 }
 
+export type RequiredRole = 'platformAdmin' | 'admin' | 'creatorOrAdmin' | 'selfOrAdmin' | 'manager' | 'editor';
+
 /**
- * Whether an operation needs an organization admin, derived from its summary and description
- * ("(admin)", "admin only", "writes: admin", "org_admin_required"); see the hardening README for
- * the convention. Returns false when the text says the creator or the member themself may also act.
+ * The role an operation needs, derived from the convention of its summary or description: a
+ * parenthesis such as "(admin)", "(admin, session only)", "(manager)", "(editor on the marketplace)",
+ * "(its creator or an admin)", "(platform admin, session only)", or a sentence "Needs editor on ...".
+ * Null when the text names no role (anyone in the organization, or rules the text does not state).
  */
-export function needsOrgAdmin(op: SpecOperation): boolean {
-  const text = `${op.summary} ${op.description}`;
-  if (/org_admin_required/.test(text)) return true;
-  if (/\(\s*admin\b[^)]*\)/i.test(text) && !/creator|themsel|manager|editor/i.test(/\(([^)]*)\)/.exec(text)?.[1] ?? '')) return true;
-  if (/\badmins? only\b|\bneeds an? (organization |org )?admin\b|\brequires an? (organization |org )?admin\b/i.test(text)) return true;
-  return false;
+export function requiredRole(op: SpecOperation): RequiredRole | null {
+  for (const text of [op.summary, op.description]) {
+    for (const [, inner] of text.matchAll(/\(([^)]*)\)/g)) {
+      const s = inner!.toLowerCase();
+      if (/platform admin/.test(s)) return 'platformAdmin';
+      if (/creator/.test(s) && /admin/.test(s)) return 'creatorOrAdmin';
+      if (/^admin\b/.test(s) && /\bor\b.*(member|themsel)/.test(s)) return 'selfOrAdmin';
+      if (/^admin\b/.test(s) && !/\bor\b/.test(s)) return 'admin';
+      if (/^manager\b/.test(s)) return 'manager';
+      if (/^editor\b/.test(s)) return 'editor';
+    }
+    const needs = /\bneeds (an? )?(organization |org )?(admin|manager|editor)\b/i.exec(text);
+    if (needs) return needs[3]!.toLowerCase() as RequiredRole;
+  }
+  return null;
 }
