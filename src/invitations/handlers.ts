@@ -1,6 +1,7 @@
 import type { HandlerMap } from '../http/types';
 import { membershipOf, principalOf } from '../access/roles';
 import * as invitations from './service';
+import { guardInvitationAccept } from '../protection/rate-limit';
 
 type InvitationOperations = 'createInvitation' | 'listInvitations' | 'cancelInvitation' | 'acceptInvitation';
 
@@ -18,6 +19,8 @@ export const invitationHandlers: HandlerMap<InvitationOperations> = {
   },
 
   acceptInvitation: async (ctx) => {
+    // Rate limited per user and per IP (src/protection), before any lookup or transaction.
+    await guardInvitationAccept(ctx.deps, { userId: principalOf(ctx).userId, ip: ctx.ip });
     const member = await invitations.acceptInvitation(ctx.deps, principalOf(ctx), ctx.body.token);
     return { status: 200, body: { ok: true, member } };
   },

@@ -1,0 +1,263 @@
+import { createTestApp, type TestApp } from '../support/app';
+import { addMember, bearer, createOrganization, inviteAndAccept, signUp, uniqueEmail } from '../support/factories';
+import { newId } from '../../src/lib/ids';
+import { sha256Hex } from '../../src/lib/crypto';
+import type { ManualClock } from '../../src/lib/clock';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(() => t.close());
+
+const DAY = 24 * 60 * 60 * 1000;
+
+async function invite(token: string, email: string, role = 'member') {
+  return t.http.post('/v1/invitations').set(...bearer(token)).send({ email, role });
+}
+
+describe('POST /v1/invitations', () => {
+  it('creates a pending invitation expiring in 7 days; the token is shown once and stored hashed', async () => {
+    const owner = await createOrganization(t);
+    const email = uniqueEmail('invitee');
+    const now = t.clock.now();
+    const res = await invite(owner.token, email, 'admin');
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      ok: true,
+      token: expect.stringMatching(/^cpi_/),
+      item: {
+        id: expect.stringMatching(/^inv_/),
+        email,
+        role: 'admin',
+        status: 'pending',
+        expiresAt: new Date(now.getTime() + 7 * DAY).toISOString(),
+        createdAt: now.toISOString(),
+        invitedByMemberId: owner.memberId,
+        acceptedAt: null,
+        cancelledAt: null,
+      },
+    });
+    const row = await t.db.selectFrom('invitations').select(['token_hash', 'email_normalized', 'organization_id']).where('id', '=', res.body.item.id).executeTakeFirstOrThrow();
+    expect(row).toEqual({ token_hash: sha256Hex(res.body.token), email_normalized: email.toLowerCase(), organization_id: owner.organizationId });
+    const list = await t.http.get('/v1/invitations').set(...bearer(owner.token));
+    expect(JSON.stringify(list.body)).not.toContain(res.body.token);
+  });
+
+  it('refuses a second pending invitation (case-insensitive) and an existing member', async () => {
+    const owner = await createOrganization(t);
+    const email = uniqueEmail('twice');
+    expect((await invite(owner.token, email)).status).toBe(201);
+    const again = await invite(owner.token, email.toUpperCase());
+    expect(again.status).toBe(409);
+    expect(again.body).toEqual({ error: 'invitation_pending', message: expect.any(String) });
+    const member = await addMember(t, owner.organizationId);
+    const existing = await invite(owner.token, member.email.toUpperCase());
+    expect(existing.status).toBe(409);
+    expect(existing.body.error).toBe('already_member');
+  });
+
+  it('replaces an expired pending invitation', async () => {
+    const clock = t.clock as ManualClock;
+    const owner = await createOrganization(t);
+    const email = uniqueEmail('late');
+    const first = await invite(owner.token, email);
+    clock.advance(7 * DAY + 1000);
+    const second = await invite(owner.token, email);
+    expect(second.status).toBe(201);
+    const list = await t.http.get('/v1/invitations').set(...bearer(owner.token));
+    const byId = Object.fromEntries(list.body.items.map((i: { id: string; status: string }) => [i.id, i.status]));
+    expect(byId).toEqual({ [first.body.item.id]: 'cancelled', [second.body.item.id]: 'pending' });
+  });
+
+  it('needs an admin (403), credentials (401), and a valid body (400)', async () => {
+    const owner = await createOrganization(t);
+    const member = await addMember(t, owner.organizationId);
+    const denied = await invite(member.token, uniqueEmail());
+    expect(denied.status).toBe(403);
+    expect(denied.body).toMatchObject({ error: 'forbidden', reason: 'org_admin_required' });
+    expect((await t.http.post('/v1/invitations').send({ email: uniqueEmail(), role: 'member' })).status).toBe(401);
+    const badEmail = await invite(owner.token, 'not-an-email');
+    expect(badEmail.status).toBe(400);
+    expect(badEmail.body.details[0].path).toEqual(['body', 'email']);
+    const ownerRole = await invite(owner.token, uniqueEmail(), 'owner');
+    expect(ownerRole.status).toBe(400);
+    expect(ownerRole.body.details[0].path).toEqual(['body', 'role']);
+  });
+});
+
+describe('GET /v1/invitations and cancel', () => {
+  it('lists newest first, marks expired ones, and pages', async () => {
+    const clock = t.clock as ManualClock;
+    const owner = await createOrganization(t);
+    const old = await invite(owner.token, uniqueEmail('old'));
+    clock.advance(1000);
+    const fresh = await invite(owner.token, uniqueEmail('fresh'));
+    const page1 = await t.http.get('/v1/invitations?limit=1').set(...bearer(owner.token));
+    expect(page1.status).toBe(200);
+    expect(page1.body.items.map((i: { id: string }) => i.id)).toEqual([fresh.body.item.id]);
+    const page2 = await t.http.get('/v1/invitations').query({ limit: 1, cursor: page1.body.nextCursor }).set(...bearer(owner.token));
+    expect(page2.body).toEqual({ items: [expect.objectContaining({ id: old.body.item.id, status: 'pending' })], nextCursor: null });
+    clock.advance(7 * DAY - 500);
+    const later = await t.http.get('/v1/invitations').set(...bearer(owner.token));
+    expect(later.body.items.map((i: { status: string }) => i.status)).toEqual(['pending', 'expired']);
+  });
+
+  it('cancels a pending invitation once; its token stops working', async () => {
+    const owner = await createOrganization(t);
+    const user = await signUp(t, 'cancelled');
+    const inv = await invite(owner.token, user.email);
+    const res = await t.http.post(`/v1/invitations/${inv.body.item.id}/cancel`).set(...bearer(owner.token));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ok: true, item: expect.objectContaining({ id: inv.body.item.id, status: 'cancelled', cancelledAt: t.clock.now().toISOString() }) });
+    const again = await t.http.post(`/v1/invitations/${inv.body.item.id}/cancel`).set(...bearer(owner.token));
+    expect(again.status).toBe(409);
+    expect(again.body.error).toBe('invitation_not_pending');
+    const accept = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: inv.body.token });
+    expect(accept.status).toBe(409);
+    expect(accept.body.error).toBe('invitation_not_pending');
+  });
+
+  it('needs an admin to list or cancel (403) and credentials (401)', async () => {
+    const owner = await createOrganization(t);
+    const member = await addMember(t, owner.organizationId);
+    const inv = await invite(owner.token, uniqueEmail());
+    const list = await t.http.get('/v1/invitations').set(...bearer(member.token));
+    expect(list.status).toBe(403);
+    expect(list.body.reason).toBe('org_admin_required');
+    const cancel = await t.http.post(`/v1/invitations/${inv.body.item.id}/cancel`).set(...bearer(member.token));
+    expect(cancel.status).toBe(403);
+    expect(cancel.body.reason).toBe('org_admin_required');
+    expect((await t.http.get('/v1/invitations')).status).toBe(401);
+    expect((await t.http.post(`/v1/invitations/${inv.body.item.id}/cancel`)).status).toBe(401);
+  });
+
+  it('answers 404 for another organization\'s invitation and leaves it pending; 400 for a bad id', async () => {
+    const a = await createOrganization(t);
+    const b = await createOrganization(t);
+    const inv = await invite(a.token, uniqueEmail());
+    const cross = await t.http.post(`/v1/invitations/${inv.body.item.id}/cancel`).set(...bearer(b.token));
+    expect(cross.status).toBe(404);
+    expect(cross.body.error).toBe('invitation_not_found');
+    const row = await t.db.selectFrom('invitations').select('status').where('id', '=', inv.body.item.id).executeTakeFirstOrThrow();
+    expect(row.status).toBe('pending');
+    expect((await t.http.get('/v1/invitations').set(...bearer(b.token))).body.items).toEqual([]);
+    expect((await t.http.post(`/v1/invitations/${newId('invitation')}/cancel`).set(...bearer(b.token))).status).toBe(404);
+    const bad = await t.http.post('/v1/invitations/tem_01h/cancel').set(...bearer(b.token));
+    expect(bad.status).toBe(400);
+    expect(bad.body.details[0].path).toEqual(['path', 'invitationId']);
+  });
+});
+
+describe('POST /v1/invitations/accept', () => {
+  it('adds the member with the invited role; a session without an organization switches to it', async () => {
+    const owner = await createOrganization(t);
+    const user = await signUp(t, 'joiner');
+    const inv = await invite(owner.token, user.email.toUpperCase(), 'admin');
+    const res = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: inv.body.token });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      ok: true,
+      member: {
+        id: expect.stringMatching(/^om_/),
+        organizationId: owner.organizationId,
+        userId: user.userId,
+        role: 'admin',
+        createdAt: t.clock.now().toISOString(),
+        user: { id: user.userId, name: 'joiner', email: user.email, image: null },
+      },
+    });
+    const org = await t.http.get('/v1/org').set(...bearer(user.token));
+    expect(org.status).toBe(200);
+    expect(org.body.currentMember).toMatchObject({ id: res.body.member.id, role: 'admin' });
+    const list = await t.http.get('/v1/invitations').set(...bearer(owner.token));
+    expect(list.body.items[0]).toMatchObject({ status: 'accepted', acceptedAt: t.clock.now().toISOString() });
+    const twice = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: inv.body.token });
+    expect(twice.status).toBe(409);
+    expect(twice.body.error).toBe('invitation_not_pending');
+  });
+
+  it('keeps the active organization of a session that has one', async () => {
+    const home = await createOrganization(t, 'Home');
+    const other = await createOrganization(t, 'Other');
+    const inv = await invite(other.token, home.email);
+    const res = await t.http.post('/v1/invitations/accept').set(...bearer(home.token)).send({ token: inv.body.token });
+    expect(res.status).toBe(200);
+    const org = await t.http.get('/v1/org').set(...bearer(home.token));
+    expect(org.body.organization.id).toBe(home.organizationId);
+    const me = await t.http.get('/v1/me').set(...bearer(home.token));
+    expect(me.body.organizations.map((o: { id: string }) => o.id).sort()).toEqual([home.organizationId, other.organizationId].sort());
+  });
+
+  it('creates exactly one member when accepts race', async () => {
+    const owner = await createOrganization(t);
+    const user = await signUp(t, 'racer');
+    const second = await t.http.post('/v1/auth/sign-in').send({ email: user.email, password: 'correct horse battery' });
+    const inv = await invite(owner.token, user.email);
+    const results = await Promise.all(
+      [user.token, second.body.session.token, user.token].map((token) => t.http.post('/v1/invitations/accept').set(...bearer(token)).send({ token: inv.body.token })),
+    );
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 409, 409]);
+    for (const r of results.filter((x) => x.status === 409)) expect(r.body.error).toBe('invitation_not_pending');
+    const rows = await t.db.selectFrom('members').select('id').where('organization_id', '=', owner.organizationId).where('user_id', '=', user.userId).execute();
+    expect(rows).toHaveLength(1);
+  });
+
+  it('refuses another e-mail (403 email_mismatch), unknown tokens (404), expired ones (410)', async () => {
+    const clock = t.clock as ManualClock;
+    const owner = await createOrganization(t);
+    const invited = await signUp(t, 'invited');
+    const stranger = await signUp(t, 'stranger');
+    const inv = await invite(owner.token, invited.email);
+    const mismatch = await t.http.post('/v1/invitations/accept').set(...bearer(stranger.token)).send({ token: inv.body.token });
+    expect(mismatch.status).toBe(403);
+    expect(mismatch.body).toEqual({ error: 'forbidden', reason: 'email_mismatch', message: expect.any(String) });
+    const unknown = await t.http.post('/v1/invitations/accept').set(...bearer(invited.token)).send({ token: 'cpi_unknown' });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error).toBe('invitation_not_found');
+    clock.advance(7 * DAY);
+    const expired = await t.http.post('/v1/invitations/accept').set(...bearer(invited.token)).send({ token: inv.body.token });
+    expect(expired.status).toBe(410);
+    expect(expired.body).toEqual({ error: 'invitation_expired', message: expect.any(String) });
+    expect((await t.http.get('/v1/org').set(...bearer(invited.token))).status).toBe(404);
+  });
+
+  it('answers already_member when the user joined meanwhile', async () => {
+    const owner = await createOrganization(t);
+    const member = await addMember(t, owner.organizationId);
+    const email = member.email;
+    // An invitation row for a member (created before they joined another way).
+    const inv = await invite(owner.token, uniqueEmail('placeholder'));
+    await t.db.updateTable('invitations').set({ email, email_normalized: email.toLowerCase() }).where('id', '=', inv.body.item.id).execute();
+    const res = await t.http.post('/v1/invitations/accept').set(...bearer(member.token)).send({ token: inv.body.token });
+    expect(res.status).toBe(409);
+    expect(res.body.error).toBe('already_member');
+    const rows = await t.db.selectFrom('members').select('id').where('organization_id', '=', owner.organizationId).where('user_id', '=', member.userId).execute();
+    expect(rows).toHaveLength(1);
+  });
+
+  it('is session only (an API key gets 401) and validates the body', async () => {
+    const owner = await createOrganization(t);
+    const key = await t.http.post('/v1/api-keys').set(...bearer(owner.token)).send({ name: 'k' });
+    const inv = await invite(owner.token, uniqueEmail());
+    const withKey = await t.http.post('/v1/invitations/accept').set('x-api-key', key.body.key).send({ token: inv.body.token });
+    expect(withKey.status).toBe(401);
+    expect((await t.http.post('/v1/invitations/accept').send({ token: inv.body.token })).status).toBe(401);
+    const empty = await t.http.post('/v1/invitations/accept').set(...bearer(owner.token)).send({});
+    expect(empty.status).toBe(400);
+    expect(empty.body.details[0].path).toEqual(['body', 'token']);
+  });
+
+  it('lets a removed member be invited again (factory inviteAndAccept)', async () => {
+    const owner = await createOrganization(t);
+    const joined = await inviteAndAccept(t, owner.token, 'member');
+    expect((await t.http.delete(`/v1/members/${joined.memberId}`).set(...bearer(owner.token))).status).toBe(204);
+    const inv = await invite(owner.token, joined.email);
+    expect(inv.status).toBe(201);
+    const res = await t.http.post('/v1/invitations/accept').set(...bearer(joined.token)).send({ token: inv.body.token });
+    expect(res.status).toBe(200);
+    expect(res.body.member.id).not.toBe(joined.memberId);
+    expect((await t.http.get('/v1/org').set(...bearer(joined.token))).status).toBe(200);
+  });
+});
