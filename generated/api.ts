@@ -2708,6 +2708,7 @@ export interface operations {
                     "application/json": components["schemas"]["GenericError"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
