@@ -27,6 +27,7 @@ export class FakeGraphServer {
   readonly chats = new Set<string>();
   readonly received: { chatId: string; token: string; body: unknown }[] = [];
   next: NextReply[] = [];
+  private readonly timers = new Set<NodeJS.Timeout>();
 
   /** `isValidToken` decides which bearer tokens are accepted (the identity fake's issued ones). */
   constructor(
@@ -47,15 +48,27 @@ export class FakeGraphServer {
   }
 
   async stop(): Promise<void> {
+    for (const timer of this.timers) clearTimeout(timer);
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** A slow reply; stop() cancels it so no timer outlives the test. */
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        resolve();
+      }, ms);
+      this.timers.add(timer);
+    });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
     const queued = this.next.shift();
     if (queued) {
-      if (queued.delayMs) await new Promise((r) => setTimeout(r, queued.delayMs));
+      if (queued.delayMs) await this.sleep(queued.delayMs);
       if (res.destroyed) return;
       if (queued.raw !== undefined) {
         res.writeHead(queued.status, { 'content-type': 'application/json', ...queued.headers });
