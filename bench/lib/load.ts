@@ -1,0 +1,156 @@
+import autocannon, { type AutocannonRequest } from 'autocannon';
+import { sampleProcesses, type Target } from './procs';
+
+export interface Measurement {
+  label: string;
+  /** Completed requests per second over the measured window. */
+  rps: number;
+  /** Latency percentiles of every completed response, in ms (float, from autocannon's hrtime). */
+  p50: number;
+  p99: number;
+  requests: number;
+  /** Socket errors and timeouts. */
+  errors: number;
+  /** Responses that were not 2xx. */
+  non2xx: number;
+  statusCodes: Record<string, number>;
+  /** Peak resident memory of the measured process(es) during the window, MB (summed over processes). */
+  peakRssMb: number | null;
+  /** CPU used by the measured process(es) per wall second (1.0 = one core). */
+  cpuCores: number | null;
+  /** Extra figures a scenario adds (events per second, rows checked ...). */
+  extra?: Record<string, number | string>;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index]!;
+}
+
+export interface LoadOptions {
+  label: string;
+  url: string;
+  connections: number;
+  /** Seconds of measurement. */
+  duration: number;
+  /** Seconds of un-measured load first (JIT, pool, caches). */
+  warmup?: number;
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** A rotating request list instead of one request (autocannon `requests`). */
+  requests?: AutocannonRequest[];
+  /** Processes whose memory and CPU are sampled during the measured window. */
+  targets?: Target[];
+}
+
+interface RawRun {
+  latencies: number[];
+  requests: number;
+  errors: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+  seconds: number;
+}
+
+async function fire(options: LoadOptions, seconds: number): Promise<RawRun> {
+  const latencies: number[] = [];
+  const started = process.hrtime.bigint();
+  const instance = autocannon({
+    url: options.url + (options.path ?? ''),
+    connections: options.connections,
+    duration: seconds,
+    timeout: 10,
+    method: options.method ?? 'GET',
+    headers: options.headers,
+    body: options.body,
+    requests: options.requests,
+  });
+  instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
+    latencies.push(responseTime);
+  });
+  const result = await instance;
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  const statusCodes: Record<string, number> = {};
+  for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = stat.count;
+  return {
+    latencies,
+    requests: latencies.length,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    statusCodes,
+    seconds: Math.max(elapsed, 0.001),
+  };
+}
+
+/** Warm up, then measure a fixed duration, sampling the targets' memory and CPU meanwhile. */
+export async function measure(options: LoadOptions): Promise<Measurement> {
+  if (options.warmup && options.warmup > 0) await fire(options, options.warmup);
+  const sampler = options.targets ? sampleProcesses(options.targets.map((t) => t.pid)) : null;
+  const run = await fire(options, options.duration);
+  const samples = sampler?.stop() ?? null;
+  return summarize(options.label, run, samples);
+}
+
+function summarize(label: string, run: RawRun, samples: ReturnType<ReturnType<typeof sampleProcesses>['stop']> | null): Measurement {
+  const sorted = run.latencies.slice().sort((a, b) => a - b);
+  return {
+    label,
+    rps: run.requests / run.seconds,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    requests: run.requests,
+    errors: run.errors,
+    non2xx: run.non2xx,
+    statusCodes: run.statusCodes,
+    peakRssMb: samples ? samples.reduce((sum, s) => sum + s.peakRssMb, 0) : null,
+    cpuCores: samples ? samples.reduce((sum, s) => sum + s.cpuCores, 0) : null,
+  };
+}
+
+/**
+ * Several loads at once (the mixed scenario): each gets its own autocannon instance and its own
+ * counts; memory and CPU are sampled over all targets for the whole window.
+ */
+export async function measureTogether(loads: LoadOptions[], targets: Target[]): Promise<{ each: Measurement[]; peakRssMb: number[]; cpuCores: number[] }> {
+  const sampler = sampleProcesses(targets.map((t) => t.pid));
+  const runs = await Promise.all(loads.map((l) => fire(l, l.duration)));
+  const samples = sampler.stop();
+  return {
+    each: runs.map((run, i) => summarize(loads[i]!.label, run, null)),
+    peakRssMb: samples.map((s) => s.peakRssMb),
+    cpuCores: samples.map((s) => s.cpuCores),
+  };
+}
+
+/**
+ * A floor measured without HTTP: `work` (one operation straight on the database) run by
+ * `concurrency` loops for `seconds`, timed per operation like a request.
+ */
+export async function measureLoop(label: string, concurrency: number, seconds: number, work: () => Promise<void>, warmup = 1): Promise<Measurement> {
+  const loop = async (until: number, latencies: number[] | null) => {
+    let errors = 0;
+    while (Date.now() < until) {
+      const t0 = process.hrtime.bigint();
+      try {
+        await work();
+        latencies?.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      } catch {
+        errors++;
+      }
+    }
+    return errors;
+  };
+  if (warmup > 0) {
+    const until = Date.now() + warmup * 1000;
+    await Promise.all(Array.from({ length: concurrency }, () => loop(until, null)));
+  }
+  const latencies: number[] = [];
+  const started = process.hrtime.bigint();
+  const until = Date.now() + seconds * 1000;
+  const errors = (await Promise.all(Array.from({ length: concurrency }, () => loop(until, latencies)))).reduce((a, b) => a + b, 0);
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  return summarize(label, { latencies, requests: latencies.length, errors, non2xx: 0, statusCodes: {}, seconds: elapsed }, null);
+}
