@@ -1572,18 +1572,10 @@ export interface components {
             name: string;
             description: string;
             source: components["schemas"]["ManifestSource"];
-            resources: {
-                [key: string]: unknown;
-            }[];
-            contributions: {
-                [key: string]: unknown;
-            }[];
-            setup: {
-                [key: string]: unknown;
-            };
-            lifecycle: {
-                [key: string]: unknown;
-            };
+            resources: Record<string, never>[];
+            contributions: Record<string, never>[];
+            setup: Record<string, never>;
+            lifecycle: Record<string, never>;
         };
         Extension: {
             id: string;

@@ -16,25 +16,32 @@ export function componentTypeOf(input: { normalizedPayloadJson?: Record<string, 
  * contribution payloads are listed, setup and lifecycle payloads are merged into one object each.
  */
 export function toManifest(row: PluginRow, parts: Pick<ComponentSummary, 'type' | 'payload'>[]): Schemas['Manifest'] {
-  const manifest: Schemas['Manifest'] = {
-    schemaVersion: 1,
+  type Payload = Record<string, unknown>;
+  const resources: Payload[] = [];
+  const contributions: Payload[] = [];
+  const setup: Payload = {};
+  const lifecycle: Payload = {};
+  for (const part of parts) {
+    const payload = part.payload ?? {};
+    if (part.type === 'resource') resources.push(payload);
+    else if (part.type === 'contribution') contributions.push(payload);
+    else if (part.type === 'setup') Object.assign(setup, payload);
+    else Object.assign(lifecycle, payload);
+  }
+  const manifest = {
+    schemaVersion: 1 as const,
     id: row.id,
     name: row.name,
     description: row.description,
     source: { format: row.source_format, trusted: row.source_trusted, origin: row.source_origin, reference: row.source_reference },
-    resources: [],
-    contributions: [],
-    setup: {},
-    lifecycle: {},
+    resources,
+    contributions,
+    setup,
+    lifecycle,
   };
-  for (const part of parts) {
-    const payload = part.payload ?? {};
-    if (part.type === 'resource') manifest.resources.push(payload);
-    else if (part.type === 'contribution') manifest.contributions.push(payload);
-    else if (part.type === 'setup') Object.assign(manifest.setup, payload);
-    else Object.assign(manifest.lifecycle, payload);
-  }
-  return manifest;
+  // The published schema declares these as plain `type: object` (any fields); the generated
+  // type reads that as an empty record, so the payloads are passed through as they are.
+  return manifest as unknown as Schemas['Manifest'];
 }
 
 export function toPlugin(row: PluginRow, parts: Pick<ComponentSummary, 'type' | 'payload'>[], marketplaces: { id: string; name: string }[]): Schemas['Plugin'] {
