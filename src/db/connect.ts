@@ -32,6 +32,9 @@ export function connectServer(url: string, options: ServerDatabaseOptions = {}):
   });
   // An idle client losing its server must not crash the process; the next query reports it.
   pool.on('error', () => undefined);
+  // Nor a checked-out client between two queries (a server shutdown ends every session): without
+  // a listener its 'error' event is an uncaught exception. The pool drops it on release.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return { db, kind: 'pg', close: () => db.destroy() };
 }
