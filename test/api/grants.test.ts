@@ -77,6 +77,21 @@ describe.each(KINDS)('$label access grants', (kind) => {
     expect(list.body.items).toHaveLength(4);
   });
 
+  it('keeps one active grant per target when the same target is granted concurrently', async () => {
+    const owner = await createOrganization(t);
+    const member = await addMember(t, owner.organizationId);
+    const id = await kind.create(owner);
+    const results = await Promise.all(
+      ['viewer', 'editor', 'viewer', 'manager', 'editor'].map((role) =>
+        t.http.post(`${kind.base}/${id}/access`).set(...bearer(owner.token)).send({ orgMembershipId: member.memberId, role }),
+      ),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 201]);
+    expect(new Set(results.map((r) => r.body.item.id)).size).toBe(1);
+    const list = await t.http.get(`${kind.base}/${id}/access`).set(...bearer(owner.token));
+    expect(list.body.items.filter((g: { orgMembershipId: string }) => g.orgMembershipId === member.memberId)).toHaveLength(1);
+  });
+
   it('revokes softly and idempotently; the revoked grant stays in the list', async () => {
     const owner = await createOrganization(t);
     const member = await addMember(t, owner.organizationId);
