@@ -25,7 +25,9 @@ async function main(): Promise<void> {
   logger.info({ database: database.kind, applied }, 'migrations applied');
 
   const app = createApp({ db: database.db, clock: systemClock, logger, fetch: globalThis.fetch, settings: { ...settings, secretKey } });
-  const server = createServer(app);
+  // Node checks request timeouts every connectionsCheckingInterval (30 s by default), so a short
+  // REQUEST_TIMEOUT_MS would otherwise let a slow-loris client hold a socket for up to 30 s more.
+  const server = createServer({ connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(settings.requestTimeoutMs / 4))) }, app);
   server.requestTimeout = settings.requestTimeoutMs;
   server.headersTimeout = Math.min(settings.requestTimeoutMs, 60_000);
   server.listen(settings.port, () => logger.info({ port: settings.port, database: database.kind }, 'listening'));
