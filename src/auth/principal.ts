@@ -22,7 +22,18 @@ export async function principalFromSession(db: Kysely<DB>, token: string, now: D
     .where('s.revoked_at', 'is', null)
     .where('s.expires_at', '>', now)
     .executeTakeFirst();
-  if (!row) return null;
+  return row ? sessionPrincipal(row) : null;
+}
+
+/** A session row (with its active membership, if any) → the Principal the handlers see. */
+export function sessionPrincipal(row: {
+  sessionId: string;
+  userId: string;
+  activeOrganizationId: string | null;
+  isPlatformAdmin: boolean;
+  memberId: string | null;
+  role: string | null;
+}): Principal {
   return {
     kind: 'session',
     userId: row.userId,

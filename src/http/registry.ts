@@ -1,7 +1,10 @@
-import type { Handlers } from './types';
+import type { Handlers, OperationId, Principal } from './types';
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema';
 import { systemHandlers } from '../system/handlers';
 import { authHandlers } from '../auth/handlers';
 import { orgHandlers } from '../org/handlers';
+import { loadSessionWithOrganization } from '../org/service';
 import { marketplaceHandlers } from '../marketplaces/handlers';
 import { pluginHandlers } from '../plugins/handlers';
 import { connectorHandlers } from '../connectors/handlers';
@@ -35,4 +38,14 @@ export const handlers: Handlers = {
   ...adminHandlers,
   ...mcpHandlers,
   ...suiteHandlers,
+};
+
+/**
+ * Operations whose session check also reads the operation's data in the same round trip (the
+ * bearerAuth handler calls the loader instead of principalFromSession; the loader answers the
+ * same principal, or null for a dead session). Only for hot read paths.
+ */
+export type SessionLoader = (db: Kysely<DB>, token: string, now: Date) => Promise<Principal | null>;
+export const sessionLoaders: Partial<Record<OperationId, SessionLoader>> = {
+  getOrg: loadSessionWithOrganization,
 };

@@ -6,6 +6,7 @@ import { principalFromApiKey, principalFromSession } from '../auth/principal';
 import { createBackend, toBackendRequest } from './openapi';
 import { nulInRequest } from '../protection/nul';
 import { errorToResult, validationDetails } from './errors';
+import { sessionLoaders } from './registry';
 import type { AppDeps, HandlerContext, Handlers, HttpResult, OperationId, Principal } from './types';
 
 export interface RouterOptions {
@@ -32,7 +33,9 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
 
   api.registerSecurityHandler('bearerAuth', async (c: Context) => {
     const token = bearerToken(c.request.headers.authorization);
-    return token ? ((await principalFromSession(deps.db, token, deps.clock.now())) ?? false) : false;
+    if (!token) return false;
+    const load = sessionLoaders[c.operation?.operationId as OperationId] ?? principalFromSession;
+    return (await load(deps.db, token, deps.clock.now())) ?? false;
   });
   api.registerSecurityHandler('orgApiKey', async (c: Context) => {
     const key = headerValue(c.request.headers['x-api-key']);
@@ -71,7 +74,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
 
   for (const operationId of Object.keys(handlers) as OperationId[]) {
     const handler = handlers[operationId] as unknown as (ctx: HandlerContext<OperationId>) => Promise<HttpResult>;
-    api.register(operationId, async (c: Context, req: Request, res: Response): Promise<HttpResult> => {
+    api.register(operationId, async (c: Context, req: Request, _res: Response): Promise<HttpResult> => {
       const security = (c.security ?? {}) as Record<string, Principal | false | undefined>;
       const ctx = {
         operationId,

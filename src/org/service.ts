@@ -1,10 +1,12 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps, Membership, Principal } from '../http/types';
 import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { requireAdmin } from '../access/roles';
 import { setSessionOrganization } from '../auth/store';
+import { sessionPrincipal } from '../auth/principal';
+import { sha256Hex } from '../lib/crypto';
 import * as store from './store';
 import { toMember, toOrganization, toTeam } from './mappers';
 import { provisionOrganization } from './provisioning';
@@ -36,15 +38,42 @@ export async function createOrganization(deps: AppDeps, input: { name: string; u
   });
 }
 
-/** One round trip (see store.organizationContext); 404 when the membership is gone. */
-export async function getOrganizationContext(deps: AppDeps, membership: Membership) {
-  const context = await store.organizationContext(deps.db, membership.organizationId, membership.memberId);
-  if (!context) throw orgNotFound();
+type OrganizationContext = ReturnType<typeof toContext>;
+
+function toContext(rows: store.OrganizationContextRows) {
   return {
-    organization: toOrganization(context.organization, context.owner),
-    currentMember: toMember(context.member),
-    currentMemberTeams: context.teams.map(toTeam),
+    organization: toOrganization(rows.organization, rows.owner),
+    currentMember: toMember(rows.member),
+    currentMemberTeams: rows.teams.map(toTeam),
   };
+}
+
+/**
+ * Contexts read together with the session that asked for them, keyed by that request's
+ * membership object (it lives as long as the request's principal, so nothing outlives a request).
+ */
+const prefetched = new WeakMap<Membership, OrganizationContext>();
+
+/**
+ * GET /v1/org's session check and its data in one round trip (registered as its session loader in
+ * src/http/registry.ts): the same principal as principalFromSession, plus the context for
+ * getOrganizationContext to use.
+ */
+export async function loadSessionWithOrganization(db: AppDeps['db'], token: string, now: Date): Promise<Principal | null> {
+  const found = await store.sessionWithOrganizationContext(db, sha256Hex(token), now);
+  if (!found) return null;
+  const principal = sessionPrincipal(found.session);
+  if (principal.membership && found.context) prefetched.set(principal.membership, toContext(found.context));
+  return principal;
+}
+
+/** One round trip (none when the session loader already read it); 404 when the membership is gone. */
+export async function getOrganizationContext(deps: AppDeps, membership: Membership) {
+  const ready = prefetched.get(membership);
+  if (ready) return ready;
+  const rows = await store.organizationContext(deps.db, membership.organizationId, membership.memberId);
+  if (!rows) throw orgNotFound();
+  return toContext(rows);
 }
 
 export async function renameOrganization(deps: AppDeps, membership: Membership, name: string) {

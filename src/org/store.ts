@@ -135,64 +135,65 @@ interface ContextTeamJson {
   member_ids: string[];
 }
 
+/** The columns both context queries select, under these names. */
+interface ContextColumns {
+  id: string | null;
+  name: string | null;
+  plan: string | null;
+  created_at: Date | null;
+  updated_at: Date | null;
+  member_id: string | null;
+  member_organization_id: string | null;
+  member_user_id: string | null;
+  member_role: Role | null;
+  member_created_at: Date | null;
+  user_name: string | null;
+  user_email: string | null;
+  user_image: string | null;
+  owner_member_id: string | null;
+  owner_user_id: string | null;
+  owner_name: string | null;
+  owner_email: string | null;
+  owner_image: string | null;
+  teams: ContextTeamJson[] | string | null;
+}
+
 /**
- * GET /v1/org's data in one round trip: the organization, its owner, the member (with user) and
- * the member's teams with all their member ids (json-aggregated, oldest team first). Undefined
- * when the member is not an active member of the organization.
+ * Organization `o`, member `m` with user `u`, owner `ow`/`owu`, and the member's teams (each with
+ * all its active member ids, oldest team first) json-aggregated, so the whole context is one row.
  */
-export async function organizationContext(db: Db, organizationId: string, memberId: string): Promise<OrganizationContextRows | undefined> {
-  const result = await sql<{
-    id: string;
-    name: string;
-    plan: string;
-    created_at: Date;
-    updated_at: Date;
-    member_user_id: string;
-    member_role: Role;
-    member_created_at: Date;
-    user_name: string | null;
-    user_email: string;
-    user_image: string | null;
-    owner_member_id: string | null;
-    owner_user_id: string | null;
-    owner_name: string | null;
-    owner_email: string | null;
-    owner_image: string | null;
-    teams: ContextTeamJson[] | string | null;
-  }>`
-    SELECT o.id, o.name, o.plan, o.created_at, o.updated_at,
-      m.user_id AS member_user_id, m.role AS member_role, m.created_at AS member_created_at,
-      u.name AS user_name, u.email AS user_email, u.image AS user_image,
-      ow.id AS owner_member_id, owu.id AS owner_user_id, owu.name AS owner_name, owu.email AS owner_email, owu.image AS owner_image,
-      (SELECT json_agg(json_build_object(
-          'id', t.id, 'name', t.name,
-          'created_ms', floor(extract(epoch FROM t.created_at) * 1000),
-          'member_ids', coalesce((SELECT array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id)
-            FROM team_members tm JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL
-            WHERE tm.team_id = t.id), '{}')
-        ) ORDER BY t.created_at, t.id)
-        FROM teams t JOIN team_members mine ON mine.team_id = t.id AND mine.member_id = m.id
-        WHERE t.organization_id = o.id) AS teams
-    FROM members m
-    JOIN users u ON u.id = m.user_id
-    JOIN organizations o ON o.id = m.organization_id
-    LEFT JOIN members ow ON ow.organization_id = o.id AND ow.role = 'owner' AND ow.removed_at IS NULL
-    LEFT JOIN users owu ON owu.id = ow.user_id
-    WHERE m.organization_id = ${organizationId} AND m.id = ${memberId} AND m.removed_at IS NULL
-  `.execute(db);
-  const row = result.rows[0];
-  if (!row) return undefined;
+const CONTEXT_COLUMNS = sql`o.id, o.name, o.plan, o.created_at, o.updated_at,
+  m.id AS member_id, m.organization_id AS member_organization_id, m.user_id AS member_user_id, m.role AS member_role,
+  m.created_at AS member_created_at, u.name AS user_name, u.email AS user_email, u.image AS user_image,
+  ow.id AS owner_member_id, owu.id AS owner_user_id, owu.name AS owner_name, owu.email AS owner_email, owu.image AS owner_image,
+  (SELECT json_agg(json_build_object(
+      'id', t.id, 'name', t.name,
+      'created_ms', floor(extract(epoch FROM t.created_at) * 1000),
+      'member_ids', coalesce((SELECT array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id)
+        FROM team_members tm JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL
+        WHERE tm.team_id = t.id), '{}')
+    ) ORDER BY t.created_at, t.id)
+    FROM teams t JOIN team_members mine ON mine.team_id = t.id AND mine.member_id = m.id
+    WHERE t.organization_id = m.organization_id) AS teams`;
+
+/** The organization, its owner (absent when none) and the owner's user, for member `m` (may be null). */
+const CONTEXT_JOINS = sql`LEFT JOIN organizations o ON o.id = m.organization_id
+  LEFT JOIN members ow ON ow.organization_id = m.organization_id AND ow.role = 'owner' AND ow.removed_at IS NULL
+  LEFT JOIN users owu ON owu.id = ow.user_id`;
+
+function toContextRows(row: ContextColumns): OrganizationContextRows | undefined {
+  if (!row.id || !row.member_id || !row.member_organization_id || !row.member_user_id || !row.member_role || !row.member_created_at || row.user_email === null) return undefined;
   // pg parses json columns; keep a string fallback for a driver that does not.
   const teams: ContextTeamJson[] = typeof row.teams === 'string' ? JSON.parse(row.teams) : (row.teams ?? []);
   return {
-    organization: { id: row.id, name: row.name, plan: row.plan, created_at: row.created_at, updated_at: row.updated_at },
+    organization: { id: row.id, name: row.name!, plan: row.plan!, created_at: row.created_at!, updated_at: row.updated_at! },
     owner:
       row.owner_member_id && row.owner_user_id && row.owner_email !== null
         ? { memberId: row.owner_member_id, userId: row.owner_user_id, name: row.owner_name, email: row.owner_email, image: row.owner_image }
         : undefined,
     member: {
-      id: memberId,
-      organization_id: organizationId,
+      id: row.member_id,
+      organization_id: row.member_organization_id,
       user_id: row.member_user_id,
       role: row.member_role,
       created_at: row.member_created_at,
@@ -201,6 +202,59 @@ export async function organizationContext(db: Db, organizationId: string, member
       user_image: row.user_image,
     },
     teams: teams.map((t) => ({ id: t.id, name: t.name, created_at: new Date(Number(t.created_ms)), member_ids: t.member_ids })),
+  };
+}
+
+/**
+ * GET /v1/org's data in one round trip; undefined when the member is not an active member of the
+ * organization.
+ */
+export async function organizationContext(db: Db, organizationId: string, memberId: string): Promise<OrganizationContextRows | undefined> {
+  const result = await sql<ContextColumns>`
+    SELECT ${CONTEXT_COLUMNS}
+    FROM members m JOIN users u ON u.id = m.user_id ${CONTEXT_JOINS}
+    WHERE m.organization_id = ${organizationId} AND m.id = ${memberId} AND m.removed_at IS NULL`.execute(db);
+  return result.rows[0] ? toContextRows(result.rows[0]) : undefined;
+}
+
+export interface SessionRow {
+  sessionId: string;
+  userId: string;
+  activeOrganizationId: string | null;
+  isPlatformAdmin: boolean;
+  memberId: string | null;
+  role: Role | null;
+}
+
+/**
+ * A live session (by token hash) and, when it has an active membership, GET /v1/org's context,
+ * in one round trip: the session's checks are those of src/auth/principal.ts (not revoked, not
+ * expired, membership in the active organization not removed). Undefined when no live session.
+ */
+export async function sessionWithOrganizationContext(
+  db: Db,
+  tokenHash: string,
+  now: Date,
+): Promise<{ session: SessionRow; context: OrganizationContextRows | undefined } | undefined> {
+  const result = await sql<ContextColumns & { session_id: string; session_user_id: string; active_organization_id: string | null; is_platform_admin: boolean }>`
+    SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin, ${CONTEXT_COLUMNS}
+    FROM sessions s
+    JOIN users u ON u.id = s.user_id
+    LEFT JOIN members m ON m.organization_id = s.active_organization_id AND m.user_id = s.user_id AND m.removed_at IS NULL
+    ${CONTEXT_JOINS}
+    WHERE s.token_hash = ${tokenHash} AND s.revoked_at IS NULL AND s.expires_at > ${now}`.execute(db);
+  const row = result.rows[0];
+  if (!row) return undefined;
+  return {
+    session: {
+      sessionId: row.session_id,
+      userId: row.session_user_id,
+      activeOrganizationId: row.active_organization_id,
+      isPlatformAdmin: row.is_platform_admin,
+      memberId: row.member_id,
+      role: row.member_role,
+    },
+    context: toContextRows(row),
   };
 }
 

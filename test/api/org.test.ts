@@ -47,6 +47,41 @@ describe('GET /v1/org', () => {
     expect(ownerView.body.currentMemberTeams).toEqual([]);
   });
 
+  it('lists the caller\'s teams oldest first, each with its active members in join order', async () => {
+    const owner = await createOrganization(t);
+    const a = await addMember(t, owner.organizationId);
+    const b = await addMember(t, owner.organizationId);
+    const gone = await addMember(t, owner.organizationId);
+    const now = t.clock.now();
+    const later = new Date(now.getTime() + 1000);
+    const older = newId('team');
+    const newer = newId('team');
+    const notMine = newId('team');
+    await t.db.insertInto('teams').values([
+      { id: newer, organization_id: owner.organizationId, name: 'Newer', created_at: later, updated_at: later },
+      { id: older, organization_id: owner.organizationId, name: 'Older', created_at: now, updated_at: now },
+      { id: notMine, organization_id: owner.organizationId, name: 'Not mine', created_at: now, updated_at: now },
+    ]).execute();
+    const link = (teamId: string, memberId: string, at: Date) => ({ team_id: teamId, member_id: memberId, organization_id: owner.organizationId, created_at: at });
+    await t.db.insertInto('team_members').values([
+      link(older, b.memberId, later),
+      link(older, a.memberId, now),
+      link(older, gone.memberId, now),
+      link(newer, a.memberId, now),
+      link(notMine, b.memberId, now),
+    ]).execute();
+    await t.db.updateTable('members').set({ removed_at: now }).where('id', '=', gone.memberId).execute();
+
+    const res = await t.http.get('/v1/org').set(...bearer(a.token));
+    expect(res.status).toBe(200);
+    expect(res.body.currentMember).toMatchObject({ id: a.memberId, role: 'member', userId: a.userId, user: { id: a.userId, email: a.email } });
+    expect(res.body.organization.owner).toMatchObject({ memberId: owner.memberId, userId: owner.userId, email: owner.email });
+    expect(res.body.currentMemberTeams).toEqual([
+      { id: older, name: 'Older', memberIds: [a.memberId, b.memberId], createdAt: now.toISOString() },
+      { id: newer, name: 'Newer', memberIds: [a.memberId], createdAt: later.toISOString() },
+    ]);
+  });
+
   it('answers 401 without a token, with a bad token, and with an API key', async () => {
     const owner = await createOrganization(t);
     const none = await t.http.get('/v1/org');
