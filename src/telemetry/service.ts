@@ -14,6 +14,11 @@ const MAX_FUTURE_MS = DAY_MS;
 
 const dayOf = (date: Date): string => date.toISOString().slice(0, 10);
 const startOfDay = (date: Date): Date => new Date(Math.floor(date.getTime() / DAY_MS) * DAY_MS);
+/** Monday 00:00 UTC of the ISO week holding `date`. */
+const startOfWeek = (date: Date): Date => {
+  const day = startOfDay(date);
+  return new Date(day.getTime() - ((day.getUTCDay() + 6) % 7) * DAY_MS);
+};
 
 /**
  * Stores every event of the batch, or none: the events, the session tags and the daily rollup
@@ -48,7 +53,19 @@ export async function ingest(deps: AppDeps, membership: Membership, events: Sche
 
   const tags = new Map<string, store.SessionTag>();
   const daily = new Map<string, store.DailyDelta>();
+  const weeklyKeys = new Map<string, store.WeeklyKey>();
+  const weekly = new Map<string, store.WeeklyDelta>();
+  const weekDelta = (week: string) => {
+    const found = weekly.get(week) ?? { organizationId: membership.organizationId, week, activeMembers: 0, sessions: 0, tasksCompleted: 0, tasksFailed: 0 };
+    weekly.set(week, found);
+    return found;
+  };
   for (const row of rows) {
+    const week = dayOf(startOfWeek(row.occurredAt));
+    weeklyKeys.set(JSON.stringify([week, 'm', row.memberId]), { organizationId: row.organizationId, week, kind: 'm', key: row.memberId });
+    if (row.sessionId !== null) weeklyKeys.set(JSON.stringify([week, 's', row.sessionId]), { organizationId: row.organizationId, week, kind: 's', key: row.sessionId });
+    if (row.type === 'task.completed') weekDelta(week).tasksCompleted += 1;
+    if (row.type === 'task.failed') weekDelta(week).tasksFailed += 1;
     if (row.sessionId !== null) {
       for (const d of (row.dimensions as Schemas['TelemetryDimension'][])) {
         const tag = { organizationId: row.organizationId, type: d.type, value: d.value, sessionId: row.sessionId };
@@ -80,6 +97,11 @@ export async function ingest(deps: AppDeps, membership: Membership, events: Sche
     await store.insertEvents(trx, rows);
     await store.tagSessions(trx, sortedValues(tags));
     await store.addDaily(trx, sortedValues(daily));
+    for (const seen of await store.addWeeklyKeys(trx, sortedValues(weeklyKeys))) {
+      if (seen.kind === 'm') weekDelta(seen.week).activeMembers += 1;
+      else weekDelta(seen.week).sessions += 1;
+    }
+    await store.addWeeklyTotals(trx, sortedValues(weekly));
   });
   return rows.length;
 }
@@ -105,12 +127,17 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
   }
 
   const range = analyticsRange(deps.clock.now(), membership.organizationId, dimensionType !== undefined ? { type: dimensionType, value: dimensionValue! } : null);
-  const [members, pendingInvites, windows, weeks] = await Promise.all([
-    store.countMembers(deps.db, membership.organizationId),
-    store.countPendingInvites(deps.db, membership.organizationId, range.now),
-    store.windowFigures(deps.db, range),
-    store.weeklyFigures(deps.db, range),
+  const { db } = deps;
+  // Past weeks: one counter row each, unless filtered (the counters are not kept per dimension).
+  // The current week (up to now) always comes from the daily rollup and today's raw events.
+  const [members, pendingInvites, windows, pastWeeks, currentWeek] = await Promise.all([
+    store.countMembers(db, membership.organizationId),
+    store.countPendingInvites(db, membership.organizationId, range.now),
+    store.windowFigures(db, range),
+    range.dimension ? store.weeklyFigures(db, range, range.firstWeek) : store.pastWeekTotals(db, membership.organizationId, range.firstWeek, range.currentWeek),
+    range.dimension ? Promise.resolve([]) : store.weeklyFigures(db, range, range.currentWeek),
   ]);
+  const weeks = [...pastWeeks, ...currentWeek.map((w) => ({ ...w, week: 11 }))];
 
   const firstWeek = new Date(`${range.firstWeek}T00:00:00.000Z`).getTime();
   const weekly = Array.from({ length: 12 }, (_, week) => {
@@ -144,8 +171,7 @@ export function analyticsRange(now: Date, organizationId: string, dimension: sto
   const todayStart = startOfDay(now);
   const start7 = new Date(now.getTime() - 7 * DAY_MS);
   const start30 = new Date(now.getTime() - 30 * DAY_MS);
-  const mondayOffset = (todayStart.getUTCDay() + 6) % 7;
-  const currentWeek = new Date(todayStart.getTime() - mondayOffset * DAY_MS);
+  const currentWeek = startOfWeek(now);
   return {
     organizationId,
     now,
@@ -158,6 +184,7 @@ export function analyticsRange(now: Date, organizationId: string, dimension: sto
     start30Day: dayOf(start30),
     start30DayEnd: new Date(startOfDay(start30).getTime() + DAY_MS),
     firstWeek: dayOf(new Date(currentWeek.getTime() - 11 * 7 * DAY_MS)),
+    currentWeek: dayOf(currentWeek),
     dimension,
   };
 }

@@ -109,8 +109,9 @@ export interface AnalyticsRange {
   start30: Date;
   start30Day: string;
   start30DayEnd: Date;
-  /** Monday (`YYYY-MM-DD`) of the oldest of the 12 weeks. */
+  /** Monday (`YYYY-MM-DD`) of the oldest of the 12 weeks, and of the current one. */
   firstWeek: string;
+  currentWeek: string;
   dimension: { type: string; value: string } | null;
 }
 
@@ -121,7 +122,7 @@ export interface AnalyticsRange {
  *   30-day windows (index-only scans of telemetry_events_org_time_idx).
  * Each event is in exactly one row of one source for any window, so sums do not double count.
  */
-function facts(r: AnalyticsRange): RawBuilder<unknown> {
+function facts(r: AnalyticsRange, part: { fromDay: string; windowEdges: boolean }): RawBuilder<unknown> {
   const tagged = r.dimension
     ? sql`SELECT s.session_id FROM telemetry_session_dimensions s
           WHERE s.organization_id = ${r.organizationId} AND s.type = ${r.dimension.type} AND s.value = ${r.dimension.value}`
@@ -136,14 +137,17 @@ function facts(r: AnalyticsRange): RawBuilder<unknown> {
            CASE WHEN e.type = 'task.completed' AND e.duration_ms IS NOT NULL THEN 1 ELSE 0 END AS dur_n
     FROM telemetry_events e
     WHERE e.organization_id = ${r.organizationId} AND ${from} AND ${to} ${rawTag}`;
+  const edges = part.windowEdges
+    ? sql`UNION ALL ${raw('h7', sql`e.occurred_at > ${r.start7}`, sql`e.occurred_at < ${r.start7DayEnd}`)}
+          UNION ALL ${raw('h30', sql`e.occurred_at > ${r.start30}`, sql`e.occurred_at < ${r.start30DayEnd}`)}`
+    : sql``;
   return sql`
     SELECT 'd'::text AS src, d.day, d.member_id, d.session_key, d.tasks_completed AS completed, d.tasks_failed AS failed,
            d.completed_duration_sum AS dur_sum, d.completed_duration_count AS dur_n
     FROM telemetry_daily_sessions d
-    WHERE d.organization_id = ${r.organizationId} AND d.day >= ${r.firstWeek}::date AND d.day < ${r.today}::date ${dailyTag}
+    WHERE d.organization_id = ${r.organizationId} AND d.day >= ${part.fromDay}::date AND d.day < ${r.today}::date ${dailyTag}
     UNION ALL ${raw('t', sql`e.occurred_at >= ${r.todayStart}`, sql`e.occurred_at <= ${r.now}`)}
-    UNION ALL ${raw('h7', sql`e.occurred_at > ${r.start7}`, sql`e.occurred_at < ${r.start7DayEnd}`)}
-    UNION ALL ${raw('h30', sql`e.occurred_at > ${r.start30}`, sql`e.occurred_at < ${r.start30DayEnd}`)}`;
+    ${edges}`;
 }
 
 export interface WindowFigures {
@@ -159,22 +163,41 @@ export interface WindowFigures {
   durationCount30: number;
 }
 
+/*
+ * Distinct counts are written as `SELECT DISTINCT … ` in a subquery rather than `count(DISTINCT …)`:
+ * the planner hashes the former, while the latter always sorts (with the text collation), which
+ * is several times slower on tens of thousands of rollup rows.
+ */
+
 export async function windowFigures(db: Db, r: AnalyticsRange): Promise<WindowFigures> {
-  const in7 = sql`((src = 'd' AND day > ${r.start7Day}::date) OR src IN ('t', 'h7'))`;
-  const in30 = sql`((src = 'd' AND day > ${r.start30Day}::date) OR src IN ('t', 'h30'))`;
+  // One pass: hashed grouping sets give per-session and per-member window flags plus the sums.
   const result = await sql<Record<keyof WindowFigures, string | number | null>>`
-    WITH f AS (${facts(r)})
-    SELECT count(DISTINCT member_id) FILTER (WHERE ${in7}) AS active7,
-           count(DISTINCT member_id) FILTER (WHERE ${in30}) AS active30,
-           count(DISTINCT session_key) FILTER (WHERE ${in7} AND session_key <> '') AS sessions7,
-           count(DISTINCT session_key) FILTER (WHERE ${in30} AND session_key <> '') AS sessions30,
-           coalesce(sum(completed) FILTER (WHERE ${in7}), 0) AS completed7,
-           coalesce(sum(failed) FILTER (WHERE ${in7}), 0) AS failed7,
-           coalesce(sum(completed) FILTER (WHERE ${in30}), 0) AS completed30,
-           coalesce(sum(failed) FILTER (WHERE ${in30}), 0) AS failed30,
-           coalesce(sum(dur_sum) FILTER (WHERE ${in30}), 0) AS "durationSum30",
-           coalesce(sum(dur_n) FILTER (WHERE ${in30}), 0) AS "durationCount30"
-    FROM f`.execute(db);
+    WITH g AS (
+      SELECT GROUPING(member_id) AS by_session, GROUPING(session_key) AS by_member,
+             bool_or(in7) AS in7, bool_or(in30) AS in30,
+             sum(completed) FILTER (WHERE in7) AS completed7, sum(failed) FILTER (WHERE in7) AS failed7,
+             sum(completed) FILTER (WHERE in30) AS completed30, sum(failed) FILTER (WHERE in30) AS failed30,
+             sum(dur_sum) FILTER (WHERE in30) AS dur_sum30, sum(dur_n) FILTER (WHERE in30) AS dur_n30,
+             session_key
+      FROM (
+        SELECT member_id, session_key, completed, failed, dur_sum, dur_n,
+               (src = 'd' AND day > ${r.start7Day}::date) OR src IN ('t', 'h7') AS in7,
+               (src = 'd' AND day > ${r.start30Day}::date) OR src IN ('t', 'h30') AS in30
+        FROM (${facts(r, { fromDay: r.start30Day, windowEdges: true })}) AS facts
+      ) AS f
+      GROUP BY GROUPING SETS ((member_id), (session_key), ())
+    )
+    SELECT count(*) FILTER (WHERE by_member = 1 AND by_session = 0 AND in7) AS active7,
+           count(*) FILTER (WHERE by_member = 1 AND by_session = 0 AND in30) AS active30,
+           count(*) FILTER (WHERE by_session = 1 AND by_member = 0 AND in7 AND session_key <> '') AS sessions7,
+           count(*) FILTER (WHERE by_session = 1 AND by_member = 0 AND in30 AND session_key <> '') AS sessions30,
+           coalesce(max(completed7) FILTER (WHERE by_member = 1 AND by_session = 1), 0) AS completed7,
+           coalesce(max(failed7) FILTER (WHERE by_member = 1 AND by_session = 1), 0) AS failed7,
+           coalesce(max(completed30) FILTER (WHERE by_member = 1 AND by_session = 1), 0) AS completed30,
+           coalesce(max(failed30) FILTER (WHERE by_member = 1 AND by_session = 1), 0) AS failed30,
+           coalesce(max(dur_sum30) FILTER (WHERE by_member = 1 AND by_session = 1), 0) AS "durationSum30",
+           coalesce(max(dur_n30) FILTER (WHERE by_member = 1 AND by_session = 1), 0) AS "durationCount30"
+    FROM g`.execute(db);
   const row = result.rows[0]!;
   const figures = {} as WindowFigures;
   for (const key of Object.keys(row) as (keyof WindowFigures)[]) figures[key] = Number(row[key] ?? 0);
@@ -189,18 +212,22 @@ export interface WeekFigures {
   tasksFailed: number;
 }
 
-/** Per ISO week (0 = oldest of the 12); weeks without events are absent. */
-export async function weeklyFigures(db: Db, r: AnalyticsRange): Promise<WeekFigures[]> {
+/**
+ * Per ISO week from `fromWeek` (week 0) to the current one, from the daily rollup and today's raw
+ * events; weeks without events are absent.
+ */
+export async function weeklyFigures(db: Db, r: AnalyticsRange, fromWeek: string): Promise<WeekFigures[]> {
   const result = await sql<Record<keyof WeekFigures, string | number>>`
-    WITH f AS (${facts(r)})
-    SELECT (day - ${r.firstWeek}::date) / 7 AS week,
-           count(DISTINCT member_id) AS "activeMembers",
-           count(DISTINCT session_key) FILTER (WHERE session_key <> '') AS sessions,
-           coalesce(sum(completed), 0) AS "tasksCompleted",
-           coalesce(sum(failed), 0) AS "tasksFailed"
-    FROM f
-    WHERE src IN ('d', 't')
-    GROUP BY 1`.execute(db);
+    WITH f AS MATERIALIZED (
+      SELECT (day - ${fromWeek}::date) / 7 AS week, member_id, session_key, completed, failed
+      FROM (${facts(r, { fromDay: fromWeek, windowEdges: false })}) AS facts
+    ),
+    tasks AS (SELECT week, sum(completed) AS completed, sum(failed) AS failed FROM f GROUP BY week),
+    members AS (SELECT week, count(*) AS n FROM (SELECT DISTINCT week, member_id FROM f) x GROUP BY week),
+    sessions AS (SELECT week, count(*) AS n FROM (SELECT DISTINCT week, session_key FROM f WHERE session_key <> '') x GROUP BY week)
+    SELECT tasks.week, coalesce(members.n, 0) AS "activeMembers", coalesce(sessions.n, 0) AS sessions,
+           tasks.completed AS "tasksCompleted", tasks.failed AS "tasksFailed"
+    FROM tasks LEFT JOIN members USING (week) LEFT JOIN sessions USING (week)`.execute(db);
   return result.rows.map((row) => ({
     week: Number(row.week),
     activeMembers: Number(row.activeMembers),
@@ -208,6 +235,77 @@ export async function weeklyFigures(db: Db, r: AnalyticsRange): Promise<WeekFigu
     tasksCompleted: Number(row.tasksCompleted),
     tasksFailed: Number(row.tasksFailed),
   }));
+}
+
+/** Totals of complete past weeks, maintained by ingestion: one row per week with events. */
+export async function pastWeekTotals(db: Db, organizationId: string, fromWeek: string, beforeWeek: string): Promise<(WeekFigures & { weekStart: string })[]> {
+  const rows = await db
+    .selectFrom('telemetry_weekly_totals')
+    .select([sql<string>`week::text`.as('weekStart'), 'active_members', 'sessions', 'tasks_completed', 'tasks_failed'])
+    .where('organization_id', '=', organizationId)
+    .where('week', '>=', fromWeek)
+    .where('week', '<', beforeWeek)
+    .execute();
+  return rows.map((row) => ({
+    week: Math.round((Date.parse(`${row.weekStart}T00:00:00Z`) - Date.parse(`${fromWeek}T00:00:00Z`)) / (7 * 86_400_000)),
+    weekStart: row.weekStart,
+    activeMembers: row.active_members,
+    sessions: row.sessions,
+    tasksCompleted: row.tasks_completed,
+    tasksFailed: row.tasks_failed,
+  }));
+}
+
+export interface WeeklyKey {
+  organizationId: string;
+  week: string;
+  kind: 'm' | 's';
+  key: string;
+}
+
+/** Records which members and sessions each ISO week has seen; returns the keys seen for the first time. */
+export async function addWeeklyKeys(db: Db, keys: WeeklyKey[]): Promise<{ week: string; kind: 'm' | 's' }[]> {
+  if (keys.length === 0) return [];
+  return db
+    .insertInto('telemetry_weekly_keys')
+    .values(keys.map((k) => ({ organization_id: k.organizationId, week: k.week, kind: k.kind, key: k.key })))
+    .onConflict((oc) => oc.doNothing())
+    .returning([sql<string>`week::text`.as('week'), 'kind'])
+    .execute();
+}
+
+export interface WeeklyDelta {
+  organizationId: string;
+  week: string;
+  activeMembers: number;
+  sessions: number;
+  tasksCompleted: number;
+  tasksFailed: number;
+}
+
+export async function addWeeklyTotals(db: Db, deltas: WeeklyDelta[]): Promise<void> {
+  if (deltas.length === 0) return;
+  await db
+    .insertInto('telemetry_weekly_totals')
+    .values(
+      deltas.map((d) => ({
+        organization_id: d.organizationId,
+        week: d.week,
+        active_members: d.activeMembers,
+        sessions: d.sessions,
+        tasks_completed: d.tasksCompleted,
+        tasks_failed: d.tasksFailed,
+      })),
+    )
+    .onConflict((oc) =>
+      oc.columns(['organization_id', 'week']).doUpdateSet({
+        active_members: sql`telemetry_weekly_totals.active_members + excluded.active_members`,
+        sessions: sql`telemetry_weekly_totals.sessions + excluded.sessions`,
+        tasks_completed: sql`telemetry_weekly_totals.tasks_completed + excluded.tasks_completed`,
+        tasks_failed: sql`telemetry_weekly_totals.tasks_failed + excluded.tasks_failed`,
+      }),
+    )
+    .execute();
 }
 
 export async function countMembers(db: Db, organizationId: string): Promise<number> {

@@ -1,8 +1,8 @@
 import type { ColumnType } from 'kysely';
 import type { Json, Timestamp } from '../db/schema';
 
-/** A `date` column, written and read as `YYYY-MM-DD` text so both drivers agree. */
-export type DayColumn = ColumnType<string, string, string>;
+/** A `date` column, written as `YYYY-MM-DD`; drivers differ in what they read (select `day::text` to compare). */
+export type DayColumn = ColumnType<Date | string, string, string>;
 
 export interface TelemetryEventsTable {
   id: string;
@@ -37,8 +37,26 @@ export interface TelemetryDailySessionsTable {
   completed_duration_count: number;
 }
 
+export interface TelemetryWeeklyKeysTable {
+  organization_id: string;
+  week: DayColumn;
+  kind: 'm' | 's';
+  key: string;
+}
+
+export interface TelemetryWeeklyTotalsTable {
+  organization_id: string;
+  week: DayColumn;
+  active_members: number;
+  sessions: number;
+  tasks_completed: number;
+  tasks_failed: number;
+}
+
 export interface TelemetryTables {
   telemetry_events: TelemetryEventsTable;
   telemetry_session_dimensions: TelemetrySessionDimensionsTable;
   telemetry_daily_sessions: TelemetryDailySessionsTable;
+  telemetry_weekly_keys: TelemetryWeeklyKeysTable;
+  telemetry_weekly_totals: TelemetryWeeklyTotalsTable;
 }

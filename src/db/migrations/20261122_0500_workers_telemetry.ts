@@ -7,7 +7,8 @@ import { execScript } from '../exec-sql';
  * Analytics reads `telemetry_daily_sessions` (one row per organization, UTC day, member and
  * session, maintained by ingestion in the same transaction as the events) for whole days, and
  * `telemetry_events` only for partial days at the edges of a rolling window, through a covering
- * index. `telemetry_session_dimensions` says which sessions carry a dimension.
+ * index. Past ISO weeks come from `telemetry_weekly_totals`. `telemetry_session_dimensions` says
+ * which sessions carry a dimension.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await execScript(
@@ -74,6 +75,25 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       completed_duration_sum bigint NOT NULL,
       completed_duration_count integer NOT NULL,
       PRIMARY KEY (organization_id, day, member_id, session_key)
+    );
+
+    -- ISO weeks (week = its Monday): which members and sessions were seen (kind 'm' or 's'), and
+    -- the totals that grow when a key is first seen, so a past week is read as one row.
+    CREATE TABLE telemetry_weekly_keys (
+      organization_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+      week date NOT NULL,
+      kind text NOT NULL CHECK (kind IN ('m', 's')),
+      key text NOT NULL,
+      PRIMARY KEY (organization_id, week, kind, key)
+    );
+    CREATE TABLE telemetry_weekly_totals (
+      organization_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+      week date NOT NULL,
+      active_members integer NOT NULL,
+      sessions integer NOT NULL,
+      tasks_completed integer NOT NULL,
+      tasks_failed integer NOT NULL,
+      PRIMARY KEY (organization_id, week)
     );
   `,
   );
