@@ -1,0 +1,94 @@
+import pino from 'pino';
+import supertest from 'supertest';
+import { createApp } from '../../src/app';
+import { connectServer, type Database } from '../../src/db/connect';
+import { createTestApp, type TestApp } from '../support/app';
+import { serverUrl, testDbKind } from '../support/env';
+import { addMember, bearer, createOrganization, signUp, type OrgMember, type OrgOwner } from '../support/factories';
+
+/**
+ * 50 parallel grants, revokes, publishes and invitation accepts on the same targets, spread over
+ * two app instances with their own connection pools on the same database (two processes as the
+ * database sees them; on the embedded database, one app). Afterwards the state is consistent: one
+ * active grant, one removal time, one membership of the plugin, one member.
+ */
+const N = 50;
+let t: TestApp;
+let second: Database | undefined;
+let apps: ReturnType<typeof supertest>[];
+let owner: OrgOwner;
+let target: OrgMember;
+let marketplaceId: string;
+let pluginId: string;
+
+beforeAll(async () => {
+  t = await createTestApp({ env: { RATE_LIMIT_INVITATION_ACCEPT_USER: '1000/15m' } });
+  apps = [t.http];
+  if (testDbKind() === 'pg') {
+    second = connectServer(serverUrl(t.database.name!));
+    apps.push(supertest(createApp({ db: second.db, clock: t.clock, logger: pino({ level: 'silent' }), fetch, settings: t.settings, validateResponses: true })));
+  }
+  owner = await createOrganization(t);
+  target = await addMember(t, owner.organizationId);
+  const m = await t.http.post('/v1/marketplaces').set(...bearer(owner.token)).send({ name: 'Race Market' });
+  expect(m.status).toBe(201);
+  marketplaceId = m.body.item.id;
+  const p = await t.http.post('/v1/plugins').set(...bearer(owner.token)).send({ name: 'Race Plugin', description: 'r' });
+  expect(p.status).toBe(201);
+  pluginId = p.body.item.id;
+}, 60_000);
+afterAll(async () => {
+  await second?.close();
+  await t.close();
+});
+
+const via = (i: number) => apps[i % apps.length]!;
+
+async function grantsOf(memberId: string): Promise<{ id: string; role: string; removedAt: string | null }[]> {
+  const res = await t.http.get(`/v1/marketplaces/${marketplaceId}/access?limit=100`).set(...bearer(owner.token));
+  expect(res.status).toBe(200);
+  return res.body.items.filter((g: { orgMembershipId?: string | null }) => g.orgMembershipId === memberId);
+}
+
+it(`${N} parallel grants to one member leave exactly one active grant`, async () => {
+  const answers = await Promise.all(
+    Array.from({ length: N }, (_, i) =>
+      via(i).post(`/v1/marketplaces/${marketplaceId}/access`).set(...bearer(owner.token)).send({ orgMembershipId: target.memberId, role: i % 2 ? 'editor' : 'viewer' }),
+    ),
+  );
+  expect(answers.filter((r) => ![200, 201].includes(r.status)).map((r) => `${r.status} ${JSON.stringify(r.body)}`)).toEqual([]);
+  expect(answers.filter((r) => r.status === 201).length).toBe(1);
+  const grants = await grantsOf(target.memberId);
+  expect(grants.filter((g) => !g.removedAt)).toHaveLength(1);
+  expect(new Set(answers.map((r) => r.body.item.id))).toEqual(new Set([grants[0]!.id]));
+});
+
+it(`${N} parallel revokes of one grant agree on one removal`, async () => {
+  const [grant] = await grantsOf(target.memberId);
+  const answers = await Promise.all(Array.from({ length: N }, (_, i) => via(i).delete(`/v1/marketplaces/${marketplaceId}/access/${grant!.id}`).set(...bearer(owner.token))));
+  expect(answers.filter((r) => r.status >= 300).map((r) => `${r.status} ${JSON.stringify(r.body)}`)).toEqual([]);
+  const after = await grantsOf(target.memberId);
+  expect(after).toHaveLength(1);
+  expect(after[0]!.removedAt).toEqual(expect.any(String));
+  const removedAts = new Set(answers.map((r) => r.body?.item?.removedAt).filter(Boolean));
+  expect(removedAts.size).toBeLessThanOrEqual(1);
+});
+
+it(`${N} parallel publishes of one plugin make one membership`, async () => {
+  const answers = await Promise.all(Array.from({ length: N }, (_, i) => via(i).post(`/v1/marketplaces/${marketplaceId}/plugins`).set(...bearer(owner.token)).send({ pluginId })));
+  expect(answers.filter((r) => ![200, 201].includes(r.status)).map((r) => `${r.status} ${JSON.stringify(r.body)}`)).toEqual([]);
+  expect(answers.filter((r) => r.status === 201).length).toBe(1);
+  const list = await t.http.get(`/v1/marketplaces/${marketplaceId}/plugins?limit=100`).set(...bearer(owner.token));
+  expect(list.body.items.filter((p: { id: string }) => p.id === pluginId)).toHaveLength(1);
+});
+
+it(`${N} parallel accepts of one invitation make one member`, async () => {
+  const invitee = await signUp(t, 'invitee');
+  const inv = await t.http.post('/v1/invitations').set(...bearer(owner.token)).send({ email: invitee.email, role: 'member' });
+  expect(inv.status).toBe(201);
+  const answers = await Promise.all(Array.from({ length: N }, (_, i) => via(i).post('/v1/invitations/accept').set(...bearer(invitee.token)).send({ token: inv.body.token })));
+  expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
+  expect(answers.filter((r) => r.status !== 200 && !(r.status === 409 && r.body.error === 'invitation_not_pending')).map((r) => `${r.status} ${JSON.stringify(r.body)}`)).toEqual([]);
+  const members = await t.http.get('/v1/members?limit=100').set(...bearer(owner.token));
+  expect(members.body.items.filter((m: { userId: string }) => m.userId === invitee.userId)).toHaveLength(1);
+});
