@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema';
 import { sha256Hex } from '../lib/crypto';
+import { preparedAs } from '../db/connect';
 import type { Principal, Role } from '../http/types';
 
 /** Writing `last_used_at` on every request would turn reads into writes; once a minute is enough. */
@@ -13,6 +14,7 @@ const LAST_USED_GRANULARITY_MS = 60_000;
 export async function principalFromSession(db: Kysely<DB>, token: string, now: Date): Promise<Principal | null> {
   const row = await db
     .selectFrom('sessions as s')
+    .modifyFront(preparedAs('session_principal'))
     .innerJoin('users as u', 'u.id', 's.user_id')
     .leftJoin('members as m', (join) =>
       join.onRef('m.organization_id', '=', 's.active_organization_id').onRef('m.user_id', '=', 's.user_id').on('m.removed_at', 'is', null),
@@ -52,6 +54,7 @@ export function sessionPrincipal(row: {
 export async function principalFromApiKey(db: Kysely<DB>, key: string, now: Date): Promise<Principal | null> {
   const row = await db
     .selectFrom('api_keys as k')
+    .modifyFront(preparedAs('api_key_principal'))
     .innerJoin('members as m', 'm.id', 'k.member_id')
     .innerJoin('users as u', 'u.id', 'm.user_id')
     .select(['k.id as apiKeyId', 'k.organization_id as organizationId', 'k.last_used_at as lastUsedAt', 'm.id as memberId', 'm.user_id as userId', 'm.role as role', 'u.is_platform_admin as isPlatformAdmin'])

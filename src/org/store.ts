@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import type { Role } from '../http/types';
+import { preparedAs } from '../db/connect';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -161,19 +162,23 @@ interface ContextColumns {
 /**
  * Organization `o`, member `m` with user `u`, owner `ow`/`owu`, and the member's teams (each with
  * all its active member ids, oldest team first) json-aggregated, so the whole context is one row.
+ * The member ids of all the member's teams are gathered in one grouped pass (the member is in each
+ * of those teams, so none is empty), not one subquery per team.
  */
 const CONTEXT_COLUMNS = sql`o.id, o.name, o.plan, o.created_at, o.updated_at,
   m.id AS member_id, m.organization_id AS member_organization_id, m.user_id AS member_user_id, m.role AS member_role,
   m.created_at AS member_created_at, u.name AS user_name, u.email AS user_email, u.image AS user_image,
   ow.id AS owner_member_id, owu.id AS owner_user_id, owu.name AS owner_name, owu.email AS owner_email, owu.image AS owner_image,
   (SELECT json_agg(json_build_object(
-      'id', t.id, 'name', t.name,
-      'created_ms', floor(extract(epoch FROM t.created_at) * 1000),
-      'member_ids', coalesce((SELECT array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id)
-        FROM team_members tm JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL
-        WHERE tm.team_id = t.id), '{}')
+      'id', t.id, 'name', t.name, 'created_ms', floor(extract(epoch FROM t.created_at) * 1000), 'member_ids', x.ids
     ) ORDER BY t.created_at, t.id)
-    FROM teams t JOIN team_members mine ON mine.team_id = t.id AND mine.member_id = m.id
+    FROM (SELECT tm.team_id, array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id) AS ids
+          FROM team_members mine
+          JOIN team_members tm ON tm.team_id = mine.team_id
+          JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL
+          WHERE mine.member_id = m.id
+          GROUP BY tm.team_id) x
+    JOIN teams t ON t.id = x.team_id
     WHERE t.organization_id = m.organization_id) AS teams`;
 
 /** The organization, its owner (absent when none) and the owner's user, for member `m` (may be null). */
@@ -210,7 +215,7 @@ function toContextRows(row: ContextColumns): OrganizationContextRows | undefined
  * organization.
  */
 export async function organizationContext(db: Db, organizationId: string, memberId: string): Promise<OrganizationContextRows | undefined> {
-  const result = await sql<ContextColumns>`
+  const result = await sql<ContextColumns>`${preparedAs('org_context')}
     SELECT ${CONTEXT_COLUMNS}
     FROM members m JOIN users u ON u.id = m.user_id ${CONTEXT_JOINS}
     WHERE m.organization_id = ${organizationId} AND m.id = ${memberId} AND m.removed_at IS NULL`.execute(db);
@@ -236,7 +241,7 @@ export async function sessionWithOrganizationContext(
   tokenHash: string,
   now: Date,
 ): Promise<{ session: SessionRow; context: OrganizationContextRows | undefined } | undefined> {
-  const result = await sql<ContextColumns & { session_id: string; session_user_id: string; active_organization_id: string | null; is_platform_admin: boolean }>`
+  const result = await sql<ContextColumns & { session_id: string; session_user_id: string; active_organization_id: string | null; is_platform_admin: boolean }>`${preparedAs('org_session_context')}
     SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin, ${CONTEXT_COLUMNS}
     FROM sessions s
     JOIN users u ON u.id = s.user_id
