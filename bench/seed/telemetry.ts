@@ -29,7 +29,7 @@ export interface TelemetrySeedResult {
 /**
  * Seeds telemetry for one organization straight into the tables analytics reads, the way
  * ingestion would have left them: events (INSERT … SELECT FROM generate_series, so a million rows
- * take seconds), the session dimension tags and the daily rollup derived from those events.
+ * take seconds), the session dimension tags and the hourly and weekly rollups derived from those events.
  *
  * The mix per session: `session.started` (tagged with a team), then task.started /
  * task.completed (duration up to 10 min) / task.failed / session.active / user.active, and
@@ -87,20 +87,20 @@ export async function seedTelemetry(db: Kysely<DB>, options: TelemetrySeedOption
 
   // The same rollup ingestion maintains, computed from the seeded rows in one pass.
   await sql`
-    INSERT INTO telemetry_daily_sessions (organization_id, day, member_id, session_key, events, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
-    SELECT organization_id, (occurred_at AT TIME ZONE 'UTC')::date, member_id, coalesce(session_id, ''), count(*),
+    INSERT INTO telemetry_hourly_sessions (organization_id, hour, member_id, session_key, events, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+    SELECT organization_id, date_trunc('hour', occurred_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', member_id, coalesce(session_id, ''), count(*),
            count(*) FILTER (WHERE type = 'task.completed'), count(*) FILTER (WHERE type = 'task.failed'),
            coalesce(sum(duration_ms) FILTER (WHERE type = 'task.completed'), 0),
            count(duration_ms) FILTER (WHERE type = 'task.completed')
     FROM telemetry_events
     WHERE organization_id = ${options.organizationId} AND session_id LIKE ${`${tag}-%`}
     GROUP BY 1, 2, 3, 4
-    ON CONFLICT (organization_id, day, member_id, session_key) DO UPDATE SET
-      events = telemetry_daily_sessions.events + excluded.events,
-      tasks_completed = telemetry_daily_sessions.tasks_completed + excluded.tasks_completed,
-      tasks_failed = telemetry_daily_sessions.tasks_failed + excluded.tasks_failed,
-      completed_duration_sum = telemetry_daily_sessions.completed_duration_sum + excluded.completed_duration_sum,
-      completed_duration_count = telemetry_daily_sessions.completed_duration_count + excluded.completed_duration_count`.execute(db);
+    ON CONFLICT (organization_id, hour, member_id, session_key) DO UPDATE SET
+      events = telemetry_hourly_sessions.events + excluded.events,
+      tasks_completed = telemetry_hourly_sessions.tasks_completed + excluded.tasks_completed,
+      tasks_failed = telemetry_hourly_sessions.tasks_failed + excluded.tasks_failed,
+      completed_duration_sum = telemetry_hourly_sessions.completed_duration_sum + excluded.completed_duration_sum,
+      completed_duration_count = telemetry_hourly_sessions.completed_duration_count + excluded.completed_duration_count`.execute(db);
 
   // ISO-week keys of the seeded rows, then the weekly totals recomputed from the rollups, so they
   // agree with whatever the organization held before.
@@ -118,8 +118,8 @@ export async function seedTelemetry(db: Kysely<DB>, options: TelemetrySeedOption
            coalesce(max(t.completed), 0), coalesce(max(t.failed), 0)
     FROM telemetry_weekly_keys k
     LEFT JOIN (
-      SELECT date_trunc('week', day)::date AS week, sum(tasks_completed) AS completed, sum(tasks_failed) AS failed
-      FROM telemetry_daily_sessions WHERE organization_id = ${options.organizationId} GROUP BY 1
+      SELECT date_trunc('week', hour AT TIME ZONE 'UTC')::date AS week, sum(tasks_completed) AS completed, sum(tasks_failed) AS failed
+      FROM telemetry_hourly_sessions WHERE organization_id = ${options.organizationId} GROUP BY 1
     ) t ON t.week = k.week
     WHERE k.organization_id = ${options.organizationId}
     GROUP BY k.organization_id, k.week

@@ -13,7 +13,9 @@ const EARLIEST_EVENT = Date.UTC(2000, 0, 1);
 const MAX_FUTURE_MS = DAY_MS;
 
 const dayOf = (date: Date): string => date.toISOString().slice(0, 10);
+const HOUR_MS = 3_600_000;
 const startOfDay = (date: Date): Date => new Date(Math.floor(date.getTime() / DAY_MS) * DAY_MS);
+const startOfHour = (date: Date): Date => new Date(Math.floor(date.getTime() / HOUR_MS) * HOUR_MS);
 /** Monday 00:00 UTC of the ISO week holding `date`. */
 const startOfWeek = (date: Date): Date => {
   const day = startOfDay(date);
@@ -21,7 +23,7 @@ const startOfWeek = (date: Date): Date => {
 };
 
 /**
- * Stores every event of the batch, or none: the events, the session tags and the daily rollup
+ * Stores every event of the batch, or none: the events, the session tags and the rollups
  * are written in one transaction, so analytics never sees half a batch and a database error
  * fails the request instead of dropping events.
  */
@@ -52,7 +54,7 @@ export async function ingest(deps: AppDeps, membership: Membership, events: Sche
   }));
 
   const tags = new Map<string, store.SessionTag>();
-  const daily = new Map<string, store.DailyDelta>();
+  const hourly = new Map<string, store.HourlyDelta>();
   const weeklyKeys = new Map<string, store.WeeklyKey>();
   const weekly = new Map<string, store.WeeklyDelta>();
   const weekDelta = (week: string) => {
@@ -72,12 +74,12 @@ export async function ingest(deps: AppDeps, membership: Membership, events: Sche
         tags.set(JSON.stringify([tag.type, tag.value, tag.sessionId]), tag);
       }
     }
-    const day = dayOf(row.occurredAt);
+    const hour = startOfHour(row.occurredAt);
     const sessionKey = row.sessionId ?? '';
-    const key = JSON.stringify([day, row.memberId, sessionKey]);
+    const key = JSON.stringify([hour.toISOString(), row.memberId, sessionKey]);
     const delta =
-      daily.get(key) ??
-      { organizationId: row.organizationId, day, memberId: row.memberId, sessionKey, events: 0, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
+      hourly.get(key) ??
+      { organizationId: row.organizationId, hour, memberId: row.memberId, sessionKey, events: 0, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
     delta.events += 1;
     if (row.type === 'task.completed') {
       delta.tasksCompleted += 1;
@@ -88,7 +90,7 @@ export async function ingest(deps: AppDeps, membership: Membership, events: Sche
     } else if (row.type === 'task.failed') {
       delta.tasksFailed += 1;
     }
-    daily.set(key, delta);
+    hourly.set(key, delta);
   }
   // Sorted keys: concurrent batches touching the same rollup rows lock them in the same order.
   const sortedValues = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
@@ -96,7 +98,7 @@ export async function ingest(deps: AppDeps, membership: Membership, events: Sche
   await deps.db.transaction().execute(async (trx) => {
     await store.insertEvents(trx, rows);
     await store.tagSessions(trx, sortedValues(tags));
-    await store.addDaily(trx, sortedValues(daily));
+    await store.addHourly(trx, sortedValues(hourly));
     for (const seen of await store.addWeeklyKeys(trx, sortedValues(weeklyKeys))) {
       if (seen.kind === 'm') weekDelta(seen.week).activeMembers += 1;
       else weekDelta(seen.week).sessions += 1;
@@ -129,7 +131,7 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
   const range = analyticsRange(deps.clock.now(), membership.organizationId, dimensionType !== undefined ? { type: dimensionType, value: dimensionValue! } : null);
   const { db } = deps;
   // Past weeks: one counter row each, unless filtered (the counters are not kept per dimension).
-  // The current week (up to now) always comes from the daily rollup and today's raw events.
+  // The current week (up to now) always comes from the hourly rollup and this hour's raw events.
   const [members, pendingInvites, windows, pastWeeks, currentWeek] = await Promise.all([
     store.countMembers(db, membership.organizationId),
     store.countPendingInvites(db, membership.organizationId, range.now),
@@ -168,21 +170,18 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
 
 /** Rolling windows end at now; weeks are ISO weeks (Monday 00:00 UTC), the 12th containing today. */
 export function analyticsRange(now: Date, organizationId: string, dimension: store.AnalyticsRange['dimension']): store.AnalyticsRange {
-  const todayStart = startOfDay(now);
   const start7 = new Date(now.getTime() - 7 * DAY_MS);
   const start30 = new Date(now.getTime() - 30 * DAY_MS);
   const currentWeek = startOfWeek(now);
   return {
     organizationId,
     now,
-    todayStart,
-    today: dayOf(todayStart),
+    hourStart: startOfHour(now),
+    today: dayOf(now),
     start7,
-    start7Day: dayOf(start7),
-    start7DayEnd: new Date(startOfDay(start7).getTime() + DAY_MS),
+    start7HourEnd: new Date(startOfHour(start7).getTime() + HOUR_MS),
     start30,
-    start30Day: dayOf(start30),
-    start30DayEnd: new Date(startOfDay(start30).getTime() + DAY_MS),
+    start30HourEnd: new Date(startOfHour(start30).getTime() + HOUR_MS),
     firstWeek: dayOf(new Date(currentWeek.getTime() - 11 * 7 * DAY_MS)),
     currentWeek: dayOf(currentWeek),
     dimension,

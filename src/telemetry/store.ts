@@ -54,9 +54,9 @@ export async function tagSessions(db: Db, tags: SessionTag[]): Promise<void> {
     .execute();
 }
 
-export interface DailyDelta {
+export interface HourlyDelta {
   organizationId: string;
-  day: string;
+  hour: Date;
   memberId: string;
   sessionKey: string;
   events: number;
@@ -66,15 +66,15 @@ export interface DailyDelta {
   completedDurationCount: number;
 }
 
-/** Adds a batch's per-day counts to the rollup (rows distinct and sorted by key). */
-export async function addDaily(db: Db, deltas: DailyDelta[]): Promise<void> {
+/** Adds a batch's per-hour counts to the rollup (rows distinct and sorted by key). */
+export async function addHourly(db: Db, deltas: HourlyDelta[]): Promise<void> {
   if (deltas.length === 0) return;
   await db
-    .insertInto('telemetry_daily_sessions')
+    .insertInto('telemetry_hourly_sessions')
     .values(
       deltas.map((d) => ({
         organization_id: d.organizationId,
-        day: d.day,
+        hour: d.hour,
         member_id: d.memberId,
         session_key: d.sessionKey,
         events: d.events,
@@ -85,12 +85,12 @@ export async function addDaily(db: Db, deltas: DailyDelta[]): Promise<void> {
       })),
     )
     .onConflict((oc) =>
-      oc.columns(['organization_id', 'day', 'member_id', 'session_key']).doUpdateSet({
-        events: sql`telemetry_daily_sessions.events + excluded.events`,
-        tasks_completed: sql`telemetry_daily_sessions.tasks_completed + excluded.tasks_completed`,
-        tasks_failed: sql`telemetry_daily_sessions.tasks_failed + excluded.tasks_failed`,
-        completed_duration_sum: sql`telemetry_daily_sessions.completed_duration_sum + excluded.completed_duration_sum`,
-        completed_duration_count: sql`telemetry_daily_sessions.completed_duration_count + excluded.completed_duration_count`,
+      oc.columns(['organization_id', 'hour', 'member_id', 'session_key']).doUpdateSet({
+        events: sql`telemetry_hourly_sessions.events + excluded.events`,
+        tasks_completed: sql`telemetry_hourly_sessions.tasks_completed + excluded.tasks_completed`,
+        tasks_failed: sql`telemetry_hourly_sessions.tasks_failed + excluded.tasks_failed`,
+        completed_duration_sum: sql`telemetry_hourly_sessions.completed_duration_sum + excluded.completed_duration_sum`,
+        completed_duration_count: sql`telemetry_hourly_sessions.completed_duration_count + excluded.completed_duration_count`,
       }),
     )
     .execute();
@@ -99,16 +99,14 @@ export async function addDaily(db: Db, deltas: DailyDelta[]): Promise<void> {
 export interface AnalyticsRange {
   organizationId: string;
   now: Date;
-  /** 00:00 UTC of today, as a Date and as `YYYY-MM-DD`. */
-  todayStart: Date;
+  /** Start of the current UTC hour, and today as `YYYY-MM-DD`. */
+  hourStart: Date;
   today: string;
-  /** Window starts (exclusive) and the end of the day each falls in. */
+  /** Window starts (exclusive) and the end of the hour each falls in. */
   start7: Date;
-  start7Day: string;
-  start7DayEnd: Date;
+  start7HourEnd: Date;
   start30: Date;
-  start30Day: string;
-  start30DayEnd: Date;
+  start30HourEnd: Date;
   /** Monday (`YYYY-MM-DD`) of the oldest of the 12 weeks, and of the current one. */
   firstWeek: string;
   currentWeek: string;
@@ -117,20 +115,21 @@ export interface AnalyticsRange {
 
 /**
  * The rows analytics aggregates, from two sources so no window reads a full range of raw events:
- * - `d`: the daily rollup for whole UTC days before today (one row per day, member and session);
- * - `t`, `h7`, `h30`: raw events of today up to now, and of the partial first day of the 7- and
+ * - `d`: the hourly rollup for whole UTC hours before the current one (a row per hour, member and
+ *   session);
+ * - `t`, `h7`, `h30`: raw events of the current hour up to now, and of the partial first hour of the 7- and
  *   30-day windows (index-only scans of telemetry_events_org_time_idx).
  * Each event is in exactly one row of one source for any window, so sums do not double count.
  */
-function facts(r: AnalyticsRange, part: { fromDay: string; windowEdges: boolean }): RawBuilder<unknown> {
+function facts(r: AnalyticsRange, part: { fromHour: Date; windowEdges: boolean }): RawBuilder<unknown> {
   const tagged = r.dimension
     ? sql`SELECT s.session_id FROM telemetry_session_dimensions s
           WHERE s.organization_id = ${r.organizationId} AND s.type = ${r.dimension.type} AND s.value = ${r.dimension.value}`
     : null;
-  const dailyTag = tagged ? sql`AND d.session_key IN (${tagged})` : sql``;
+  const rollupTag = tagged ? sql`AND d.session_key IN (${tagged})` : sql``;
   const rawTag = tagged ? sql`AND e.session_id IN (${tagged})` : sql``;
   const raw = (src: string, from: RawBuilder<unknown>, to: RawBuilder<unknown>) => sql`
-    SELECT ${src}::text AS src, ${src === 't' ? sql`${r.today}::date` : sql`NULL::date`} AS day, e.member_id,
+    SELECT ${src}::text AS src, NULL::timestamptz AS hour, ${src === 't' ? sql`${r.today}::date` : sql`NULL::date`} AS day, e.member_id,
            coalesce(e.session_id, '') AS session_key,
            (e.type = 'task.completed')::int AS completed, (e.type = 'task.failed')::int AS failed,
            CASE WHEN e.type = 'task.completed' THEN coalesce(e.duration_ms, 0) ELSE 0 END::bigint AS dur_sum,
@@ -138,15 +137,15 @@ function facts(r: AnalyticsRange, part: { fromDay: string; windowEdges: boolean 
     FROM telemetry_events e
     WHERE e.organization_id = ${r.organizationId} AND ${from} AND ${to} ${rawTag}`;
   const edges = part.windowEdges
-    ? sql`UNION ALL ${raw('h7', sql`e.occurred_at > ${r.start7}`, sql`e.occurred_at < ${r.start7DayEnd}`)}
-          UNION ALL ${raw('h30', sql`e.occurred_at > ${r.start30}`, sql`e.occurred_at < ${r.start30DayEnd}`)}`
+    ? sql`UNION ALL ${raw('h7', sql`e.occurred_at > ${r.start7}`, sql`e.occurred_at < ${r.start7HourEnd}`)}
+          UNION ALL ${raw('h30', sql`e.occurred_at > ${r.start30}`, sql`e.occurred_at < ${r.start30HourEnd}`)}`
     : sql``;
   return sql`
-    SELECT 'd'::text AS src, d.day, d.member_id, d.session_key, d.tasks_completed AS completed, d.tasks_failed AS failed,
-           d.completed_duration_sum AS dur_sum, d.completed_duration_count AS dur_n
-    FROM telemetry_daily_sessions d
-    WHERE d.organization_id = ${r.organizationId} AND d.day >= ${part.fromDay}::date AND d.day < ${r.today}::date ${dailyTag}
-    UNION ALL ${raw('t', sql`e.occurred_at >= ${r.todayStart}`, sql`e.occurred_at <= ${r.now}`)}
+    SELECT 'd'::text AS src, d.hour, (d.hour AT TIME ZONE 'UTC')::date AS day, d.member_id, d.session_key,
+           d.tasks_completed AS completed, d.tasks_failed AS failed, d.completed_duration_sum AS dur_sum, d.completed_duration_count AS dur_n
+    FROM telemetry_hourly_sessions d
+    WHERE d.organization_id = ${r.organizationId} AND d.hour >= ${part.fromHour} AND d.hour < ${r.hourStart} ${rollupTag}
+    UNION ALL ${raw('t', sql`e.occurred_at >= ${r.hourStart}`, sql`e.occurred_at <= ${r.now}`)}
     ${edges}`;
 }
 
@@ -181,9 +180,9 @@ export async function windowFigures(db: Db, r: AnalyticsRange): Promise<WindowFi
              session_key
       FROM (
         SELECT member_id, session_key, completed, failed, dur_sum, dur_n,
-               (src = 'd' AND day > ${r.start7Day}::date) OR src IN ('t', 'h7') AS in7,
-               (src = 'd' AND day > ${r.start30Day}::date) OR src IN ('t', 'h30') AS in30
-        FROM (${facts(r, { fromDay: r.start30Day, windowEdges: true })}) AS facts
+               (src = 'd' AND hour >= ${r.start7HourEnd}) OR src IN ('t', 'h7') AS in7,
+               (src = 'd' AND hour >= ${r.start30HourEnd}) OR src IN ('t', 'h30') AS in30
+        FROM (${facts(r, { fromHour: r.start30HourEnd, windowEdges: true })}) AS facts
       ) AS f
       GROUP BY GROUPING SETS ((member_id), (session_key), ())
     )
@@ -213,14 +212,14 @@ export interface WeekFigures {
 }
 
 /**
- * Per ISO week from `fromWeek` (week 0) to the current one, from the daily rollup and today's raw
+ * Per ISO week from `fromWeek` (week 0) to the current one, from the hourly rollup and this hour's raw
  * events; weeks without events are absent.
  */
 export async function weeklyFigures(db: Db, r: AnalyticsRange, fromWeek: string): Promise<WeekFigures[]> {
   const result = await sql<Record<keyof WeekFigures, string | number>>`
     WITH f AS MATERIALIZED (
       SELECT (day - ${fromWeek}::date) / 7 AS week, member_id, session_key, completed, failed
-      FROM (${facts(r, { fromDay: fromWeek, windowEdges: false })}) AS facts
+      FROM (${facts(r, { fromHour: new Date(`${fromWeek}T00:00:00.000Z`), windowEdges: false })}) AS facts
     ),
     tasks AS (SELECT week, sum(completed) AS completed, sum(failed) AS failed FROM f GROUP BY week),
     members AS (SELECT week, count(*) AS n FROM (SELECT DISTINCT week, member_id FROM f) x GROUP BY week),

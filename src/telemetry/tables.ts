@@ -24,9 +24,10 @@ export interface TelemetrySessionDimensionsTable {
   session_id: string;
 }
 
-export interface TelemetryDailySessionsTable {
+export interface TelemetryHourlySessionsTable {
   organization_id: string;
-  day: DayColumn;
+  /** Start of the UTC hour. */
+  hour: Timestamp;
   member_id: string;
   session_key: string;
   events: number;
@@ -56,7 +57,7 @@ export interface TelemetryWeeklyTotalsTable {
 export interface TelemetryTables {
   telemetry_events: TelemetryEventsTable;
   telemetry_session_dimensions: TelemetrySessionDimensionsTable;
-  telemetry_daily_sessions: TelemetryDailySessionsTable;
+  telemetry_hourly_sessions: TelemetryHourlySessionsTable;
   telemetry_weekly_keys: TelemetryWeeklyKeysTable;
   telemetry_weekly_totals: TelemetryWeeklyTotalsTable;
 }

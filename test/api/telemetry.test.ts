@@ -24,7 +24,7 @@ async function storedEvents(organizationId: string) {
 }
 
 describe('POST /v1/telemetry/ingest', () => {
-  it('stores every event for the caller’s organization and member, with the daily rollup and session tags', async () => {
+  it('stores every event for the caller’s organization and member, with the hourly and weekly rollups and session tags', async () => {
     const owner = await createOrganization(t);
     const member = await addMember(t, owner.organizationId);
     const res = await ingest(member.token, [
@@ -49,30 +49,42 @@ describe('POST /v1/telemetry/ingest', () => {
 
     const tags = await t.db.selectFrom('telemetry_session_dimensions').select(['type', 'value', 'session_id']).where('organization_id', '=', owner.organizationId).execute();
     expect(tags).toEqual([{ type: 'team', value: 'red', session_id: 's-1' }]);
-    const daily = await t.db
-      .selectFrom('telemetry_daily_sessions')
-      .select([sql<string>`day::text`.as('day'), 'member_id', 'session_key', 'events', 'tasks_completed', 'tasks_failed', 'completed_duration_sum', 'completed_duration_count'])
+    const hourly = await t.db
+      .selectFrom('telemetry_hourly_sessions')
+      .select(['hour', 'member_id', 'session_key', 'events', 'tasks_completed', 'tasks_failed', 'completed_duration_sum', 'completed_duration_count'])
       .where('organization_id', '=', owner.organizationId)
-      .orderBy('day')
+      .orderBy('hour')
       .orderBy('session_key')
       .execute();
-    const normalized = daily.map((d) => ({ ...d, completed_duration_sum: Number(d.completed_duration_sum) }));
+    const normalized = hourly.map((d) => ({ ...d, hour: d.hour.toISOString(), completed_duration_sum: Number(d.completed_duration_sum) }));
+    const row = (hour: string, session_key: string, counts: number[]) => ({
+      hour, member_id: member.memberId, session_key, events: counts[0], tasks_completed: counts[1], tasks_failed: counts[2], completed_duration_sum: counts[3], completed_duration_count: counts[4],
+    });
     expect(normalized).toEqual([
-      { day: '2026-11-18', member_id: member.memberId, session_key: 's-1', events: 1, tasks_completed: 0, tasks_failed: 1, completed_duration_sum: 0, completed_duration_count: 0 },
-      { day: '2026-11-19', member_id: member.memberId, session_key: '', events: 1, tasks_completed: 0, tasks_failed: 0, completed_duration_sum: 0, completed_duration_count: 0 },
-      { day: '2026-11-19', member_id: member.memberId, session_key: 's-1', events: 2, tasks_completed: 1, tasks_failed: 0, completed_duration_sum: 1200, completed_duration_count: 1 },
+      row('2026-11-18T23:00:00.000Z', 's-1', [1, 0, 1, 0, 0]),
+      row('2026-11-19T10:00:00.000Z', 's-1', [1, 0, 0, 0, 0]),
+      row('2026-11-19T11:00:00.000Z', 's-1', [1, 1, 0, 1200, 1]),
+      row('2026-11-19T12:00:00.000Z', '', [1, 0, 0, 0, 0]),
     ]);
+    const weekly = await t.db
+      .selectFrom('telemetry_weekly_totals')
+      .select([sql<string>`week::text`.as('week'), 'active_members', 'sessions', 'tasks_completed', 'tasks_failed'])
+      .where('organization_id', '=', owner.organizationId)
+      .execute();
+    expect(weekly).toEqual([{ week: '2026-11-16', active_members: 1, sessions: 1, tasks_completed: 1, tasks_failed: 1 }]);
 
     // A second batch adds to the same rollup row.
-    expect((await ingest(member.token, [event({ sessionId: 's-1', durationMs: 800 })])).status).toBe(202);
-    const row = await t.db
-      .selectFrom('telemetry_daily_sessions')
+    expect((await ingest(member.token, [event({ timestamp: '2026-11-19T11:59:59.999Z', sessionId: 's-1', durationMs: 800 })])).status).toBe(202);
+    const again = await t.db
+      .selectFrom('telemetry_hourly_sessions')
       .select(['events', 'tasks_completed', 'completed_duration_sum', 'completed_duration_count'])
       .where('organization_id', '=', owner.organizationId)
       .where('session_key', '=', 's-1')
-      .where('day', '=', '2026-11-19')
+      .where('hour', '=', new Date('2026-11-19T11:00:00.000Z'))
       .executeTakeFirstOrThrow();
-    expect({ ...row, completed_duration_sum: Number(row.completed_duration_sum) }).toEqual({ events: 3, tasks_completed: 2, completed_duration_sum: 2000, completed_duration_count: 2 });
+    expect({ ...again, completed_duration_sum: Number(again.completed_duration_sum) }).toEqual({ events: 2, tasks_completed: 2, completed_duration_sum: 2000, completed_duration_count: 2 });
+    const weeklyAgain = await t.db.selectFrom('telemetry_weekly_totals').select(['active_members', 'sessions', 'tasks_completed']).where('organization_id', '=', owner.organizationId).execute();
+    expect(weeklyAgain).toEqual([{ active_members: 1, sessions: 1, tasks_completed: 2 }]);
   });
 
   it('accepts 50 events and refuses 51 or none', async () => {
@@ -126,7 +138,7 @@ describe('POST /v1/telemetry/ingest', () => {
     const res = await ingest(owner.token, [event({ sessionId: 'ok' }), event({ sessionId: 'bad\u0000id' })]);
     expect(res.status).toBe(400);
     expect(await storedEvents(owner.organizationId)).toHaveLength(0);
-    const rollup = await t.db.selectFrom('telemetry_daily_sessions').select('session_key').where('organization_id', '=', owner.organizationId).execute();
+    const rollup = await t.db.selectFrom('telemetry_hourly_sessions').select('session_key').where('organization_id', '=', owner.organizationId).execute();
     expect(rollup).toEqual([]);
   });
 

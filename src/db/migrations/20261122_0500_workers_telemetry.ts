@@ -4,10 +4,10 @@ import { execScript } from '../exec-sql';
 /**
  * Workers with their activity, and telemetry with the rollups that keep analytics fast.
  *
- * Analytics reads `telemetry_daily_sessions` (one row per organization, UTC day, member and
- * session, maintained by ingestion in the same transaction as the events) for whole days, and
- * `telemetry_events` only for partial days at the edges of a rolling window, through a covering
- * index. Past ISO weeks come from `telemetry_weekly_totals`. `telemetry_session_dimensions` says
+ * Analytics reads `telemetry_hourly_sessions` (one row per organization, UTC hour, member and
+ * session, maintained by ingestion in the same transaction as the events) for whole hours, and
+ * `telemetry_events` only for the partial hours at the edges of a rolling window, through a
+ * covering index. Past ISO weeks come from `telemetry_weekly_totals`. `telemetry_session_dimensions` says
  * which sessions carry a dimension.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
@@ -52,7 +52,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       success boolean,
       dimensions jsonb NOT NULL DEFAULT '[]'
     );
-    -- Covers the partial-day reads of analytics (index-only scans).
+    -- Covers the partial-hour reads of analytics (index-only scans).
     CREATE INDEX telemetry_events_org_time_idx ON telemetry_events (organization_id, occurred_at) INCLUDE (member_id, session_id, type, duration_ms);
 
     CREATE TABLE telemetry_session_dimensions (
@@ -64,9 +64,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     );
 
     -- session_key is the session id, or '' for events without one.
-    CREATE TABLE telemetry_daily_sessions (
+    CREATE TABLE telemetry_hourly_sessions (
       organization_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
-      day date NOT NULL,
+      hour timestamptz(0) NOT NULL,
       member_id text NOT NULL,
       session_key text NOT NULL,
       events integer NOT NULL,
@@ -74,7 +74,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       tasks_failed integer NOT NULL,
       completed_duration_sum bigint NOT NULL,
       completed_duration_count integer NOT NULL,
-      PRIMARY KEY (organization_id, day, member_id, session_key)
+      PRIMARY KEY (organization_id, hour, member_id, session_key)
     );
 
     -- ISO weeks (week = its Monday): which members and sessions were seen (kind 'm' or 's'), and
