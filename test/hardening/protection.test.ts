@@ -1,6 +1,7 @@
 import pino from 'pino';
 import supertest from 'supertest';
 import { createApp } from '../../src/app';
+import { loadSettings } from '../../src/settings';
 import { connectServer } from '../../src/db/connect';
 import type { ManualClock } from '../../src/lib/clock';
 import { createTestApp, type TestApp } from '../support/app';
@@ -190,5 +191,15 @@ describe('headers and CORS', () => {
     expect(preflight.headers['access-control-allow-origin']).toBe('https://console.example.test');
     const evil = await open.http.get('/v1/org').set('origin', 'https://evil.example.test').set(...bearer(owner.token));
     expect(evil.headers['access-control-allow-origin']).toBeUndefined();
+  });
+});
+
+describe('rate-limit settings', () => {
+  it('reads N/window and off, and refuses anything else naming the variable', () => {
+    const s = loadSettings({ RATE_LIMIT_SIGN_IN_EMAIL: '5/30s', RATE_LIMIT_SIGN_UP_IP: 'off' });
+    expect(s.rateLimits.signInEmail).toEqual({ points: 5, windowMs: 30_000 });
+    expect(s.rateLimits.signUpIp).toBeNull();
+    expect(loadSettings({}).rateLimits).toMatchObject({ signInEmail: { points: 10, windowMs: 900_000 }, signInIp: { points: 100, windowMs: 900_000 }, signUpIp: { points: 30, windowMs: 3_600_000 } });
+    for (const bad of ['10', '0/1m', 'ten/1m', '10/forever']) expect(() => loadSettings({ RATE_LIMIT_BOOTSTRAP_IP: bad })).toThrow('RATE_LIMIT_BOOTSTRAP_IP');
   });
 });
