@@ -1,4 +1,4 @@
-import OpenAPIBackend, { type Context, type Document } from 'openapi-backend';
+import OpenAPIBackend, { OpenAPIValidator, type Context, type Document } from 'openapi-backend';
 import type { Request as ExpressRequest } from 'express';
 import { createAjv } from './validator';
 // Imported (not read from disk) so the build copies it beside the compiled code.
@@ -6,8 +6,8 @@ import bundled from '../../generated/openapi.json';
 
 /**
  * The bundled contract, loaded once. openapi-backend's own definition check targets OpenAPI 3.0
- * and rejects 3.1 documents, so it is bypassed (redocly lints the spec in CI); `strict` keeps
- * eager validator compilation, so a broken schema fails at start rather than on first use.
+ * and rejects 3.1 documents, so it is bypassed (redocly lints the spec in CI); request validators
+ * are compiled eagerly (initBackend), so a broken schema fails at start rather than on first use.
  */
 export const contract = bundled as unknown as Document;
 
@@ -15,12 +15,40 @@ export function createBackend(): OpenAPIBackend {
   const api = new OpenAPIBackend({
     definition: structuredClone(contract),
     strict: true,
-    validate: true,
+    // The validator is built by initBackend (below), which decides what is compiled up front.
+    validate: false,
     coerceTypes: true,
     ignoreTrailingSlashes: false,
     customizeAjv: (_ajv, options) => createAjv(options),
   });
   api.validateDefinition = () => api.document;
+  return api;
+}
+
+/**
+ * init() plus the validator. Request validators are compiled at start for every operation (a
+ * broken schema fails the start, not a request). openapi-backend would also compile two sets of
+ * response validators and the response-header validators for every operation, which the service
+ * never uses unless it checks its own responses (tests): compiling them took most of the start
+ * time and tens of MB of heap, so they are compiled only then (and otherwise on first use).
+ */
+export async function initBackend(api: OpenAPIBackend, options: { compileResponseValidators: boolean }): Promise<OpenAPIBackend> {
+  await api.init();
+  const validator = new OpenAPIValidator({
+    definition: api.definition,
+    ajvOpts: api.ajvOpts,
+    customizeAjv: api.customizeAjv,
+    router: api.router,
+    lazyCompileValidators: true,
+    coerceTypes: api.coerceTypes,
+  });
+  validator.preCompileRequestValidators();
+  if (options.compileResponseValidators) {
+    validator.preCompileResponseValidators();
+    validator.preCompileResponseHeaderValidators();
+  }
+  api.validator = validator;
+  api.validate = true;
   return api;
 }
 

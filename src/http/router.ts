@@ -3,7 +3,7 @@ import type { Context } from 'openapi-backend';
 import { Invalid, Unauthorized } from '../lib/errors';
 import { isUnavailable } from '../db/errors';
 import { principalFromApiKey, principalFromSession } from '../auth/principal';
-import { createBackend, toBackendRequest } from './openapi';
+import { createBackend, initBackend, toBackendRequest } from './openapi';
 import { nulInRequest } from '../protection/nul';
 import { errorToResult, validationDetails } from './errors';
 import { sessionLoaders } from './registry';
@@ -114,7 +114,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
     return { status: 500, body: { error: 'response_validation_failed', message: `${operationId} ${result.status}: ${problem}` } };
   }
 
-  const ready = api.init().then(() => fastRouting(api));
+  const ready = initBackend(api, { compileResponseValidators: options.validateResponses }).then(() => fastRouting(api));
 
   return (req: Request, res: Response, next: NextFunction) => {
     ready
