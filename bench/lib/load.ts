@@ -1,5 +1,5 @@
 import autocannon, { type AutocannonRequest } from 'autocannon';
-import { sampleProcesses, type Target } from './procs';
+import { sampleProcesses, type ProcessSample, type Target } from './procs';
 
 export interface Measurement {
   label: string;
@@ -108,6 +108,45 @@ function summarize(label: string, run: RawRun, samples: ReturnType<ReturnType<ty
     peakRssMb: samples ? samples.reduce((sum, s) => sum + s.peakRssMb, 0) : null,
     cpuCores: samples ? samples.reduce((sum, s) => sum + s.cpuCores, 0) : null,
   };
+}
+
+/**
+ * Several targets measured in alternation: warm each up, then `rounds` rounds in which each target
+ * gets `duration / rounds` seconds alone. On a shared machine whose background load drifts, every
+ * target sees the same drift, so their ratios hold better than with one long window each.
+ */
+export async function measureRounds(loads: LoadOptions[], rounds: number): Promise<Measurement[]> {
+  for (const load of loads) if (load.warmup && load.warmup > 0) await fire(load, load.warmup);
+  const runs: RawRun[][] = loads.map(() => []);
+  const samples: ProcessSample[][][] = loads.map(() => []);
+  for (let r = 0; r < rounds; r++) {
+    for (const [i, load] of loads.entries()) {
+      const sampler = load.targets ? sampleProcesses(load.targets.map((t) => t.pid)) : null;
+      runs[i]!.push(await fire(load, load.duration / rounds));
+      if (sampler) samples[i]!.push(sampler.stop());
+    }
+  }
+  return loads.map((load, i) => {
+    const parts = runs[i]!;
+    const merged: RawRun = {
+      latencies: parts.flatMap((p) => p.latencies),
+      requests: parts.reduce((n, p) => n + p.requests, 0),
+      errors: parts.reduce((n, p) => n + p.errors, 0),
+      non2xx: parts.reduce((n, p) => n + p.non2xx, 0),
+      statusCodes: {},
+      seconds: parts.reduce((n, p) => n + p.seconds, 0),
+    };
+    for (const p of parts) for (const [code, count] of Object.entries(p.statusCodes)) merged.statusCodes[code] = (merged.statusCodes[code] ?? 0) + count;
+    const windows = samples[i]!;
+    const perProcess = windows.length
+      ? windows[0]!.map((_, j) => ({
+          peakRssMb: Math.max(...windows.map((w) => w[j]!.peakRssMb)),
+          hwmMb: Math.max(...windows.map((w) => w[j]!.hwmMb)),
+          cpuCores: windows.reduce((sum, w) => sum + w[j]!.cpuCores, 0) / windows.length,
+        }))
+      : null;
+    return summarize(load.label, merged, perProcess);
+  });
 }
 
 /**

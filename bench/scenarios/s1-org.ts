@@ -1,26 +1,30 @@
 import type { BenchContext } from '../lib/context';
-import { measure, type Measurement } from '../lib/load';
+import { measureRounds, type LoadOptions, type Measurement } from '../lib/load';
+import type { Target } from '../lib/procs';
 import { check, type ScenarioResult } from '../lib/report';
 import { seedOrganization } from '../seed/org';
 
 const CONNECTIONS = 32;
+/** Targets take turns in this many rounds, so background load drifts hit them alike. */
+const ROUNDS = 4;
 
 /**
  * Scenario 1: GET /v1/org with a session token at 32 connections, on an organization of 200
  * members and 20 teams (the caller is in all 20), against
  * - bare-http: Node's http server answering a constant JSON (the HTTP layer's ceiling), and
  * - express-org: the same database work written plainly with Express + pg (four queries).
- * Each target runs alone, as its own process, one after the other, with the same load.
+ * Each target is its own process; they take turns under the same load (alternating rounds).
  */
 export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
   const org = await seedOrganization(ctx.scratch.database.db, { name: 'Bench Org', members: 200, teams: 20 });
   await ctx.scratch.analyze();
   const headers = { authorization: `Bearer ${org.callerToken}` };
+  const bodies: string[] = [];
   const result: ScenarioResult = {
     id: '1',
     title: 'GET /v1/org (session token)',
     setup: [
-      `${CONNECTIONS} connections, ${ctx.warmup} s warm-up + ${ctx.duration} s measured per target, targets run one at a time`,
+      `${CONNECTIONS} connections; each target warmed up ${ctx.warmup} s, then measured ${ctx.duration} s in ${ROUNDS} alternating rounds (one target loaded at a time)`,
       'organization of 200 members and 20 teams seeded through the stores, then ANALYZE; the caller (an admin) is in all 20 teams (≈11 members each)',
       `service: node dist/src/main.js, LOG_LEVEL=${ctx.logLevel}, response validation off (as shipped), pool max 10`,
       'express-org baseline: Express + pg, sha256 of the token then 4 sequential queries (session, member+org, owner, teams), pool max 10',
@@ -30,25 +34,32 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
     notes: [],
   };
 
-  const rows: Record<string, Measurement> = {};
-  for (const [label, start, path] of [
+  const specs = [
     ['bare-http (ceiling)', () => ctx.startBaseline('bare-http.mjs'), '/'],
     ['express-org (baseline)', () => ctx.startBaseline('express-org.mjs'), '/v1/org'],
     ['service', () => ctx.startService('s1-service'), '/v1/org'],
-  ] as const) {
-    if (ctx.smoke && label.startsWith('bare')) continue;
-    const target = await start();
-    try {
-      // The responses must be the same shape before their speed is compared.
+  ] as const;
+  const targets: Target[] = [];
+  const rows: Record<string, Measurement> = {};
+  try {
+    const loads: LoadOptions[] = [];
+    for (const [label, start, path] of specs) {
+      if (ctx.smoke && label.startsWith('bare')) continue;
+      const target = await start();
+      targets.push(target);
+      // The responses must be the same before their speed is compared.
       if (path === '/v1/org') {
         const res = await fetch(`${target.url}/v1/org`, { headers });
         const body = (await res.json()) as { currentMemberTeams?: unknown[] };
         if (res.status !== 200 || body.currentMemberTeams?.length !== 20) throw new Error(`${label}: GET /v1/org answered ${res.status} with ${body.currentMemberTeams?.length} teams`);
+        bodies.push(JSON.stringify(body));
       }
-      rows[label] = await measure({ label, url: target.url, path, headers, connections: CONNECTIONS, duration: ctx.duration, warmup: ctx.warmup, targets: [target] });
-    } finally {
-      await target.stop();
+      loads.push({ label, url: target.url, path, headers, connections: CONNECTIONS, duration: ctx.duration, warmup: ctx.warmup, targets: [target] });
     }
+    if (bodies.length === 2 && bodies[0] !== bodies[1]) result.notes.push('the baseline and the service answered different bodies: compare them before trusting the ratio');
+    for (const m of await measureRounds(loads, ROUNDS)) rows[m.label] = m;
+  } finally {
+    await Promise.all(targets.map((t) => t.stop()));
   }
   const service = rows['service']!;
   const baseline = rows['express-org (baseline)']!;
