@@ -18,7 +18,14 @@ export interface RuntimeCall {
  * URL the worker was registered with. Every failure is a 502 `worker_runtime_error`.
  */
 export async function fetchRuntimeVersions(call: RuntimeCall): Promise<Record<string, unknown>> {
-  const url = `${call.runtimeUrl.replace(/\/+$/, '')}/runtime/versions`;
+  let url: URL;
+  try {
+    url = new URL(call.runtimeUrl);
+  } catch {
+    throw runtimeError('The worker runtime URL is not a valid URL.');
+  }
+  // The runtime path goes after any base path; a query string on the base URL is kept.
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/runtime/versions`;
   const signal = AbortSignal.timeout(call.timeoutMs);
   let response: Response;
   try {

@@ -2,6 +2,8 @@ import { sql } from 'kysely';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization } from '../support/factories';
 import { ManualClock } from '../../src/lib/clock';
+import { newId } from '../../src/lib/ids';
+import { randomSecret, sha256Hex } from '../../src/lib/crypto';
 
 let t: TestApp;
 const NOW = new Date('2026-11-19T15:00:00.000Z');
@@ -140,6 +142,20 @@ describe('POST /v1/telemetry/ingest', () => {
     expect(await storedEvents(owner.organizationId)).toHaveLength(0);
     const rollup = await t.db.selectFrom('telemetry_hourly_sessions').select('session_key').where('organization_id', '=', owner.organizationId).execute();
     expect(rollup).toEqual([]);
+  });
+
+  it('takes organization and member from an API key too', async () => {
+    const owner = await createOrganization(t);
+    const member = await addMember(t, owner.organizationId);
+    const key = randomSecret('cpk');
+    await t.db
+      .insertInto('api_keys')
+      .values({ id: newId('apiKey'), organization_id: owner.organizationId, member_id: member.memberId, name: 'k', prefix: key.slice(0, 12), key_hash: sha256Hex(key), created_at: NOW, expires_at: null, last_used_at: null, revoked_at: null })
+      .execute();
+    const res = await t.http.post('/v1/telemetry/ingest').set('x-api-key', key).send({ events: [event()] });
+    expect(res.status).toBe(202);
+    const rows = await storedEvents(owner.organizationId);
+    expect(rows.map((r) => r.member_id)).toEqual([member.memberId]);
   });
 
   it('answers 401 without credentials and 404 without an active organization', async () => {

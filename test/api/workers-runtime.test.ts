@@ -32,6 +32,12 @@ describe('GET /v1/workers/{id}/runtime', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual(body);
     expect(runtime.requests).toEqual([{ path: '/runtime/versions', authorization: `Bearer ${w.hostToken}` }]);
+
+    // Under a base path, keeping the base URL's query string.
+    const based = await workerWith(`${runtime.url}/base/?region=eu`);
+    runtime.requests.length = 0;
+    expect((await runtimeOf(based)).status).toBe(200);
+    expect(runtime.requests).toEqual([{ path: '/base/runtime/versions?region=eu', authorization: `Bearer ${based.hostToken}` }]);
   });
 
   it('lets an admin call it and refuses a member who did not create the worker (403)', async () => {

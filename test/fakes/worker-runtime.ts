@@ -28,7 +28,8 @@ export async function startFakeRuntime(initial: RuntimeMode = { kind: 'ok', body
   const fake: Partial<FakeRuntime> & { mode: RuntimeMode; requests: FakeRuntime['requests'] } = { mode: initial, requests: [] };
   const server = http.createServer((req, res) => {
     fake.requests.push({ path: req.url ?? '', authorization: req.headers.authorization });
-    if (req.url !== '/runtime/versions') {
+    // The runtime may live under a base path: `{base}/runtime/versions`.
+    if (!(req.url ?? '').split('?')[0]!.endsWith('/runtime/versions')) {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not_found"}');
       return;
     }
