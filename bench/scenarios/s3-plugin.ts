@@ -100,6 +100,7 @@ export async function scenarioPlugin(ctx: BenchContext): Promise<ScenarioResult>
     },
     ctx.warmup,
   );
+  if (floor.requests === 0) throw new Error(`the floor failed on every transaction (${floor.errors} errors)`);
   floor.extra = { components_per_s: floor.rps * COMPONENTS };
   result.rows.push(floor);
   const measured = result.rows[0]!;

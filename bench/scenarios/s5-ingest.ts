@@ -50,7 +50,8 @@ export function ingestRequests(token: string, prefix: string) {
 /**
  * Scenario 5: POST /v1/telemetry/ingest with 50-event batches, against the floor: the rows the
  * service writes for a batch (events in one multi-row INSERT, the session's dimension tag, the
- * daily rollup upsert) written straight through pg in one transaction by as many loops.
+ * hourly rollup, the weekly keys and the weekly totals) written straight through pg in one
+ * transaction by as many loops. Keep it in step with src/telemetry/service.ts `ingest`.
  */
 export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult> {
   const result: ScenarioResult = {
@@ -58,7 +59,7 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
     title: 'POST /v1/telemetry/ingest, 50-event batches, vs the same rows through pg',
     setup: [
       `${CONNECTIONS} connections (service) / ${CONNECTIONS} concurrent loops on a pg pool (floor), ${ctx.warmup} s warm-up + ${ctx.duration} s measured each`,
-      'each batch is a new session of 50 events (types mixed, one dimension tag), built per request',
+      'each batch is a new session of 50 events (types mixed, one dimension tag), built per request; all batches are one member\'s, in the current ISO week (so they share its weekly-totals row, as real traffic of one organization does)',
     ],
     rows: [],
     checks: [],
@@ -87,6 +88,7 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
 
   const pool = ctx.scratch.pool;
   let n = 0;
+  let floorError = '';
   const floor = await measureLoop(
     'floor: pg, one transaction',
     CONNECTIONS,
@@ -103,6 +105,7 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
       });
       values.push(org.organizationId, org.callerMemberId, now, events[0]!.sessionId);
       const completed = events.filter((e) => e.type === 'task.completed');
+      const failed = events.filter((e) => e.type === 'task.failed').length;
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
@@ -115,28 +118,34 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
           events[0]!.dimensions![0]!.value,
           events[0]!.sessionId,
         ]);
+        const at = new Date(events[0]!.timestamp);
+        const hour = new Date(Math.floor(at.getTime() / 3_600_000) * 3_600_000);
+        const week = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() - ((at.getUTCDay() + 6) % 7))).toISOString().slice(0, 10);
         await client.query(
-          `INSERT INTO telemetry_daily_sessions (organization_id, day, member_id, session_key, events, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+          `INSERT INTO telemetry_hourly_sessions (organization_id, hour, member_id, session_key, events, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-           ON CONFLICT (organization_id, day, member_id, session_key) DO UPDATE SET events = telemetry_daily_sessions.events + excluded.events,
-             tasks_completed = telemetry_daily_sessions.tasks_completed + excluded.tasks_completed, tasks_failed = telemetry_daily_sessions.tasks_failed + excluded.tasks_failed,
-             completed_duration_sum = telemetry_daily_sessions.completed_duration_sum + excluded.completed_duration_sum,
-             completed_duration_count = telemetry_daily_sessions.completed_duration_count + excluded.completed_duration_count`,
-          [
-            org.organizationId,
-            events[0]!.timestamp.slice(0, 10),
-            org.callerMemberId,
-            events[0]!.sessionId,
-            BATCH,
-            completed.length,
-            events.filter((e) => e.type === 'task.failed').length,
-            completed.reduce((s, e) => s + (e.durationMs ?? 0), 0),
-            completed.length,
-          ],
+           ON CONFLICT (organization_id, hour, member_id, session_key) DO UPDATE SET events = telemetry_hourly_sessions.events + excluded.events,
+             tasks_completed = telemetry_hourly_sessions.tasks_completed + excluded.tasks_completed, tasks_failed = telemetry_hourly_sessions.tasks_failed + excluded.tasks_failed,
+             completed_duration_sum = telemetry_hourly_sessions.completed_duration_sum + excluded.completed_duration_sum,
+             completed_duration_count = telemetry_hourly_sessions.completed_duration_count + excluded.completed_duration_count`,
+          [org.organizationId, hour, org.callerMemberId, events[0]!.sessionId, BATCH, completed.length, failed, completed.reduce((s, e) => s + (e.durationMs ?? 0), 0), completed.length],
+        );
+        const firstSeen = await client.query(
+          `INSERT INTO telemetry_weekly_keys (organization_id, week, kind, key) VALUES ($1, $2, 'm', $3), ($1, $2, 's', $4) ON CONFLICT DO NOTHING RETURNING kind`,
+          [org.organizationId, week, org.callerMemberId, events[0]!.sessionId],
+        );
+        const seen = (kind: string) => firstSeen.rows.filter((r: { kind: string }) => r.kind === kind).length;
+        await client.query(
+          `INSERT INTO telemetry_weekly_totals (organization_id, week, active_members, sessions, tasks_completed, tasks_failed) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (organization_id, week) DO UPDATE SET active_members = telemetry_weekly_totals.active_members + excluded.active_members,
+             sessions = telemetry_weekly_totals.sessions + excluded.sessions, tasks_completed = telemetry_weekly_totals.tasks_completed + excluded.tasks_completed,
+             tasks_failed = telemetry_weekly_totals.tasks_failed + excluded.tasks_failed`,
+          [org.organizationId, week, seen('m'), seen('s'), completed.length, failed],
         );
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
+        floorError = err instanceof Error ? err.message : String(err);
         throw err;
       } finally {
         client.release();
@@ -144,6 +153,7 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
     },
     ctx.warmup,
   );
+  if (floor.requests === 0) throw new Error(`the floor failed on every batch (${floor.errors} errors): ${floorError}`);
   floor.extra = { events_per_s: floor.rps * BATCH };
   result.rows.push(floor);
   const measured = result.rows[0]!;
@@ -151,6 +161,6 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
     check('events/s service / floor', measured.rps / floor.rps, '>=', 0.5),
     check('service errors + non-2xx', measured.errors + measured.non2xx, '<=', 0),
   );
-  if (floor.errors > 0) result.notes.push(`floor errors: ${floor.errors}`);
+  if (floor.errors > 0) result.notes.push(`floor errors: ${floor.errors} (last: ${floorError})`);
   return result;
 }
