@@ -91,14 +91,22 @@ export async function revokeAccess(deps: AppDeps, resource: GrantedResource, gua
   return toGrant(row);
 }
 
-/** The creator's manager grant (and an optional org-wide grant), written with the resource. */
+/** The creator's manager grant (and an optional org-wide grant), to be written with the resource. */
+export function creatorGrants(
+  resource: GrantedResource,
+  input: { organizationId: string; resourceId: string; memberId: string; now: Date; orgWideRole?: ResourceRole },
+): store.NewGrant[] {
+  const base = { organizationId: input.organizationId, resourceId: input.resourceId, createdByMemberId: input.memberId, now: input.now };
+  const grants: store.NewGrant[] = [{ ...base, id: newId(resource.grantIdKind), target: { memberId: input.memberId }, role: 'manager' }];
+  if (input.orgWideRole) grants.push({ ...base, id: newId(resource.grantIdKind), target: { orgWide: true }, role: input.orgWideRole });
+  return grants;
+}
+
+/** Writes the creator's grants (see `creatorGrants`) in the resource's transaction. */
 export async function grantCreator(
   trx: Db,
   resource: GrantedResource,
   input: { organizationId: string; resourceId: string; memberId: string; now: Date; orgWideRole?: ResourceRole },
 ): Promise<void> {
-  const base = { organizationId: input.organizationId, resourceId: input.resourceId, createdByMemberId: input.memberId, now: input.now };
-  const grants: store.NewGrant[] = [{ ...base, id: newId(resource.grantIdKind), target: { memberId: input.memberId }, role: 'manager' }];
-  if (input.orgWideRole) grants.push({ ...base, id: newId(resource.grantIdKind), target: { orgWide: true }, role: input.orgWideRole });
-  await store.insertGrants(trx, resource, grants);
+  await store.insertGrants(trx, resource, creatorGrants(resource, input));
 }

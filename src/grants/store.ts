@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../db/schema';
+import { preparedAs } from '../db/connect';
 import type { ResourceRole } from '../access/resource-roles';
 import { before, type Position } from '../lib/pagination';
 import type { GrantedResource } from './resources';
@@ -50,7 +51,7 @@ export async function listGrants(
   take: number,
 ): Promise<GrantRow[]> {
   const { table, resourceColumn } = resource.ref;
-  const result = await sql<GrantRow>`
+  const result = await sql<GrantRow>`${preparedAs(`grants_page_${table}${after ? '_after' : ''}`)}
     SELECT ${COLUMNS} FROM ${sql.table(table)} g
     WHERE g.${sql.ref(resourceColumn)} = ${resourceId} AND g.organization_id = ${organizationId}
       ${after ? sql`AND ${before('g.created_at', 'g.id', after)}` : sql``}
@@ -82,18 +83,22 @@ export async function upsertGrant(db: Db, resource: GrantedResource, grant: NewG
   return { row, created };
 }
 
-/** Plain multi-row insert of new grants (creation defaults, tests, seeding). */
-export async function insertGrants(db: Db, resource: GrantedResource, grants: (NewGrant & { removedAt?: Date | null })[]): Promise<void> {
-  if (grants.length === 0) return;
+/** The multi-row INSERT of new grants, as a statement to run or to embed (a CTE of a bigger write). */
+export function grantsInsert(resource: GrantedResource, grants: (NewGrant & { removedAt?: Date | null })[]): RawBuilder<unknown> {
   const { table, resourceColumn } = resource.ref;
   const rows = grants.map((g) => {
     const t = targetColumns(g.target);
     return sql`(${g.id}, ${g.organizationId}, ${g.resourceId}, ${t.memberId}, ${t.teamId}, ${t.orgWide}, ${g.role}, ${g.createdByMemberId}, ${g.now}, ${g.removedAt ?? null})`;
   });
-  await sql`
-    INSERT INTO ${sql.table(table)}
+  return sql`INSERT INTO ${sql.table(table)}
       (id, organization_id, ${sql.ref(resourceColumn)}, member_id, team_id, org_wide, role, created_by_member_id, created_at, removed_at)
-    VALUES ${sql.join(rows)}`.execute(db);
+    VALUES ${sql.join(rows)}`;
+}
+
+/** Plain multi-row insert of new grants (creation defaults, tests, seeding). */
+export async function insertGrants(db: Db, resource: GrantedResource, grants: (NewGrant & { removedAt?: Date | null })[]): Promise<void> {
+  if (grants.length === 0) return;
+  await grantsInsert(resource, grants).execute(db);
 }
 
 /** Soft revoke; a second revoke keeps the first `removed_at`. Undefined when no such grant. */

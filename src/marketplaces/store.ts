@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../db/schema';
+import { preparedAs } from '../db/connect';
 import { before, type Position } from '../lib/pagination';
 import { visibleTo } from '../access/resource-roles';
 import { MARKETPLACE } from '../grants/resources';
@@ -72,7 +73,7 @@ export async function insertMarketplace(db: Db, m: NewMarketplace): Promise<void
 }
 
 export async function findMarketplace(db: Db, organizationId: string, id: string): Promise<MarketplaceRow | undefined> {
-  return marketplaceQuery(db, organizationId).where('m.id', '=', id).executeTakeFirst();
+  return marketplaceQuery(db, organizationId).modifyFront(preparedAs('find_marketplace')).where('m.id', '=', id).executeTakeFirst();
 }
 
 /** Locks the row for a change that must see its current status (archive vs publish). */

@@ -7,8 +7,8 @@ import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { PageRequest } from '../lib/pagination';
 import { PLUGIN } from '../grants/resources';
-import { grantCreator, type ResourceGuard } from '../grants/service';
-import { withPosition } from '../grants/store';
+import { creatorGrants, type ResourceGuard } from '../grants/service';
+import { grantsInsert, withPosition } from '../grants/store';
 import { authorizeMarketplace, marketplaceNotFound } from '../marketplaces/service';
 import { addPlugin, lockMarketplace } from '../marketplaces/store';
 import { componentTypeOf, toComponent, toPlugin } from './mappers';
@@ -64,9 +64,11 @@ export interface CreatePluginBody {
 }
 
 /**
- * One transaction: the plugin, all components (one multi-row INSERT), the creator's manager grant
- * and the org-wide viewer grant, then the marketplace membership. A failure at any step (the
- * marketplace missing, archived or not editable) rolls everything back.
+ * All or nothing: the plugin, all components, the creator's manager grant and the org-wide viewer
+ * grant are one statement (one round trip, atomic on its own). With a marketplace it runs in a
+ * transaction after the marketplace is locked and the caller's editor role checked, and the
+ * membership follows; a failure at any step (the marketplace missing, archived or not editable)
+ * writes nothing. The answer is built from what was written, not read back.
  */
 export async function createPlugin(deps: AppDeps, membership: Membership, body: CreatePluginBody) {
   if (body.orgWide) requireAdmin(membership);
@@ -79,29 +81,28 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
     type: componentTypeOf(c.input),
     input: c.input,
   }));
+  const plugin: store.NewPlugin = {
+    id,
+    organizationId,
+    name: body.name,
+    description: body.description ?? '',
+    source: { ...CUSTOM_SOURCE, reference: `plugin:${id}` },
+    createdByMemberId: memberId,
+    now,
+  };
+  const grants = creatorGrants(PLUGIN, { organizationId, resourceId: id, memberId, now, orgWideRole: body.orgWide ? 'viewer' : undefined });
+  const write = (db: Db) => store.insertPluginWithComponents(db, plugin, components, { insert: grantsInsert(PLUGIN, grants), count: grants.length });
+  const parts = components.map((c) => ({ type: c.type, payload: (c.input.normalizedPayloadJson as Record<string, unknown> | undefined) ?? null }));
+  if (!body.marketplaceId) return toPlugin(await write(deps.db), parts, []);
+  const marketplaceId = body.marketplaceId;
   return deps.db.transaction().execute(async (trx) => {
-    const row = await store.insertPlugin(trx, {
-      id,
-      organizationId,
-      name: body.name,
-      description: body.description ?? '',
-      source: { ...CUSTOM_SOURCE, reference: `plugin:${id}` },
-      createdByMemberId: memberId,
-      now,
-    });
-    await store.insertComponents(trx, organizationId, id, components, now);
-    await grantCreator(trx, PLUGIN, { organizationId, resourceId: id, memberId, now, orgWideRole: body.orgWide ? 'viewer' : undefined });
-    const marketplaces: { id: string; name: string }[] = [];
-    if (body.marketplaceId) {
-      // Lock the marketplace so it cannot be archived or deleted between the check and the insert.
-      const locked = await lockMarketplace(trx, organizationId, body.marketplaceId);
-      if (!locked || locked.status !== 'active') throw marketplaceNotFound();
-      const marketplace = await authorizeMarketplace(trx, membership, body.marketplaceId, 'editor');
-      await addPlugin(trx, { organizationId, marketplaceId: marketplace.id, pluginId: id, memberId, now });
-      marketplaces.push({ id: marketplace.id, name: marketplace.name });
-    }
-    const parts = components.map((c) => ({ type: c.type, payload: (c.input.normalizedPayloadJson as Record<string, unknown> | undefined) ?? null }));
-    return toPlugin(row, parts, marketplaces);
+    // Lock the marketplace so it cannot be archived or deleted between the check and the insert.
+    const locked = await lockMarketplace(trx, organizationId, marketplaceId);
+    if (!locked || locked.status !== 'active') throw marketplaceNotFound();
+    const marketplace = await authorizeMarketplace(trx, membership, marketplaceId, 'editor');
+    const row = await write(trx);
+    await addPlugin(trx, { organizationId, marketplaceId: marketplace.id, pluginId: id, memberId, now });
+    return toPlugin(row, parts, [{ id: marketplace.id, name: marketplace.name }]);
   });
 }
 

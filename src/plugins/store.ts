@@ -1,4 +1,5 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { preparedAs } from '../db/connect';
 import type { DB } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
 import { grantReaches, visibleTo } from '../access/resource-roles';
@@ -115,6 +116,37 @@ export async function insertComponents(db: Db, organizationId: string, pluginId:
     .execute();
 }
 
+/**
+ * A new plugin, all its components and the given grants (e.g. `grantsInsert` of the creator's
+ * grants) in ONE statement: one round trip, atomic without a transaction of its own. The components
+ * travel as one jsonb array parameter expanded in SQL (not 8 parameters per component), so the
+ * statement text depends only on the grants' shape and is prepared once per connection.
+ */
+export async function insertPluginWithComponents(
+  db: Db,
+  p: NewPlugin,
+  components: NewComponent[],
+  grants: { insert: RawBuilder<unknown>; count: number },
+): Promise<PluginRow> {
+  const json = JSON.stringify(components.map((c) => ({ id: c.id, type: c.type, input: c.input })));
+  const result = await sql<PluginRow>`${preparedAs(`create_plugin_${grants.count}`)}
+    WITH plugin AS (
+      INSERT INTO plugins (id, organization_id, name, description, status, source_format, source_origin, source_trusted, source_reference,
+        created_by_member_id, created_at, updated_at, deleted_at)
+      VALUES (${p.id}, ${p.organizationId}, ${p.name}, ${p.description}, 'active', ${p.source.format}, ${p.source.origin}, ${p.source.trusted},
+        ${p.source.reference}, ${p.createdByMemberId}, ${p.now}, ${p.now}, NULL)
+      RETURNING id, organization_id, name, description, status, source_format, source_origin, source_trusted, source_reference,
+        created_by_member_id, created_at, updated_at, deleted_at
+    ), components AS (
+      INSERT INTO plugin_components (id, organization_id, plugin_id, position, type, input, created_at, removed_at)
+      SELECT c.value ->> 'id', ${p.organizationId}::text, ${p.id}::text, (c.ordinality - 1)::int, c.value ->> 'type', c.value -> 'input',
+        ${p.now}::timestamptz, NULL
+      FROM jsonb_array_elements(${json}::jsonb) WITH ORDINALITY AS c
+    ), grants AS (${grants.insert})
+    SELECT * FROM plugin`.execute(db);
+  return result.rows[0]!;
+}
+
 export async function findPlugin(db: Db, organizationId: string, id: string): Promise<PluginRow | undefined> {
   return db.selectFrom('plugins as p').select(PLUGIN_COLUMNS).where('p.organization_id', '=', organizationId).where('p.id', '=', id).where('p.deleted_at', 'is', null).executeTakeFirst();
 }
@@ -131,8 +163,8 @@ export interface PluginFilter {
  * marketplace that holds it.
  */
 function visibleThroughMarketplace(memberId: string) {
-  return sql<boolean>`EXISTS (SELECT 1 FROM marketplace_plugins mp JOIN marketplace_grants g ON g.marketplace_id = mp.marketplace_id
-    WHERE mp.plugin_id = p.id AND ${grantReaches(MARKETPLACE.ref, memberId)})`;
+  return sql<boolean>`EXISTS (SELECT 1 FROM marketplace_plugins mp
+    WHERE mp.plugin_id = p.id AND ${grantReaches(MARKETPLACE.ref, sql.ref('mp.marketplace_id'), memberId)})`;
 }
 
 export async function listPlugins(db: Db, organizationId: string, filter: PluginFilter, after: Position | null, take: number): Promise<PluginRow[]> {
@@ -152,10 +184,10 @@ export async function listPlugins(db: Db, organizationId: string, filter: Plugin
 
 /** True when the member reaches the plugin through an active marketplace they have a role on. */
 export async function reachesThroughMarketplace(db: Db, organizationId: string, pluginId: string, memberId: string): Promise<boolean> {
-  const result = await sql<{ one: number }>`SELECT 1 AS one FROM marketplace_plugins mp JOIN marketplace_grants g ON g.marketplace_id = mp.marketplace_id
+  const result = await sql<{ one: number }>`SELECT 1 AS one FROM marketplace_plugins mp
     WHERE mp.organization_id = ${organizationId} AND mp.plugin_id = ${pluginId}
       AND EXISTS (SELECT 1 FROM members m WHERE m.id = ${memberId} AND m.removed_at IS NULL)
-      AND ${grantReaches(MARKETPLACE.ref, memberId)} LIMIT 1`.execute(db);
+      AND ${grantReaches(MARKETPLACE.ref, sql.ref('mp.marketplace_id'), memberId)} LIMIT 1`.execute(db);
   return result.rows.length > 0;
 }
 
