@@ -5,6 +5,8 @@ import { newId } from '../lib/ids';
 import * as accounts from '../connected-accounts/service';
 import { requestToken, TokenEndpointError } from '../connected-accounts/oauth';
 import * as store from './store';
+import { existingMemberIds } from '../members/store';
+import { existingTeamIds } from '../teams/store';
 import type { Access, ConnectionPatch, ConnectionRow } from './store';
 
 export const MCP_CALLBACK_PATH = '/v1/mcp-connections/oauth/callback';
@@ -87,10 +89,12 @@ function normalizeAccess(access: AccessInput | undefined): Access {
 }
 
 async function checkAccessTargets(deps: AppDeps, organizationId: string, access: Access): Promise<void> {
-  const [members, teams] = await Promise.all([
-    store.missingMembers(deps.db, organizationId, access.memberIds),
-    store.missingTeams(deps.db, organizationId, access.teamIds),
+  const [foundMembers, foundTeams] = await Promise.all([
+    existingMemberIds(deps.db, organizationId, access.memberIds),
+    existingTeamIds(deps.db, organizationId, access.teamIds),
   ]);
+  const members = access.memberIds.filter((id) => !foundMembers.includes(id));
+  const teams = access.teamIds.filter((id) => !foundTeams.includes(id));
   if (members.length > 0) throw new NotFound('member_not_found', `No member ${members[0]} in this organization.`);
   if (teams.length > 0) throw new NotFound('team_not_found', `No team ${teams[0]} in this organization.`);
 }

@@ -241,24 +241,3 @@ export async function replaceGrants(
     )
     .execute();
 }
-
-/** Of the given ids, those that are not active members of the organization. */
-export async function missingMembers(db: Db, organizationId: string, memberIds: string[]): Promise<string[]> {
-  if (memberIds.length === 0) return [];
-  const found = await db
-    .selectFrom('members')
-    .select('id')
-    .where('organization_id', '=', organizationId)
-    .where('id', 'in', memberIds)
-    .where('removed_at', 'is', null)
-    .execute();
-  const ids = new Set(found.map((r) => r.id));
-  return memberIds.filter((id) => !ids.has(id));
-}
-
-export async function missingTeams(db: Db, organizationId: string, teamIds: string[]): Promise<string[]> {
-  if (teamIds.length === 0) return [];
-  const found = await db.selectFrom('teams').select('id').where('organization_id', '=', organizationId).where('id', 'in', teamIds).execute();
-  const ids = new Set(found.map((r) => r.id));
-  return teamIds.filter((id) => !ids.has(id));
-}

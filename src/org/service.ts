@@ -8,6 +8,7 @@ import { setSessionOrganization } from '../auth/store';
 import { sessionPrincipal } from '../auth/principal';
 import { sha256Hex } from '../lib/crypto';
 import * as store from './store';
+import { findMember } from '../members/store';
 import { toMember, toOrganization, toTeam } from './mappers';
 import { provisionOrganization } from './provisioning';
 
@@ -25,7 +26,7 @@ export async function createOrganizationIn(trx: Transaction<DB>, input: { name: 
   await store.insertMember(trx, { id: memberId, organizationId: organization.id, userId: input.ownerUserId, role: 'owner', now: input.now });
   await provisionOrganization(trx, { organizationId: organization.id, ownerMemberId: memberId, now: input.now });
   const owner = await store.findOwner(trx, organization.id);
-  const member = await store.findMember(trx, organization.id, memberId);
+  const member = await findMember(trx, organization.id, memberId);
   if (!member) throw new Error('owner membership vanished inside its own transaction');
   return { organization: toOrganization(organization, owner), member: toMember(member) };
 }

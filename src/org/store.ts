@@ -83,45 +83,6 @@ export async function insertMember(
     .execute();
 }
 
-function memberQuery(db: Db) {
-  return db
-    .selectFrom('members as m')
-    .innerJoin('users as u', 'u.id', 'm.user_id')
-    .select([
-      'm.id',
-      'm.organization_id',
-      'm.user_id',
-      sql<Role>`m.role`.as('role'),
-      'm.created_at',
-      'u.name as user_name',
-      'u.email as user_email',
-      'u.image as user_image',
-    ])
-    .where('m.removed_at', 'is', null);
-}
-
-export async function findMember(db: Db, organizationId: string, memberId: string): Promise<MemberRow | undefined> {
-  return memberQuery(db).where('m.organization_id', '=', organizationId).where('m.id', '=', memberId).executeTakeFirst();
-}
-
-/** Teams of one member, each with all of its member ids. */
-export async function teamsOfMember(db: Db, organizationId: string, memberId: string): Promise<TeamRow[]> {
-  return db
-    .selectFrom('teams as t')
-    .innerJoin('team_members as mine', (join) => join.onRef('mine.team_id', '=', 't.id').on('mine.member_id', '=', memberId))
-    .select([
-      't.id',
-      't.name',
-      't.created_at',
-      sql<string[]>`coalesce((SELECT array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id) FROM team_members tm
-        JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL WHERE tm.team_id = t.id), '{}')`.as('member_ids'),
-    ])
-    .where('t.organization_id', '=', organizationId)
-    .orderBy('t.created_at')
-    .orderBy('t.id')
-    .execute();
-}
-
 export interface OrganizationContextRows {
   organization: OrganizationRow;
   owner: OwnerRow | undefined;

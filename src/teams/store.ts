@@ -70,3 +70,10 @@ export async function removeTeamMember(db: Db, organizationId: string, teamId: s
     .where('member_id', '=', memberId)
     .execute();
 }
+
+/** Of `teamIds`, those that are teams of the organization (to check ids a request names). */
+export async function existingTeamIds(db: Db, organizationId: string, teamIds: string[]): Promise<string[]> {
+  if (teamIds.length === 0) return [];
+  const rows = await db.selectFrom('teams').select('id').where('organization_id', '=', organizationId).where('id', 'in', teamIds).execute();
+  return rows.map((r) => r.id);
+}
