@@ -50,8 +50,8 @@ export function ingestRequests(token: string, prefix: string) {
 /**
  * Scenario 5: POST /v1/telemetry/ingest with 50-event batches, against the floor: the rows the
  * service writes for a batch (events in one multi-row INSERT, the session's dimension tag, the
- * hourly rollup, the weekly keys and the weekly totals) written straight through pg in one
- * transaction by as many loops. Keep it in step with src/telemetry/service.ts `ingest`.
+ * hourly rollup, the session's hours, the member's days, the daily totals and the weekly keys and
+ * counts) written straight through pg as multi-row statements in one transaction by as many loops. Keep it in step with src/telemetry/service.ts `ingest`.
  */
 export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult> {
   const result: ScenarioResult = {
@@ -59,7 +59,7 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
     title: 'POST /v1/telemetry/ingest, 50-event batches, vs the same rows through pg',
     setup: [
       `${CONNECTIONS} connections (service) / ${CONNECTIONS} concurrent loops on a pg pool (floor), ${ctx.warmup} s warm-up + ${ctx.duration} s measured each`,
-      'each batch is a new session of 50 events (types mixed, one dimension tag), built per request; all batches are one member\'s, in the current ISO week (so they share its weekly-totals row, as real traffic of one organization does)',
+      'each batch is a new session of 50 events (types mixed, one dimension tag), built per request; all batches are one member\'s, on the same day and ISO week (as real traffic of one organization is; the day and week rows are sharded by connection)',
     ],
     rows: [],
     checks: [],
@@ -104,8 +104,6 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
         return `($${b + 1}, $${shared + 1}, $${shared + 2}, $${b + 2}, $${b + 3}, $${shared + 3}, $${shared + 4}, $${b + 4}, $${b + 5}, $${b + 6}::jsonb)`;
       });
       values.push(org.organizationId, org.callerMemberId, now, events[0]!.sessionId);
-      const completed = events.filter((e) => e.type === 'task.completed');
-      const failed = events.filter((e) => e.type === 'task.failed').length;
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
@@ -118,29 +116,67 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
           events[0]!.dimensions![0]!.value,
           events[0]!.sessionId,
         ]);
-        const at = new Date(events[0]!.timestamp);
-        const hour = new Date(Math.floor(at.getTime() / 3_600_000) * 3_600_000);
-        const week = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() - ((at.getUTCDay() + 6) % 7))).toISOString().slice(0, 10);
+        // Per hour, day and ISO week of the batch (a batch may straddle an hour or a midnight).
+        const hours = new Map<string, { completed: number; failed: number; dur: number }>();
+        const days = new Map<string, { completed: number; failed: number; dur: number }>();
+        const weeks = new Set<string>();
+        for (const e of events) {
+          const at = new Date(e.timestamp);
+          const hour = new Date(Math.floor(at.getTime() / 3_600_000) * 3_600_000).toISOString();
+          const day = hour.slice(0, 10);
+          weeks.add(new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() - ((at.getUTCDay() + 6) % 7))).toISOString().slice(0, 10));
+          for (const [map, key] of [[hours, hour], [days, day]] as const) {
+            const c = map.get(key) ?? { completed: 0, failed: 0, dur: 0 };
+            if (e.type === 'task.completed') { c.completed += 1; c.dur += e.durationMs ?? 0; }
+            if (e.type === 'task.failed') c.failed += 1;
+            map.set(key, c);
+          }
+        }
+        const hourList = [...hours.keys()].sort();
+        const dayList = [...days.keys()].sort();
+        const tuplesOf = (n: number, width: number, first: number) =>
+          Array.from({ length: n }, (_, i) => `(${Array.from({ length: width }, (_, j) => `$${first + i * width + j}`).join(', ')})`).join(', ');
         await client.query(
-          `INSERT INTO telemetry_hourly_sessions (organization_id, hour, member_id, session_key, events, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-           ON CONFLICT (organization_id, hour, member_id, session_key) DO UPDATE SET events = telemetry_hourly_sessions.events + excluded.events,
-             tasks_completed = telemetry_hourly_sessions.tasks_completed + excluded.tasks_completed, tasks_failed = telemetry_hourly_sessions.tasks_failed + excluded.tasks_failed,
-             completed_duration_sum = telemetry_hourly_sessions.completed_duration_sum + excluded.completed_duration_sum,
-             completed_duration_count = telemetry_hourly_sessions.completed_duration_count + excluded.completed_duration_count`,
-          [org.organizationId, hour, org.callerMemberId, events[0]!.sessionId, BATCH, completed.length, failed, completed.reduce((s, e) => s + (e.durationMs ?? 0), 0), completed.length],
+          `INSERT INTO telemetry_hourly_sessions AS t (organization_id, hour, member_id, session_key, events, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+           SELECT $1, v.hour::timestamptz, $2, $3, v.events::int, v.c::int, v.f::int, v.ds::bigint, v.c::int FROM (VALUES ${tuplesOf(hourList.length, 5, 4)}) AS v(hour, events, c, f, ds)
+           ON CONFLICT (organization_id, hour, member_id, session_key) DO UPDATE SET events = t.events + excluded.events,
+             tasks_completed = t.tasks_completed + excluded.tasks_completed, tasks_failed = t.tasks_failed + excluded.tasks_failed,
+             completed_duration_sum = t.completed_duration_sum + excluded.completed_duration_sum,
+             completed_duration_count = t.completed_duration_count + excluded.completed_duration_count`,
+          [org.organizationId, org.callerMemberId, events[0]!.sessionId, ...hourList.flatMap((h) => {
+            const c = hours.get(h)!;
+            return [h, events.filter((e) => e.timestamp.startsWith(h.slice(0, 13))).length, c.completed, c.failed, c.dur];
+          })],
         );
-        const firstSeen = await client.query(
-          `INSERT INTO telemetry_weekly_keys (organization_id, week, kind, key) VALUES ($1, $2, 'm', $3), ($1, $2, 's', $4) ON CONFLICT DO NOTHING RETURNING kind`,
-          [org.organizationId, week, org.callerMemberId, events[0]!.sessionId],
-        );
-        const seen = (kind: string) => firstSeen.rows.filter((r: { kind: string }) => r.kind === kind).length;
         await client.query(
-          `INSERT INTO telemetry_weekly_totals (organization_id, week, active_members, sessions, tasks_completed, tasks_failed) VALUES ($1, $2, $3, $4, $5, $6)
-           ON CONFLICT (organization_id, week) DO UPDATE SET active_members = telemetry_weekly_totals.active_members + excluded.active_members,
-             sessions = telemetry_weekly_totals.sessions + excluded.sessions, tasks_completed = telemetry_weekly_totals.tasks_completed + excluded.tasks_completed,
-             tasks_failed = telemetry_weekly_totals.tasks_failed + excluded.tasks_failed`,
-          [org.organizationId, week, seen('m'), seen('s'), completed.length, failed],
+          `INSERT INTO telemetry_sessions AS s (organization_id, session_id, last_hour, hours) VALUES ($1, $2, $3, $4::timestamptz[])
+           ON CONFLICT (organization_id, session_id) DO UPDATE SET last_hour = greatest(s.last_hour, excluded.last_hour),
+             hours = ARRAY(SELECT DISTINCT h FROM unnest(s.hours || excluded.hours) AS h ORDER BY h) WHERE NOT (excluded.hours <@ s.hours)`,
+          [org.organizationId, events[0]!.sessionId, hourList[hourList.length - 1], hourList],
+        );
+        await client.query(`INSERT INTO telemetry_daily_members (organization_id, day, member_id) SELECT $1, d::date, $2 FROM unnest($3::text[]) AS d ON CONFLICT DO NOTHING`, [
+          org.organizationId,
+          org.callerMemberId,
+          dayList,
+        ]);
+        await client.query(
+          `INSERT INTO telemetry_daily_totals AS t (organization_id, day, shard, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+           SELECT $1, v.day::date, pg_backend_pid() % 16, v.c::int, v.f::int, v.ds::bigint, v.c::int FROM (VALUES ${tuplesOf(dayList.length, 4, 2)}) AS v(day, c, f, ds)
+           ON CONFLICT (organization_id, day, shard) DO UPDATE SET tasks_completed = t.tasks_completed + excluded.tasks_completed,
+             tasks_failed = t.tasks_failed + excluded.tasks_failed, completed_duration_sum = t.completed_duration_sum + excluded.completed_duration_sum,
+             completed_duration_count = t.completed_duration_count + excluded.completed_duration_count`,
+          [org.organizationId, ...dayList.flatMap((d) => [d, days.get(d)!.completed, days.get(d)!.failed, days.get(d)!.dur])],
+        );
+        const weekList = [...weeks].sort();
+        await client.query(
+          `WITH seen AS (
+             INSERT INTO telemetry_weekly_keys (organization_id, week, kind, key)
+             SELECT $1, w::date, k.kind, k.key FROM unnest($2::text[]) AS w CROSS JOIN (VALUES ('m', $3), ('s', $4)) AS k(kind, key)
+             ON CONFLICT DO NOTHING RETURNING week, kind)
+           INSERT INTO telemetry_weekly_counts AS c (organization_id, week, shard, active_members, sessions)
+           SELECT $1, week, pg_backend_pid() % 16, count(*) FILTER (WHERE kind = 'm'), count(*) FILTER (WHERE kind = 's') FROM seen GROUP BY week ORDER BY week
+           ON CONFLICT (organization_id, week, shard) DO UPDATE SET active_members = c.active_members + excluded.active_members, sessions = c.sessions + excluded.sessions`,
+          [org.organizationId, weekList, org.callerMemberId, events[0]!.sessionId],
         );
         await client.query('COMMIT');
       } catch (err) {

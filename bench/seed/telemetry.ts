@@ -29,7 +29,8 @@ export interface TelemetrySeedResult {
 /**
  * Seeds telemetry for one organization straight into the tables analytics reads, the way
  * ingestion would have left them: events (INSERT … SELECT FROM generate_series, so a million rows
- * take seconds), the session dimension tags and the hourly and weekly rollups derived from those events.
+ * take seconds), the session dimension tags, the hourly rollup and the summaries (sessions' hours, daily members
+ * and totals, weekly keys and counts) derived from those events.
  *
  * The mix per session: `session.started` (tagged with a team), then task.started /
  * task.completed (duration up to 10 min) / task.failed / session.active / user.active, and
@@ -102,30 +103,41 @@ export async function seedTelemetry(db: Kysely<DB>, options: TelemetrySeedOption
       completed_duration_sum = telemetry_hourly_sessions.completed_duration_sum + excluded.completed_duration_sum,
       completed_duration_count = telemetry_hourly_sessions.completed_duration_count + excluded.completed_duration_count`.execute(db);
 
-  // ISO-week keys of the seeded rows, then the weekly totals recomputed from the rollups, so they
-  // agree with whatever the organization held before.
+  // The summaries ingestion maintains, derived from the seeded rows (weekly counts and daily
+  // totals recomputed for the whole organization so they agree with whatever it held before).
+  const seeded = sql`organization_id = ${options.organizationId} AND session_id LIKE ${`${tag}-%`}`;
   await sql`
-    INSERT INTO telemetry_weekly_keys (organization_id, week, kind, key)
-    SELECT DISTINCT organization_id, date_trunc('week', occurred_at AT TIME ZONE 'UTC')::date, 'm', member_id
-    FROM telemetry_events WHERE organization_id = ${options.organizationId} AND session_id LIKE ${`${tag}-%`}
-    UNION
-    SELECT DISTINCT organization_id, date_trunc('week', occurred_at AT TIME ZONE 'UTC')::date, 's', session_id
-    FROM telemetry_events WHERE organization_id = ${options.organizationId} AND session_id LIKE ${`${tag}-%`}
+    INSERT INTO telemetry_sessions (organization_id, session_id, last_hour, hours)
+    SELECT organization_id, session_key, max(hour), array_agg(hour ORDER BY hour)
+    FROM telemetry_hourly_sessions WHERE organization_id = ${options.organizationId} AND session_key LIKE ${`${tag}-%`}
+    GROUP BY organization_id, session_key
     ON CONFLICT DO NOTHING`.execute(db);
   await sql`
-    INSERT INTO telemetry_weekly_totals (organization_id, week, active_members, sessions, tasks_completed, tasks_failed)
-    SELECT k.organization_id, k.week, count(*) FILTER (WHERE k.kind = 'm'), count(*) FILTER (WHERE k.kind = 's'),
-           coalesce(max(t.completed), 0), coalesce(max(t.failed), 0)
-    FROM telemetry_weekly_keys k
-    LEFT JOIN (
-      SELECT date_trunc('week', hour AT TIME ZONE 'UTC')::date AS week, sum(tasks_completed) AS completed, sum(tasks_failed) AS failed
-      FROM telemetry_hourly_sessions WHERE organization_id = ${options.organizationId} GROUP BY 1
-    ) t ON t.week = k.week
-    WHERE k.organization_id = ${options.organizationId}
-    GROUP BY k.organization_id, k.week
-    ON CONFLICT (organization_id, week) DO UPDATE SET
-      active_members = excluded.active_members, sessions = excluded.sessions,
-      tasks_completed = excluded.tasks_completed, tasks_failed = excluded.tasks_failed`.execute(db);
+    INSERT INTO telemetry_daily_members (organization_id, day, member_id)
+    SELECT DISTINCT organization_id, (occurred_at AT TIME ZONE 'UTC')::date, member_id FROM telemetry_events WHERE ${seeded}
+    ON CONFLICT DO NOTHING`.execute(db);
+  await sql`DELETE FROM telemetry_daily_totals WHERE organization_id = ${options.organizationId}`.execute(db);
+  await sql`
+    INSERT INTO telemetry_daily_totals (organization_id, day, shard, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+    SELECT organization_id, (hour AT TIME ZONE 'UTC')::date, 0, sum(tasks_completed), sum(tasks_failed), sum(completed_duration_sum), sum(completed_duration_count)
+    FROM telemetry_hourly_sessions WHERE organization_id = ${options.organizationId} GROUP BY 1, 2`.execute(db);
+  await sql`
+    INSERT INTO telemetry_weekly_keys (organization_id, week, kind, key)
+    SELECT DISTINCT organization_id, date_trunc('week', occurred_at AT TIME ZONE 'UTC')::date, 'm', member_id FROM telemetry_events WHERE ${seeded}
+    UNION
+    SELECT DISTINCT organization_id, date_trunc('week', occurred_at AT TIME ZONE 'UTC')::date, 's', session_id FROM telemetry_events WHERE ${seeded}
+    ON CONFLICT DO NOTHING`.execute(db);
+  await sql`DELETE FROM telemetry_weekly_counts WHERE organization_id = ${options.organizationId}`.execute(db);
+  await sql`
+    INSERT INTO telemetry_weekly_counts (organization_id, week, shard, active_members, sessions)
+    SELECT organization_id, week, 0, count(*) FILTER (WHERE kind = 'm'), count(*) FILTER (WHERE kind = 's')
+    FROM telemetry_weekly_keys WHERE organization_id = ${options.organizationId} GROUP BY organization_id, week`.execute(db);
+
+  // As autovacuum would have after this many inserts: visibility map set, so the narrow summary
+  // indexes are read index-only.
+  for (const table of ['telemetry_sessions', 'telemetry_daily_members', 'telemetry_daily_totals', 'telemetry_weekly_counts', 'telemetry_hourly_sessions']) {
+    await sql`VACUUM (ANALYZE) ${sql.table(table)}`.execute(db);
+  }
 
   return { events: options.events, sessions, tag };
 }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { components } from '../../generated/api';
 import type { AppDeps, Membership } from '../http/types';
 import { requireAdmin } from '../access/roles';
@@ -55,55 +56,61 @@ export async function ingest(deps: AppDeps, membership: Membership, events: Sche
 
   const tags = new Map<string, store.SessionTag>();
   const hourly = new Map<string, store.HourlyDelta>();
+  const sessionHours = new Map<string, { sessionId: string; hour: Date }>();
+  const days = new Set<string>();
+  const daily = new Map<string, store.DailyDelta>();
   const weeklyKeys = new Map<string, store.WeeklyKey>();
-  const weekly = new Map<string, store.WeeklyDelta>();
-  const weekDelta = (week: string) => {
-    const found = weekly.get(week) ?? { organizationId: membership.organizationId, week, activeMembers: 0, sessions: 0, tasksCompleted: 0, tasksFailed: 0 };
-    weekly.set(week, found);
-    return found;
-  };
   for (const row of rows) {
+    const day = dayOf(row.occurredAt);
     const week = dayOf(startOfWeek(row.occurredAt));
-    weeklyKeys.set(JSON.stringify([week, 'm', row.memberId]), { organizationId: row.organizationId, week, kind: 'm', key: row.memberId });
-    if (row.sessionId !== null) weeklyKeys.set(JSON.stringify([week, 's', row.sessionId]), { organizationId: row.organizationId, week, kind: 's', key: row.sessionId });
-    if (row.type === 'task.completed') weekDelta(week).tasksCompleted += 1;
-    if (row.type === 'task.failed') weekDelta(week).tasksFailed += 1;
+    const hour = startOfHour(row.occurredAt);
+    days.add(day);
+    weeklyKeys.set(`${week} m ${row.memberId}`, { week, kind: 'm', key: row.memberId });
     if (row.sessionId !== null) {
+      weeklyKeys.set(`${week} s ${row.sessionId}`, { week, kind: 's', key: row.sessionId });
+      sessionHours.set(JSON.stringify([row.sessionId, hour.toISOString()]), { sessionId: row.sessionId, hour });
       for (const d of (row.dimensions as Schemas['TelemetryDimension'][])) {
         const tag = { organizationId: row.organizationId, type: d.type, value: d.value, sessionId: row.sessionId };
         tags.set(JSON.stringify([tag.type, tag.value, tag.sessionId]), tag);
       }
     }
-    const hour = startOfHour(row.occurredAt);
     const sessionKey = row.sessionId ?? '';
     const key = JSON.stringify([hour.toISOString(), row.memberId, sessionKey]);
     const delta =
       hourly.get(key) ??
       { organizationId: row.organizationId, hour, memberId: row.memberId, sessionKey, events: 0, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
     delta.events += 1;
-    if (row.type === 'task.completed') {
-      delta.tasksCompleted += 1;
-      if (row.durationMs !== null) {
-        delta.completedDurationSum += row.durationMs;
-        delta.completedDurationCount += 1;
+    if (row.type === 'task.completed' || row.type === 'task.failed') {
+      const totals = daily.get(day) ?? { day, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
+      daily.set(day, totals);
+      if (row.type === 'task.completed') {
+        delta.tasksCompleted += 1;
+        totals.tasksCompleted += 1;
+        if (row.durationMs !== null) {
+          delta.completedDurationSum += row.durationMs;
+          delta.completedDurationCount += 1;
+          totals.completedDurationSum += row.durationMs;
+          totals.completedDurationCount += 1;
+        }
+      } else {
+        delta.tasksFailed += 1;
+        totals.tasksFailed += 1;
       }
-    } else if (row.type === 'task.failed') {
-      delta.tasksFailed += 1;
     }
     hourly.set(key, delta);
   }
-  // Sorted keys: concurrent batches touching the same rollup rows lock them in the same order.
+  // Sorted keys: concurrent batches touching the same rows lock them in the same order.
   const sortedValues = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+  const org = membership.organizationId;
 
   await deps.db.transaction().execute(async (trx) => {
-    await store.insertEvents(trx, rows);
+    await store.insertEvents(trx, org, membership.memberId, now, rows);
     await store.tagSessions(trx, sortedValues(tags));
-    await store.addHourly(trx, sortedValues(hourly));
-    for (const seen of await store.addWeeklyKeys(trx, sortedValues(weeklyKeys))) {
-      if (seen.kind === 'm') weekDelta(seen.week).activeMembers += 1;
-      else weekDelta(seen.week).sessions += 1;
-    }
-    await store.addWeeklyTotals(trx, sortedValues(weekly));
+    await store.addHourly(trx, org, sortedValues(hourly));
+    await store.addSessionHours(trx, org, sortedValues(sessionHours));
+    await store.addDailyMember(trx, org, membership.memberId, [...days].sort());
+    await store.addDailyTotals(trx, org, sortedValues(daily));
+    await store.addWeeklyKeys(trx, org, sortedValues(weeklyKeys));
   });
   return rows.length;
 }
@@ -130,16 +137,19 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
 
   const range = analyticsRange(deps.clock.now(), membership.organizationId, dimensionType !== undefined ? { type: dimensionType, value: dimensionValue! } : null);
   const { db } = deps;
-  // Past weeks: one counter row each, unless filtered (the counters are not kept per dimension).
-  // The current week (up to now) always comes from the hourly rollup and this hour's raw events.
-  const [members, pendingInvites, windows, pastWeeks, currentWeek] = await Promise.all([
-    store.countMembers(db, membership.organizationId),
-    store.countPendingInvites(db, membership.organizationId, range.now),
-    store.windowFigures(db, range),
-    range.dimension ? store.weeklyFigures(db, range, range.firstWeek) : store.pastWeekTotals(db, membership.organizationId, range.firstWeek, range.currentWeek),
-    range.dimension ? Promise.resolve([]) : store.weeklyFigures(db, range, range.currentWeek),
-  ]);
-  const weeks = [...pastWeeks, ...currentWeek.map((w) => ({ ...w, week: 11 }))];
+  // Unfiltered: from the summaries (cost nearly independent of the data size). Filtered: from the
+  // hourly rollup joined with the session tags (the summaries are not kept per dimension).
+  // One connection, serial plans: these queries read a few thousand index entries, where starting
+  // parallel workers costs more (several ms) than the scan it would split.
+  const { members, pendingInvites, windows, weeks } = await db.transaction().execute(async (trx) => {
+    await sql`SET LOCAL max_parallel_workers_per_gather = 0`.execute(trx);
+    return {
+      members: await store.countMembers(trx, membership.organizationId),
+      pendingInvites: await store.countPendingInvites(trx, membership.organizationId, range.now),
+      windows: range.dimension ? await store.windowFigures(trx, range) : await store.summaryWindowFigures(trx, range),
+      weeks: range.dimension ? await store.weeklyFigures(trx, range, range.firstWeek) : await store.summaryWeekFigures(trx, range),
+    };
+  });
 
   const firstWeek = new Date(`${range.firstWeek}T00:00:00.000Z`).getTime();
   const weekly = Array.from({ length: 12 }, (_, week) => {

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../db/schema';
+import { preparedAs } from '../db/connect';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -16,25 +17,18 @@ export interface EventRow {
   dimensions: unknown[];
 }
 
-/** One multi-row INSERT: the batch is stored whole or the statement fails. */
-export async function insertEvents(db: Db, rows: EventRow[]): Promise<void> {
-  await db
-    .insertInto('telemetry_events')
-    .values(
-      rows.map((r) => ({
-        id: r.id,
-        organization_id: r.organizationId,
-        member_id: r.memberId,
-        type: r.type,
-        occurred_at: r.occurredAt,
-        received_at: r.receivedAt,
-        session_id: r.sessionId,
-        duration_ms: r.durationMs,
-        success: r.success,
-        dimensions: JSON.stringify(r.dimensions),
-      })),
-    )
-    .execute();
+/**
+ * One INSERT of the whole batch from parallel arrays (a constant statement, prepared once per
+ * connection, instead of 500 parameters compiled per batch): stored whole or the statement fails.
+ */
+export async function insertEvents(db: Db, organizationId: string, memberId: string, receivedAt: Date, rows: EventRow[]): Promise<void> {
+  await sql`${preparedAs('telemetry_insert_events')}
+    INSERT INTO telemetry_events (id, organization_id, member_id, type, occurred_at, received_at, session_id, duration_ms, success, dimensions)
+    SELECT u.id, ${organizationId}, ${memberId}, u.type, u.occurred_at, ${receivedAt.toISOString()}::timestamptz, u.session_id, u.duration_ms, u.success, u.dimensions
+    FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.occurredAt.toISOString())}::timestamptz[],
+                ${rows.map((r) => r.sessionId)}::text[], ${rows.map((r) => r.durationMs)}::int[], ${rows.map((r) => r.success)}::boolean[],
+                ${rows.map((r) => JSON.stringify(r.dimensions))}::jsonb[])
+         AS u(id, type, occurred_at, session_id, duration_ms, success, dimensions)`.execute(db);
 }
 
 export interface SessionTag {
@@ -67,33 +61,76 @@ export interface HourlyDelta {
 }
 
 /** Adds a batch's per-hour counts to the rollup (rows distinct and sorted by key). */
-export async function addHourly(db: Db, deltas: HourlyDelta[]): Promise<void> {
+export async function addHourly(db: Db, organizationId: string, deltas: HourlyDelta[]): Promise<void> {
   if (deltas.length === 0) return;
-  await db
-    .insertInto('telemetry_hourly_sessions')
-    .values(
-      deltas.map((d) => ({
-        organization_id: d.organizationId,
-        hour: d.hour,
-        member_id: d.memberId,
-        session_key: d.sessionKey,
-        events: d.events,
-        tasks_completed: d.tasksCompleted,
-        tasks_failed: d.tasksFailed,
-        completed_duration_sum: d.completedDurationSum,
-        completed_duration_count: d.completedDurationCount,
-      })),
-    )
-    .onConflict((oc) =>
-      oc.columns(['organization_id', 'hour', 'member_id', 'session_key']).doUpdateSet({
-        events: sql`telemetry_hourly_sessions.events + excluded.events`,
-        tasks_completed: sql`telemetry_hourly_sessions.tasks_completed + excluded.tasks_completed`,
-        tasks_failed: sql`telemetry_hourly_sessions.tasks_failed + excluded.tasks_failed`,
-        completed_duration_sum: sql`telemetry_hourly_sessions.completed_duration_sum + excluded.completed_duration_sum`,
-        completed_duration_count: sql`telemetry_hourly_sessions.completed_duration_count + excluded.completed_duration_count`,
-      }),
-    )
-    .execute();
+  await sql`${preparedAs('telemetry_add_hourly')}
+    INSERT INTO telemetry_hourly_sessions AS t (organization_id, hour, member_id, session_key, events, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+    SELECT ${organizationId}, u.hour, u.member_id, u.session_key, u.events, u.completed, u.failed, u.dur_sum, u.dur_n
+    FROM unnest(${deltas.map((d) => d.hour.toISOString())}::timestamptz[], ${deltas.map((d) => d.memberId)}::text[], ${deltas.map((d) => d.sessionKey)}::text[],
+                ${deltas.map((d) => d.events)}::int[], ${deltas.map((d) => d.tasksCompleted)}::int[], ${deltas.map((d) => d.tasksFailed)}::int[],
+                ${deltas.map((d) => d.completedDurationSum)}::bigint[], ${deltas.map((d) => d.completedDurationCount)}::int[])
+         AS u(hour, member_id, session_key, events, completed, failed, dur_sum, dur_n)
+    ON CONFLICT (organization_id, hour, member_id, session_key) DO UPDATE SET
+      events = t.events + excluded.events,
+      tasks_completed = t.tasks_completed + excluded.tasks_completed,
+      tasks_failed = t.tasks_failed + excluded.tasks_failed,
+      completed_duration_sum = t.completed_duration_sum + excluded.completed_duration_sum,
+      completed_duration_count = t.completed_duration_count + excluded.completed_duration_count`.execute(db);
+}
+
+/**
+ * Per session, the sorted set of UTC hours it has events in (pairs distinct, sorted by session
+ * then hour). A row changes only when the batch brings a new hour; it is locked per session, so
+ * batches of different sessions never wait on each other.
+ */
+export async function addSessionHours(db: Db, organizationId: string, pairs: { sessionId: string; hour: Date }[]): Promise<void> {
+  if (pairs.length === 0) return;
+  await sql`${preparedAs('telemetry_add_session_hours')}
+    INSERT INTO telemetry_sessions AS s (organization_id, session_id, last_hour, hours)
+    SELECT ${organizationId}, u.session_id, max(u.hour), array_agg(u.hour ORDER BY u.hour)
+    FROM unnest(${pairs.map((p) => p.sessionId)}::text[], ${pairs.map((p) => p.hour.toISOString())}::timestamptz[]) AS u(session_id, hour)
+    GROUP BY u.session_id ORDER BY u.session_id
+    ON CONFLICT (organization_id, session_id) DO UPDATE SET
+      last_hour = greatest(s.last_hour, excluded.last_hour),
+      hours = ARRAY(SELECT DISTINCT h FROM unnest(s.hours || excluded.hours) AS h ORDER BY h)
+    WHERE NOT (excluded.hours <@ s.hours)`.execute(db);
+}
+
+/** The UTC days (`YYYY-MM-DD`, distinct, sorted) the member has events on; existing rows are left alone (no lock). */
+export async function addDailyMember(db: Db, organizationId: string, memberId: string, days: string[]): Promise<void> {
+  if (days.length === 0) return;
+  await sql`${preparedAs('telemetry_add_daily_member')}
+    INSERT INTO telemetry_daily_members (organization_id, day, member_id)
+    SELECT ${organizationId}, u.day, ${memberId} FROM unnest(${days}::date[]) AS u(day)
+    ON CONFLICT DO NOTHING`.execute(db);
+}
+
+export interface DailyDelta {
+  day: string;
+  tasksCompleted: number;
+  tasksFailed: number;
+  completedDurationSum: number;
+  completedDurationCount: number;
+}
+
+/**
+ * Adds task counts per UTC day (days distinct and sorted) to the row of this connection's shard:
+ * concurrent transactions run on different connections, so they update different rows.
+ */
+export async function addDailyTotals(db: Db, organizationId: string, deltas: DailyDelta[]): Promise<void> {
+  if (deltas.length === 0) return;
+  await sql`${preparedAs('telemetry_add_daily_totals')}
+    INSERT INTO telemetry_daily_totals AS t (organization_id, day, shard, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+    SELECT ${organizationId}, u.day, pg_backend_pid() % 16, u.completed, u.failed, u.dur_sum, u.dur_n
+    FROM unnest(${deltas.map((d) => d.day)}::date[], ${deltas.map((d) => d.tasksCompleted)}::int[], ${deltas.map((d) => d.tasksFailed)}::int[],
+                ${deltas.map((d) => d.completedDurationSum)}::bigint[], ${deltas.map((d) => d.completedDurationCount)}::int[])
+         AS u(day, completed, failed, dur_sum, dur_n)
+    ORDER BY u.day
+    ON CONFLICT (organization_id, day, shard) DO UPDATE SET
+      tasks_completed = t.tasks_completed + excluded.tasks_completed,
+      tasks_failed = t.tasks_failed + excluded.tasks_failed,
+      completed_duration_sum = t.completed_duration_sum + excluded.completed_duration_sum,
+      completed_duration_count = t.completed_duration_count + excluded.completed_duration_count`.execute(db);
 }
 
 export interface AnalyticsRange {
@@ -236,75 +273,175 @@ export async function weeklyFigures(db: Db, r: AnalyticsRange, fromWeek: string)
   }));
 }
 
-/** Totals of complete past weeks, maintained by ingestion: one row per week with events. */
-export async function pastWeekTotals(db: Db, organizationId: string, fromWeek: string, beforeWeek: string): Promise<(WeekFigures & { weekStart: string })[]> {
-  const rows = await db
-    .selectFrom('telemetry_weekly_totals')
-    .select([sql<string>`week::text`.as('weekStart'), 'active_members', 'sessions', 'tasks_completed', 'tasks_failed'])
-    .where('organization_id', '=', organizationId)
-    .where('week', '>=', fromWeek)
-    .where('week', '<', beforeWeek)
-    .execute();
-  return rows.map((row) => ({
-    week: Math.round((Date.parse(`${row.weekStart}T00:00:00Z`) - Date.parse(`${fromWeek}T00:00:00Z`)) / (7 * 86_400_000)),
-    weekStart: row.weekStart,
-    activeMembers: row.active_members,
-    sessions: row.sessions,
-    tasksCompleted: row.tasks_completed,
-    tasksFailed: row.tasks_failed,
-  }));
-}
-
 export interface WeeklyKey {
-  organizationId: string;
   week: string;
   kind: 'm' | 's';
   key: string;
 }
 
-/** Records which members and sessions each ISO week has seen; returns the keys seen for the first time. */
-export async function addWeeklyKeys(db: Db, keys: WeeklyKey[]): Promise<{ week: string; kind: 'm' | 's' }[]> {
-  if (keys.length === 0) return [];
-  return db
-    .insertInto('telemetry_weekly_keys')
-    .values(keys.map((k) => ({ organization_id: k.organizationId, week: k.week, kind: k.kind, key: k.key })))
-    .onConflict((oc) => oc.doNothing())
-    .returning([sql<string>`week::text`.as('week'), 'kind'])
-    .execute();
+/**
+ * Records which members and sessions each ISO week has seen (keys distinct and sorted) and adds
+ * the keys seen for the first time to this connection's shard of the week's counts, in one statement.
+ */
+export async function addWeeklyKeys(db: Db, organizationId: string, keys: WeeklyKey[]): Promise<void> {
+  if (keys.length === 0) return;
+  await sql`${preparedAs('telemetry_add_weekly_keys')}
+    WITH seen AS (
+      INSERT INTO telemetry_weekly_keys (organization_id, week, kind, key)
+      SELECT ${organizationId}, u.week, u.kind, u.key
+      FROM unnest(${keys.map((k) => k.week)}::date[], ${keys.map((k) => k.kind)}::text[], ${keys.map((k) => k.key)}::text[]) AS u(week, kind, key)
+      ON CONFLICT DO NOTHING
+      RETURNING week, kind
+    )
+    INSERT INTO telemetry_weekly_counts AS c (organization_id, week, shard, active_members, sessions)
+    SELECT ${organizationId}, week, pg_backend_pid() % 16, count(*) FILTER (WHERE kind = 'm'), count(*) FILTER (WHERE kind = 's')
+    FROM seen GROUP BY week ORDER BY week
+    ON CONFLICT (organization_id, week, shard) DO UPDATE SET
+      active_members = c.active_members + excluded.active_members,
+      sessions = c.sessions + excluded.sessions`.execute(db);
 }
 
-export interface WeeklyDelta {
-  organizationId: string;
-  week: string;
-  activeMembers: number;
-  sessions: number;
-  tasksCompleted: number;
-  tasksFailed: number;
+/*
+ * Unfiltered analytics from the summaries. A rolling window (start, now] is split into
+ * - whole UTC days strictly between the start's day and today: telemetry_daily_members and
+ *   telemetry_daily_totals (rows bounded by members × days and shards × days);
+ * - the whole hours of the start's day after the start's hour, and of today before the current
+ *   hour: the hourly rollup (about a day of rows per edge);
+ * - the partial hour after the start, and the current hour up to now: raw events (index-only).
+ * Distinct sessions come from telemetry_sessions instead (see sessionsSince).
+ */
+
+const DAY_MS = 86_400_000;
+const dayStart = (day: string) => new Date(`${day}T00:00:00.000Z`);
+const nextDay = (day: string) => new Date(dayStart(day).getTime() + DAY_MS);
+
+/** Edge rows (member, tasks, in7, in30) from the hourly rollup and raw events. */
+function windowEdges(r: AnalyticsRange): RawBuilder<unknown> {
+  const org = r.organizationId;
+  const todayStart = dayStart(r.today);
+  const hourly = (from: Date, to: Date, in7: boolean, in30: boolean) => sql`
+    SELECT d.member_id, d.tasks_completed AS c, d.tasks_failed AS f, d.completed_duration_sum AS ds, d.completed_duration_count AS dn, ${in7}::boolean AS in7, ${in30}::boolean AS in30
+    FROM telemetry_hourly_sessions d WHERE d.organization_id = ${org} AND d.hour >= ${from} AND d.hour < ${to}`;
+  const raw = (from: RawBuilder<unknown>, to: RawBuilder<unknown>, in7: boolean, in30: boolean) => sql`
+    SELECT e.member_id, (e.type = 'task.completed')::int AS c, (e.type = 'task.failed')::int AS f,
+           CASE WHEN e.type = 'task.completed' THEN coalesce(e.duration_ms, 0) ELSE 0 END::bigint AS ds,
+           CASE WHEN e.type = 'task.completed' AND e.duration_ms IS NOT NULL THEN 1 ELSE 0 END AS dn, ${in7}::boolean AS in7, ${in30}::boolean AS in30
+    FROM telemetry_events e WHERE e.organization_id = ${org} AND ${from} AND ${to}`;
+  return sql`
+    ${hourly(r.start30HourEnd, nextDay(r.start30.toISOString().slice(0, 10)), false, true)}
+    UNION ALL ${hourly(r.start7HourEnd, nextDay(r.start7.toISOString().slice(0, 10)), true, false)}
+    UNION ALL ${hourly(todayStart, r.hourStart, true, true)}
+    UNION ALL ${raw(sql`e.occurred_at > ${r.start30}`, sql`e.occurred_at < ${r.start30HourEnd}`, false, true)}
+    UNION ALL ${raw(sql`e.occurred_at > ${r.start7}`, sql`e.occurred_at < ${r.start7HourEnd}`, true, false)}
+    UNION ALL ${raw(sql`e.occurred_at >= ${r.hourStart}`, sql`e.occurred_at <= ${r.now}`, true, true)}`;
 }
 
-export async function addWeeklyTotals(db: Db, deltas: WeeklyDelta[]): Promise<void> {
-  if (deltas.length === 0) return;
-  await db
-    .insertInto('telemetry_weekly_totals')
-    .values(
-      deltas.map((d) => ({
-        organization_id: d.organizationId,
-        week: d.week,
-        active_members: d.activeMembers,
-        sessions: d.sessions,
-        tasks_completed: d.tasksCompleted,
-        tasks_failed: d.tasksFailed,
-      })),
+/**
+ * Distinct sessions with an event in [from, now], plus (edgeFrom, from) when given; `from` is
+ * the start of an hour. Sessions whose last hour is in [from, current hour) are counted from the
+ * index alone; those with a later last hour (the current hour, or future-stamped events) by their
+ * hours; and sessions seen only in the raw partial hours are added when not counted already.
+ */
+function sessionsSince(r: AnalyticsRange, from: Date, edgeFrom: Date | null): RawBuilder<unknown> {
+  const org = r.organizationId;
+  const hasHourInRange = (alias: string) =>
+    sql`EXISTS (SELECT 1 FROM unnest(${sql.ref(alias)}.hours) AS h WHERE h >= ${from} AND h < ${r.hourStart})`;
+  const startEdge = edgeFrom
+    ? sql`SELECT e.session_id FROM telemetry_events e
+          WHERE e.organization_id = ${org} AND e.occurred_at > ${edgeFrom} AND e.occurred_at < ${from} AND e.session_id IS NOT NULL
+          UNION`
+    : sql``;
+  return sql`(
+    (SELECT count(*) FROM telemetry_sessions s WHERE s.organization_id = ${org} AND s.last_hour >= ${from} AND s.last_hour < ${r.hourStart})
+    + (SELECT count(*) FROM telemetry_sessions s WHERE s.organization_id = ${org} AND s.last_hour >= ${r.hourStart} AND ${hasHourInRange('s')})
+    + (SELECT count(*) FROM (
+         ${startEdge}
+         SELECT e.session_id FROM telemetry_events e
+         WHERE e.organization_id = ${org} AND e.occurred_at >= ${r.hourStart} AND e.occurred_at <= ${r.now} AND e.session_id IS NOT NULL
+       ) AS x
+       WHERE NOT EXISTS (SELECT 1 FROM telemetry_sessions s2 WHERE s2.organization_id = ${org} AND s2.session_id = x.session_id AND ${hasHourInRange('s2')}))
+  )`;
+}
+
+export async function summaryWindowFigures(db: Db, r: AnalyticsRange): Promise<WindowFigures> {
+  const org = r.organizationId;
+  const d7 = r.start7.toISOString().slice(0, 10);
+  const d30 = r.start30.toISOString().slice(0, 10);
+  const result = await sql<Record<keyof WindowFigures, string | number | null>>`
+    WITH edge AS MATERIALIZED (${windowEdges(r)}),
+    m AS (
+      SELECT member_id, bool_or(in7) AS in7, bool_or(in30) AS in30 FROM (
+        SELECT member_id, in7, in30 FROM edge
+        UNION ALL
+        SELECT member_id, day > ${d7}::date, true FROM telemetry_daily_members
+        WHERE organization_id = ${org} AND day > ${d30}::date AND day < ${r.today}::date
+      ) AS x GROUP BY member_id
+    ),
+    t AS (
+      SELECT c, f, ds, dn, in7, in30 FROM edge
+      UNION ALL
+      SELECT tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count, day > ${d7}::date, true FROM telemetry_daily_totals
+      WHERE organization_id = ${org} AND day > ${d30}::date AND day < ${r.today}::date
     )
-    .onConflict((oc) =>
-      oc.columns(['organization_id', 'week']).doUpdateSet({
-        active_members: sql`telemetry_weekly_totals.active_members + excluded.active_members`,
-        sessions: sql`telemetry_weekly_totals.sessions + excluded.sessions`,
-        tasks_completed: sql`telemetry_weekly_totals.tasks_completed + excluded.tasks_completed`,
-        tasks_failed: sql`telemetry_weekly_totals.tasks_failed + excluded.tasks_failed`,
-      }),
+    SELECT (SELECT count(*) FILTER (WHERE in7) FROM m) AS active7,
+           (SELECT count(*) FILTER (WHERE in30) FROM m) AS active30,
+           ${sessionsSince(r, r.start7HourEnd, r.start7)} AS sessions7,
+           ${sessionsSince(r, r.start30HourEnd, r.start30)} AS sessions30,
+           tt.*
+    FROM (SELECT coalesce(sum(c) FILTER (WHERE in7), 0) AS completed7, coalesce(sum(f) FILTER (WHERE in7), 0) AS failed7,
+                 coalesce(sum(c) FILTER (WHERE in30), 0) AS completed30, coalesce(sum(f) FILTER (WHERE in30), 0) AS failed30,
+                 coalesce(sum(ds) FILTER (WHERE in30), 0) AS "durationSum30", coalesce(sum(dn) FILTER (WHERE in30), 0) AS "durationCount30"
+          FROM t) AS tt`.execute(db);
+  const row = result.rows[0]!;
+  const figures = {} as WindowFigures;
+  for (const key of Object.keys(row) as (keyof WindowFigures)[]) figures[key] = Number(row[key] ?? 0);
+  return figures;
+}
+
+/** The current ISO week up to now, and the complete past weeks from `r.firstWeek` (week 0). */
+export async function summaryWeekFigures(db: Db, r: AnalyticsRange): Promise<WeekFigures[]> {
+  const org = r.organizationId;
+  const todayStart = dayStart(r.today);
+  const current = await sql<Record<keyof WeekFigures, string | number>>`
+    WITH edge AS MATERIALIZED (
+      SELECT d.member_id, d.tasks_completed AS c, d.tasks_failed AS f
+      FROM telemetry_hourly_sessions d WHERE d.organization_id = ${org} AND d.hour >= ${todayStart} AND d.hour < ${r.hourStart}
+      UNION ALL
+      SELECT e.member_id, (e.type = 'task.completed')::int, (e.type = 'task.failed')::int
+      FROM telemetry_events e WHERE e.organization_id = ${org} AND e.occurred_at >= ${r.hourStart} AND e.occurred_at <= ${r.now}
     )
-    .execute();
+    SELECT 11 AS week,
+           (SELECT count(*) FROM (
+              SELECT member_id FROM edge
+              UNION
+              SELECT member_id FROM telemetry_daily_members WHERE organization_id = ${org} AND day >= ${r.currentWeek}::date AND day < ${r.today}::date
+            ) AS x) AS "activeMembers",
+           ${sessionsSince(r, dayStart(r.currentWeek), null)} AS sessions,
+           (SELECT coalesce(sum(c), 0) FROM edge) + (SELECT coalesce(sum(tasks_completed), 0) FROM telemetry_daily_totals
+              WHERE organization_id = ${org} AND day >= ${r.currentWeek}::date AND day < ${r.today}::date) AS "tasksCompleted",
+           (SELECT coalesce(sum(f), 0) FROM edge) + (SELECT coalesce(sum(tasks_failed), 0) FROM telemetry_daily_totals
+              WHERE organization_id = ${org} AND day >= ${r.currentWeek}::date AND day < ${r.today}::date) AS "tasksFailed"`.execute(db);
+  const past = await sql<Record<keyof WeekFigures, string | number>>`
+    WITH counts AS (
+      SELECT (week - ${r.firstWeek}::date) / 7 AS week, sum(active_members) AS members, sum(sessions) AS sessions
+      FROM telemetry_weekly_counts WHERE organization_id = ${org} AND week >= ${r.firstWeek}::date AND week < ${r.currentWeek}::date
+      GROUP BY 1
+    ),
+    tasks AS (
+      SELECT (day - ${r.firstWeek}::date) / 7 AS week, sum(tasks_completed) AS completed, sum(tasks_failed) AS failed
+      FROM telemetry_daily_totals WHERE organization_id = ${org} AND day >= ${r.firstWeek}::date AND day < ${r.currentWeek}::date
+      GROUP BY 1
+    )
+    SELECT week, coalesce(counts.members, 0) AS "activeMembers", coalesce(counts.sessions, 0) AS sessions,
+           coalesce(tasks.completed, 0) AS "tasksCompleted", coalesce(tasks.failed, 0) AS "tasksFailed"
+    FROM counts FULL JOIN tasks USING (week)`.execute(db);
+  return [...past.rows, ...current.rows].map((row) => ({
+    week: Number(row.week),
+    activeMembers: Number(row.activeMembers),
+    sessions: Number(row.sessions),
+    tasksCompleted: Number(row.tasksCompleted),
+    tasksFailed: Number(row.tasksFailed),
+  }));
 }
 
 export async function countMembers(db: Db, organizationId: string): Promise<number> {

@@ -45,13 +45,37 @@ export interface TelemetryWeeklyKeysTable {
   key: string;
 }
 
-export interface TelemetryWeeklyTotalsTable {
+export interface TelemetrySessionsTable {
   organization_id: string;
-  week: DayColumn;
-  active_members: number;
-  sessions: number;
+  session_id: string;
+  /** Latest UTC hour with an event of the session (future-stamped events included). */
+  last_hour: Timestamp;
+  /** Every UTC hour with an event of the session, sorted. */
+  hours: ColumnType<Date[] | string, string, string>;
+}
+
+export interface TelemetryDailyMembersTable {
+  organization_id: string;
+  day: DayColumn;
+  member_id: string;
+}
+
+export interface TelemetryDailyTotalsTable {
+  organization_id: string;
+  day: DayColumn;
+  shard: number;
   tasks_completed: number;
   tasks_failed: number;
+  completed_duration_sum: ColumnType<string, number | string, number | string>;
+  completed_duration_count: number;
+}
+
+export interface TelemetryWeeklyCountsTable {
+  organization_id: string;
+  week: DayColumn;
+  shard: number;
+  active_members: number;
+  sessions: number;
 }
 
 export interface TelemetryTables {
@@ -59,5 +83,8 @@ export interface TelemetryTables {
   telemetry_session_dimensions: TelemetrySessionDimensionsTable;
   telemetry_hourly_sessions: TelemetryHourlySessionsTable;
   telemetry_weekly_keys: TelemetryWeeklyKeysTable;
-  telemetry_weekly_totals: TelemetryWeeklyTotalsTable;
+  telemetry_sessions: TelemetrySessionsTable;
+  telemetry_daily_members: TelemetryDailyMembersTable;
+  telemetry_daily_totals: TelemetryDailyTotalsTable;
+  telemetry_weekly_counts: TelemetryWeeklyCountsTable;
 }

@@ -26,7 +26,7 @@ async function storedEvents(organizationId: string) {
 }
 
 describe('POST /v1/telemetry/ingest', () => {
-  it('stores every event for the caller’s organization and member, with the hourly and weekly rollups and session tags', async () => {
+  it('stores every event for the caller’s organization and member, with the rollups, summaries and session tags', async () => {
     const owner = await createOrganization(t);
     const member = await addMember(t, owner.organizationId);
     const res = await ingest(member.token, [
@@ -68,12 +68,30 @@ describe('POST /v1/telemetry/ingest', () => {
       row('2026-11-19T11:00:00.000Z', 's-1', [1, 1, 0, 1200, 1]),
       row('2026-11-19T12:00:00.000Z', '', [1, 0, 0, 0, 0]),
     ]);
-    const weekly = await t.db
-      .selectFrom('telemetry_weekly_totals')
-      .select([sql<string>`week::text`.as('week'), 'active_members', 'sessions', 'tasks_completed', 'tasks_failed'])
-      .where('organization_id', '=', owner.organizationId)
-      .execute();
-    expect(weekly).toEqual([{ week: '2026-11-16', active_members: 1, sessions: 1, tasks_completed: 1, tasks_failed: 1 }]);
+    const weeklyCounts = () =>
+      t.db
+        .selectFrom('telemetry_weekly_counts')
+        .select([sql<string>`week::text`.as('week'), sql<number>`sum(active_members)::int`.as('active_members'), sql<number>`sum(sessions)::int`.as('sessions')])
+        .where('organization_id', '=', owner.organizationId)
+        .groupBy('week')
+        .execute();
+    expect(await weeklyCounts()).toEqual([{ week: '2026-11-16', active_members: 1, sessions: 1 }]);
+    const dailyTotals = () =>
+      t.db
+        .selectFrom('telemetry_daily_totals')
+        .select([sql<string>`day::text`.as('day'), sql<number>`sum(tasks_completed)::int`.as('completed'), sql<number>`sum(tasks_failed)::int`.as('failed'), sql<number>`sum(completed_duration_sum)::int`.as('dur')])
+        .where('organization_id', '=', owner.organizationId)
+        .groupBy('day')
+        .orderBy('day')
+        .execute();
+    expect(await dailyTotals()).toEqual([
+      { day: '2026-11-18', completed: 0, failed: 1, dur: 0 },
+      { day: '2026-11-19', completed: 1, failed: 0, dur: 1200 },
+    ]);
+    const members = await t.db.selectFrom('telemetry_daily_members').select([sql<string>`day::text`.as('day'), 'member_id']).where('organization_id', '=', owner.organizationId).orderBy('day').execute();
+    expect(members).toEqual([{ day: '2026-11-18', member_id: member.memberId }, { day: '2026-11-19', member_id: member.memberId }]);
+    const sessions = await t.db.selectFrom('telemetry_sessions').select(['session_id', 'last_hour']).where('organization_id', '=', owner.organizationId).execute();
+    expect(sessions.map((s) => [s.session_id, s.last_hour.toISOString()])).toEqual([['s-1', '2026-11-19T11:00:00.000Z']]);
 
     // A second batch adds to the same rollup row.
     expect((await ingest(member.token, [event({ timestamp: '2026-11-19T11:59:59.999Z', sessionId: 's-1', durationMs: 800 })])).status).toBe(202);
@@ -85,8 +103,8 @@ describe('POST /v1/telemetry/ingest', () => {
       .where('hour', '=', new Date('2026-11-19T11:00:00.000Z'))
       .executeTakeFirstOrThrow();
     expect({ ...again, completed_duration_sum: Number(again.completed_duration_sum) }).toEqual({ events: 2, tasks_completed: 2, completed_duration_sum: 2000, completed_duration_count: 2 });
-    const weeklyAgain = await t.db.selectFrom('telemetry_weekly_totals').select(['active_members', 'sessions', 'tasks_completed']).where('organization_id', '=', owner.organizationId).execute();
-    expect(weeklyAgain).toEqual([{ active_members: 1, sessions: 1, tasks_completed: 2 }]);
+    expect(await weeklyCounts()).toEqual([{ week: '2026-11-16', active_members: 1, sessions: 1 }]);
+    expect((await dailyTotals())[1]).toEqual({ day: '2026-11-19', completed: 2, failed: 0, dur: 2000 });
   });
 
   it('accepts 50 events and refuses 51 or none', async () => {

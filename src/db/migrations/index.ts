@@ -5,6 +5,7 @@ import * as plugins from './20261122_0300_plugins';
 import * as workersTelemetry from './20261122_0500_workers_telemetry';
 import * as protection from './20261122_0600_protection';
 import * as connectedAccounts from './20261122_0400_connected_accounts';
+import * as telemetrySummaries from './20261122_0800_telemetry_summaries';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -18,6 +19,7 @@ const migrations: Record<string, Migration> = {
   '20261122_0400_connected_accounts': connectedAccounts,
   '20261122_0500_workers_telemetry': workersTelemetry,
   '20261122_0600_protection': protection,
+  '20261122_0800_telemetry_summaries': telemetrySummaries,
 };
 
 export const migrationProvider: MigrationProvider = {
