@@ -59,7 +59,17 @@ export function createApp(options: AppOptions): express.Express {
     }
     next();
   });
-  app.use(express.json({ limit: settings.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  app.use(
+    express.json({
+      limit: settings.bodyLimitBytes,
+      type: ['application/json', 'application/*+json'],
+      // JSON can carry U+0000 only as the escape `\u0000`: one scan of the raw bytes lets the
+      // router skip walking every string of a large body (see src/protection/nul.ts).
+      verify: (_req, res, raw) => {
+        (res as Response).locals.bodyMayHoldNul = raw.includes('\\u0000');
+      },
+    }),
+  );
   app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false }));
 
   // Body-parser failures carry a `type`; everything else goes through the one error mapper.

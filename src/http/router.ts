@@ -74,7 +74,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
 
   for (const operationId of Object.keys(handlers) as OperationId[]) {
     const handler = handlers[operationId] as unknown as (ctx: HandlerContext<OperationId>) => Promise<HttpResult>;
-    api.register(operationId, async (c: Context, req: Request, _res: Response): Promise<HttpResult> => {
+    api.register(operationId, async (c: Context, req: Request, res: Response): Promise<HttpResult> => {
       const security = (c.security ?? {}) as Record<string, Principal | false | undefined>;
       const ctx = {
         operationId,
@@ -88,7 +88,8 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
         ip: req.ip ?? '',
       } as unknown as HandlerContext<OperationId>;
       let result: HttpResult;
-      const nul = nulInRequest({ params: c.request.params, query: c.request.query, body: c.request.requestBody });
+      const body = res.locals.bodyMayHoldNul === false ? undefined : c.request.requestBody;
+      const nul = nulInRequest({ params: c.request.params, query: c.request.query, body });
       try {
         if (nul) throw Invalid.at(nul, 'must not contain a NUL character (U+0000)');
         result = await handler(ctx);
