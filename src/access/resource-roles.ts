@@ -1,5 +1,5 @@
-import { sql, type Kysely, type RawBuilder, type SqlBool, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql, type RawBuilder, type SqlBool } from 'kysely';
+import type { Db } from '../db/schema';
 import { preparedAs } from '../db/connect';
 import { Forbidden } from '../lib/errors';
 import { ROLE_RANK } from './roles';
@@ -19,8 +19,6 @@ export type ResourceRole = 'viewer' | 'editor' | 'manager';
 
 export const RESOURCE_ROLES: readonly ResourceRole[] = ['viewer', 'editor', 'manager'];
 export const RESOURCE_ROLE_RANK: Record<ResourceRole, number> = { viewer: 1, editor: 2, manager: 3 };
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export interface GrantTableRef {
   /** The grants table, e.g. `marketplace_grants`. */

@@ -1,8 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql } from 'kysely';
+import type { Db } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export interface AdminOrganizationRow {
   id: string;

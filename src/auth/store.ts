@@ -1,7 +1,5 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
-
-type Db = Kysely<DB> | Transaction<DB>;
+import { sql, type Transaction } from 'kysely';
+import type { DB, Db } from '../db/schema';
 
 export interface UserRow {
   id: string;

@@ -1,8 +1,6 @@
-import { sql, type Kysely, type RawBuilder, type SqlBool, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql, type RawBuilder, type SqlBool, type Transaction } from 'kysely';
+import type { DB, Db } from '../db/schema';
 import type { Provider } from './tables';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 /** Whose account: a member, for a provider, and for MCP the connection (null for the suite). */
 export interface AccountTarget {

@@ -1,6 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
 import type { components } from '../../generated/api';
-import type { DB } from '../db/schema';
+import type { Db } from '../db/schema';
 import type { AppDeps, Membership } from '../http/types';
 import { isOrgAdmin, requireRole, resolveResourceRole, type ResourceRole } from '../access/resource-roles';
 import { requireAdmin } from '../access/roles';
@@ -11,8 +10,6 @@ import { CONNECTOR_INSTANCE } from '../grants/resources';
 import { grantCreator, type ResourceGuard } from '../grants/service';
 import { withPosition } from '../grants/store';
 import * as store from './store';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 const notFound = () => new NotFound('connector_instance_not_found', 'The connector instance could not be found.');
 

@@ -1,10 +1,8 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql } from 'kysely';
+import type { Db } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
 import { visibleTo } from '../access/resource-roles';
 import { CONNECTOR_INSTANCE } from '../grants/resources';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export type ConnectorStatus = 'active' | 'disabled';
 

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType, Generated, Kysely, Transaction } from 'kysely';
 import type { ConnectedAccountTables } from '../connected-accounts/tables';
 import type { PeopleTables } from '../invitations/tables';
 import type { WorkerTables } from '../workers/tables';
@@ -100,3 +100,6 @@ export interface FoundationTables {
 
 // Each area's tables join here (one line per area).
 export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables;
+
+/** What every store function takes: the database or the transaction its service opened. */
+export type Db = Kysely<DB> | Transaction<DB>;

@@ -1,6 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
 import type { components } from '../../generated/api';
-import type { DB } from '../db/schema';
+import type { Db } from '../db/schema';
 import type { AppDeps, Membership } from '../http/types';
 import type { ResourceRole } from '../access/resource-roles';
 import { Invalid, NotFound } from '../lib/errors';
@@ -9,7 +8,6 @@ import type { PageRequest } from '../lib/pagination';
 import type { GrantedResource } from './resources';
 import * as store from './store';
 
-type Db = Kysely<DB> | Transaction<DB>;
 export type AccessGrant = components['schemas']['AccessGrant'];
 
 /**

@@ -1,11 +1,9 @@
-import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql, type RawBuilder } from 'kysely';
+import type { Db } from '../db/schema';
 import { preparedAs } from '../db/connect';
 import type { ResourceRole } from '../access/resource-roles';
 import { before, type Position } from '../lib/pagination';
 import type { GrantedResource } from './resources';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 /** A grant row of any of the grants tables (the resource column is left out: the caller knows it). */
 export interface GrantRow {

@@ -1,8 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import type { Db } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export interface InvitationRow {
   id: string;

@@ -1,6 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
 import type { components } from '../../generated/api';
-import type { DB } from '../db/schema';
+import type { Db } from '../db/schema';
 import type { AppDeps, Membership } from '../http/types';
 import { isOrgAdmin, requireRole, resolveResourceRole, type ResourceRole } from '../access/resource-roles';
 import { requireAdmin } from '../access/roles';
@@ -12,7 +11,6 @@ import { grantCreator, type ResourceGuard } from '../grants/service';
 import { withPosition } from '../grants/store';
 import * as store from './store';
 
-type Db = Kysely<DB> | Transaction<DB>;
 type Schemas = components['schemas'];
 
 export const marketplaceNotFound = () => new NotFound('marketplace_not_found', 'The marketplace could not be found.');

@@ -1,11 +1,9 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql } from 'kysely';
+import type { Db } from '../db/schema';
 import { preparedAs } from '../db/connect';
 import { before, type Position } from '../lib/pagination';
 import { visibleTo } from '../access/resource-roles';
 import { MARKETPLACE } from '../grants/resources';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export interface MarketplaceRow {
   id: string;

@@ -1,10 +1,8 @@
-import { sql, type Kysely, type SqlBool, type Transaction, type Expression } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql, type SqlBool, type Expression } from 'kysely';
+import type { Db } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
 import { newId } from '../lib/ids';
 import { visibleTo, type GrantTableRef } from '../access/resource-roles';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 /** MCP connection grants use the shared resource-role resolver (src/access/resource-roles.ts). */
 export const MCP_GRANTS: GrantTableRef = { table: 'mcp_connection_grants', resourceColumn: 'connection_id' };

@@ -1,10 +1,8 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql } from 'kysely';
+import type { Db } from '../db/schema';
 import type { Role } from '../http/types';
 import type { MemberRow } from '../org/store';
 import { before, type Position } from '../lib/pagination';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 /** An active member with their user's public fields; removed members are never returned. */
 function memberQuery(db: Db, organizationId: string) {

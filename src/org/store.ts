@@ -1,9 +1,7 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql } from 'kysely';
+import type { Db } from '../db/schema';
 import type { Role } from '../http/types';
 import { preparedAs } from '../db/connect';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export interface OrganizationRow {
   id: string;

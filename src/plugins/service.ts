@@ -1,5 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import type { Db } from '../db/schema';
 import type { AppDeps, Membership } from '../http/types';
 import { isOrgAdmin, maxRole, requireRole, resolveResourceRole, type ResourceRole } from '../access/resource-roles';
 import { requireAdmin } from '../access/roles';
@@ -13,8 +12,6 @@ import { authorizeMarketplace, marketplaceNotFound } from '../marketplaces/servi
 import { addPlugin, lockMarketplace } from '../marketplaces/store';
 import { componentTypeOf, toComponent, toPlugin } from './mappers';
 import * as store from './store';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export const pluginNotFound = () => new NotFound('plugin_not_found', 'The plugin could not be found.');
 

@@ -1,11 +1,9 @@
-import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { preparedAs } from '../db/connect';
-import type { DB } from '../db/schema';
+import type { Db } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
 import { grantReaches, visibleTo } from '../access/resource-roles';
 import { MARKETPLACE, PLUGIN } from '../grants/resources';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export type PluginStatus = 'active' | 'archived';
 export type ComponentType = 'resource' | 'contribution' | 'setup' | 'lifecycle';

@@ -1,7 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { DB } from '../db/schema';
-
-type Db = Kysely<DB> | Transaction<DB>;
+import type { Db } from '../db/schema';
 
 export interface SuiteClientRow {
   tenant_id: string;

@@ -1,9 +1,7 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql } from 'kysely';
+import type { Db } from '../db/schema';
 import type { TeamRow } from '../org/store';
 import { before, type Position } from '../lib/pagination';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 /** A team with its active members' ids (removed members drop out without a write). */
 function teamQuery(db: Db, organizationId: string) {

@@ -1,8 +1,6 @@
-import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import { sql, type RawBuilder } from 'kysely';
+import type { Db } from '../db/schema';
 import { preparedAs } from '../db/connect';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export interface EventRow {
   id: string;
