@@ -22,6 +22,10 @@ export interface Settings {
   bodyLimitBytes: number;
   requestTimeoutMs: number;
   trustProxy: boolean;
+  /** Audit entries older than this many days are pruned (src/audit/retention.ts). */
+  auditRetentionDays: number;
+  /** Benchmark-only: skip audit entries (the baseline of the audit-cost benchmark). Never in production. */
+  auditBenchDisable: boolean;
   /** Rate limits (src/protection/rate-limit.ts); null turns one off. */
   rateLimits: RateLimitSettings;
 }
@@ -125,6 +129,8 @@ export function loadSettings(env: Env = process.env): Settings {
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 1),
+    auditBenchDisable: bool(env, 'AUDIT_BENCH_DISABLE', false),
     rateLimits: {
       signInEmail: rateLimit(env, 'RATE_LIMIT_SIGN_IN_EMAIL', '10/15m'),
       signInIp: rateLimit(env, 'RATE_LIMIT_SIGN_IN_IP', '100/15m'),

@@ -7,6 +7,7 @@ import { createBackend, initBackend, toBackendRequest } from './openapi';
 import { nulInRequest } from '../protection/nul';
 import { errorToResult, validationDetails } from './errors';
 import { sessionLoaders } from './registry';
+import { contextOfRequest, withAuditContext } from '../audit';
 import type { AppDeps, HandlerContext, Handlers, HttpResult, OperationId, Principal } from './types';
 
 export interface RouterOptions {
@@ -92,7 +93,16 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       const nul = nulInRequest({ params: c.request.params, query: c.request.query, body });
       try {
         if (nul) throw Invalid.at(nul, 'must not contain a NUL character (U+0000)');
-        result = await handler(ctx);
+        // The audit context is derived here, once per request, for recordChange (src/audit/).
+        const audit = contextOfRequest({
+          principal: ctx.principal,
+          requestId: ctx.requestId,
+          ip: ctx.ip,
+          userAgent: req.get('user-agent'),
+          clock: deps.clock,
+          enabled: !deps.settings.auditBenchDisable,
+        });
+        result = await withAuditContext(audit, () => handler(ctx));
       } catch (err) {
         result = errorToResult(err, req.log ?? deps.logger);
       }

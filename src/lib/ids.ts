@@ -22,6 +22,7 @@ export const ID_PREFIXES = {
   worker: 'wrk',
   workerActivity: 'wac',
   telemetryEvent: 'tev',
+  auditEntry: 'aud',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

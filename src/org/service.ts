@@ -11,6 +11,7 @@ import * as store from './store';
 import { findMember } from '../members/store';
 import { toMember, toOrganization, toTeam } from './mappers';
 import { provisionOrganization } from './provisioning';
+import { changed, created, recordChange } from '../audit';
 
 export type Plan = 'free' | 'team' | 'enterprise';
 
@@ -28,6 +29,13 @@ export async function createOrganizationIn(trx: Transaction<DB>, input: { name: 
   const owner = await store.findOwner(trx, organization.id);
   const member = await findMember(trx, organization.id, memberId);
   if (!member) throw new Error('owner membership vanished inside its own transaction');
+  await recordChange(trx, {
+    organizationId: organization.id,
+    actorMemberId: memberId,
+    action: 'organization.created',
+    target: { type: 'organization', id: organization.id },
+    changes: created({ name: input.name, plan: input.plan, ownerMemberId: memberId }),
+  });
   return { organization: toOrganization(organization, owner), member: toMember(member) };
 }
 
@@ -79,7 +87,12 @@ export async function getOrganizationContext(deps: AppDeps, membership: Membersh
 
 export async function renameOrganization(deps: AppDeps, membership: Membership, name: string) {
   requireAdmin(membership);
-  const row = await store.renameOrganization(deps.db, membership.organizationId, name, deps.clock.now());
-  if (!row) throw orgNotFound();
-  return toOrganization(row, await store.findOwner(deps.db, membership.organizationId));
+  const { organizationId } = membership;
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await store.findOrganization(trx, organizationId);
+    const row = before ? await store.renameOrganization(trx, organizationId, name, deps.clock.now()) : undefined;
+    if (!before || !row) throw orgNotFound();
+    await recordChange(trx, { action: 'organization.updated', target: { type: 'organization', id: organizationId }, changes: changed({ name: before.name }, { name }) });
+    return toOrganization(row, await store.findOwner(trx, organizationId));
+  });
 }

@@ -1,4 +1,5 @@
 import type { AppDeps, Membership } from '../http/types';
+import type { Db } from '../db/schema';
 import { Conflict, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { PageRequest } from '../lib/pagination';
@@ -6,6 +7,7 @@ import { isForeignKeyViolation, isUniqueViolation } from '../db/errors';
 import { authorize } from '../access/roles';
 import { toTeam } from '../org/mappers';
 import { existingMemberIds } from '../members/store';
+import { changed, created, deleted, recordChange } from '../audit';
 import * as store from './store';
 
 const teamNotFound = () => new NotFound('team_not_found', 'The team could not be found.');
@@ -30,6 +32,7 @@ export async function createTeam(deps: AppDeps, membership: Membership, input: {
       await store.addTeamMembers(trx, organizationId, id, memberIds, now);
       const team = await store.findTeam(trx, organizationId, id);
       if (!team) throw new Error('new team vanished inside its own transaction');
+      await recordChange(trx, { action: 'team.created', target: { type: 'team', id }, changes: created({ name: input.name, memberIds }) });
       return toTeam(team);
     });
   } catch (err) {
@@ -56,18 +59,28 @@ export async function getTeam(deps: AppDeps, membership: Membership, teamId: str
 
 export async function renameTeam(deps: AppDeps, membership: Membership, teamId: string, name: string) {
   authorize(membership, 'teams.manage');
+  const { organizationId } = membership;
   try {
-    if (!(await store.renameTeam(deps.db, membership.organizationId, teamId, name, deps.clock.now()))) throw teamNotFound();
+    return await deps.db.transaction().execute(async (trx) => {
+      const before = await store.findTeam(trx, organizationId, teamId);
+      if (!before || !(await store.renameTeam(trx, organizationId, teamId, name, deps.clock.now()))) throw teamNotFound();
+      await recordChange(trx, { action: 'team.updated', target: { type: 'team', id: teamId }, changes: changed({ name: before.name }, { name }) });
+      return toTeam({ ...before, name });
+    });
   } catch (err) {
-    translateNameTaken(err);
+    return translateNameTaken(err);
   }
-  return getTeam(deps, membership, teamId);
 }
 
 export async function deleteTeam(deps: AppDeps, membership: Membership, teamId: string): Promise<void> {
   authorize(membership, 'teams.manage');
+  const { organizationId } = membership;
   try {
-    if (!(await store.deleteTeam(deps.db, membership.organizationId, teamId))) throw teamNotFound();
+    await deps.db.transaction().execute(async (trx) => {
+      const before = await store.findTeam(trx, organizationId, teamId);
+      if (!before || !(await store.deleteTeam(trx, organizationId, teamId))) throw teamNotFound();
+      await recordChange(trx, { action: 'team.deleted', target: { type: 'team', id: teamId }, changes: deleted({ name: before.name, memberIds: before.member_ids }) });
+    });
   } catch (err) {
     // Another area's row that references the team without a cascade keeps it alive.
     if (isForeignKeyViolation(err)) throw new Conflict('team_in_use', 'The team is still referenced and cannot be deleted.');
@@ -75,21 +88,29 @@ export async function deleteTeam(deps: AppDeps, membership: Membership, teamId: 
   }
 }
 
-async function requireTeamAndMember(deps: AppDeps, organizationId: string, teamId: string, memberId: string) {
-  const [team, members] = await Promise.all([store.findTeam(deps.db, organizationId, teamId), existingMemberIds(deps.db, organizationId, [memberId])]);
+async function requireTeamAndMember(db: Db, organizationId: string, teamId: string, memberId: string) {
+  const [team, members] = await Promise.all([store.findTeam(db, organizationId, teamId), existingMemberIds(db, organizationId, [memberId])]);
   if (!team) throw teamNotFound();
   if (members.length === 0) throw memberNotFound();
 }
 
 export async function addTeamMember(deps: AppDeps, membership: Membership, teamId: string, memberId: string) {
   authorize(membership, 'teams.manage');
-  await requireTeamAndMember(deps, membership.organizationId, teamId, memberId);
-  await store.addTeamMembers(deps.db, membership.organizationId, teamId, [memberId], deps.clock.now());
+  const { organizationId } = membership;
+  await deps.db.transaction().execute(async (trx) => {
+    await requireTeamAndMember(trx, organizationId, teamId, memberId);
+    await store.addTeamMembers(trx, organizationId, teamId, [memberId], deps.clock.now());
+    await recordChange(trx, { action: 'team.member_added', target: { type: 'team', id: teamId }, changes: { memberId: { from: null, to: memberId } } });
+  });
   return getTeam(deps, membership, teamId);
 }
 
 export async function removeTeamMember(deps: AppDeps, membership: Membership, teamId: string, memberId: string): Promise<void> {
   authorize(membership, 'teams.manage');
-  await requireTeamAndMember(deps, membership.organizationId, teamId, memberId);
-  await store.removeTeamMember(deps.db, membership.organizationId, teamId, memberId);
+  const { organizationId } = membership;
+  await deps.db.transaction().execute(async (trx) => {
+    await requireTeamAndMember(trx, organizationId, teamId, memberId);
+    await store.removeTeamMember(trx, organizationId, teamId, memberId);
+    await recordChange(trx, { action: 'team.member_removed', target: { type: 'team', id: teamId }, changes: { memberId: { from: memberId, to: null } } });
+  });
 }

@@ -1,0 +1,87 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Principal } from '../http/types';
+import type { Clock } from '../lib/clock';
+
+/** Who made a change (spec: audit-and-events.md §1). */
+export type ActorType = 'member' | 'api_key' | 'scim' | 'worker' | 'system';
+
+export interface Actor {
+  type: ActorType;
+  /** The credential's id: the user (session), API key, SCIM token or worker; null for the system. */
+  id: string | null;
+  /** The organization member acting, when there is one. */
+  memberId: string | null;
+}
+
+/** What an audit entry says about the request that made the change. */
+export interface AuditContext {
+  actor: Actor;
+  /** The organization the caller acts in (the principal's active one); a change may name another. */
+  organizationId: string | null;
+  requestId: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  /** The service's injected clock: entries are timed by it (retention tests move it). */
+  clock: Clock;
+  /** False only under the benchmark switch AUDIT_BENCH_DISABLE (see README): entries are skipped. */
+  enabled: boolean;
+}
+
+/**
+ * Principal → actor, the one place that knows how each kind of credential acts. Kinds another
+ * area adds (SCIM tokens, worker tokens) map here by their `kind`.
+ */
+export function actorOf(principal: Principal | null): Actor {
+  if (!principal) return { type: 'system', id: null, memberId: null };
+  const p = principal as Omit<Principal, 'kind'> & { kind: string; scimTokenId?: string | null; workerId?: string | null };
+  const memberId = p.membership?.memberId ?? null;
+  switch (p.kind) {
+    case 'apiKey':
+      return { type: 'api_key', id: p.apiKeyId, memberId };
+    case 'scim':
+      return { type: 'scim', id: p.scimTokenId ?? null, memberId: null };
+    case 'worker':
+      return { type: 'worker', id: p.workerId ?? null, memberId: null };
+    case 'system':
+      return { type: 'system', id: null, memberId: null };
+    default:
+      return { type: 'member', id: p.userId ?? null, memberId };
+  }
+}
+
+/** The request's context, derived once by the router from the handler context (src/http/router.ts). */
+export function contextOfRequest(input: {
+  principal: Principal | null;
+  requestId: string;
+  ip: string;
+  userAgent: string | undefined;
+  clock: Clock;
+  enabled: boolean;
+}): AuditContext {
+  return {
+    actor: actorOf(input.principal),
+    organizationId: input.principal?.membership?.organizationId ?? input.principal?.activeOrganizationId ?? null,
+    requestId: input.requestId || null,
+    ip: input.ip || null,
+    userAgent: input.userAgent ? input.userAgent.slice(0, 512) : null,
+    clock: input.clock,
+    enabled: input.enabled,
+  };
+}
+
+/** A change made by the service itself (a periodic job, a worker-facing route without a member). */
+export function systemContext(clock: Clock, organizationId: string | null = null, actor: Actor = { type: 'system', id: null, memberId: null }): AuditContext {
+  return { actor, organizationId, requestId: null, ip: null, userAgent: null, clock, enabled: true };
+}
+
+const scope = new AsyncLocalStorage<AuditContext>();
+
+/** Runs `fn` with `context` as the current request's audit context (the router does this per request). */
+export function withAuditContext<T>(context: AuditContext, fn: () => T): T {
+  return scope.run(context, fn);
+}
+
+/** The current request's audit context, or null outside a request. */
+export function currentAuditContext(): AuditContext | null {
+  return scope.getStore() ?? null;
+}
