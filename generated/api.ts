@@ -285,7 +285,7 @@ export interface paths {
         put?: never;
         /**
          * Accept an invitation (session only)
-         * @description The signed-in user's e-mail must match the invitation's (case-insensitive; 403 reason `email_mismatch`). 404 `invitation_not_found`, 409 `invitation_not_pending` (accepted or cancelled), 409 `already_member`, 410 `invitation_expired`. An invitation is accepted at most once, however many requests race. The organization becomes the session's active one only when the session had none.
+         * @description The signed-in user's e-mail must match the invitation's (case-insensitive; 403 reason `email_mismatch`). 404 `invitation_not_found`, 409 `invitation_not_pending` (accepted or cancelled), 409 `already_member`, 410 `invitation_expired`. An invitation is accepted at most once, however many requests race. The organization becomes the session's active one only when the session had none. 402 `plan_limit_reached` (`limit: members`) when the organization is at its plan's member limit; the invitation then stays pending.
          */
         post: operations["acceptInvitation"];
         delete?: never;
@@ -1142,7 +1142,7 @@ export interface paths {
         put?: never;
         /**
          * Create a worker
-         * @description Registers a worker. The reply carries its `hostToken` once; the service keeps only a hash (to check the worker's calls) and an encrypted copy (to call the worker's runtime).
+         * @description Registers a worker. The reply carries its `hostToken` once; the service keeps only a hash (to check the worker's calls) and an encrypted copy (to call the worker's runtime). Counts against the plan's `workers` limit (stopped workers count): 402 `plan_limit_reached`.
          */
         post: operations["createWorker"];
         delete?: never;
@@ -1252,7 +1252,7 @@ export interface paths {
         };
         /**
          * Get usage analytics
-         * @description Member counts, active members, session and task volume in rolling 7-day and 30-day windows, average task duration and a 12-week trend for the active organization (admin). Needs plan `enterprise` while plan gating is on (402 `enterprise_plan_required`, `feature: analytics`). See the `UsageAnalytics` schema for the exact definition of each figure.
+         * @description Member counts, active members, session and task volume in rolling 7-day and 30-day windows, average task duration and a 12-week trend for the active organization (admin). Needs a plan with the `analytics` feature (team or enterprise) while plan gating is on (402 `enterprise_plan_required`, `feature: analytics`). See the `UsageAnalytics` schema for the exact definition of each figure.
          */
         get: operations["getUsageAnalytics"];
         put?: never;
@@ -1477,6 +1477,16 @@ export interface components {
         InvitationList: {
             items: components["schemas"]["Invitation"][];
             nextCursor: components["schemas"]["NextCursor"];
+        };
+        PlanLimitReachedError: {
+            /** @constant */
+            error: "plan_limit_reached";
+            /**
+             * @description The plan limit the request would go over.
+             * @enum {string}
+             */
+            limit: "members" | "workers" | "llmProviders";
+            message: string;
         };
         InvitationItem: {
             ok: components["schemas"]["OkTrue"];
@@ -2118,6 +2128,15 @@ export interface components {
                 "application/json": components["schemas"]["ForbiddenError"];
             };
         };
+        /** @description `plan_limit_reached`: the organization is at its plan's limit for what the request would create (`limit` names it); nothing was written. Plans and limits: `GET /v1/billing`. */
+        PlanLimitReached: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PlanLimitReachedError"];
+            };
+        };
     };
     parameters: {
         /** @description Page size. */
@@ -2688,6 +2707,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PlanLimitReached"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
@@ -4563,6 +4583,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PlanLimitReached"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };
@@ -4852,7 +4873,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description The feature needs an enterprise plan. */
+            /** @description The organization's plan does not include the `analytics` feature. */
             402: {
                 headers: {
                     [name: string]: unknown;

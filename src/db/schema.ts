@@ -6,6 +6,7 @@ import type { TelemetryTables } from '../telemetry/tables';
 import type { PluginSystemTables } from '../plugins/tables';
 import type { ProtectionTables } from '../protection/tables';
 import type { AuditTables } from '../audit/tables';
+import type { PlanTables } from '../plans/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -100,7 +101,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

@@ -10,6 +10,7 @@ import { findUserById, normalizeEmail, setSessionOrganization } from '../auth/st
 import { insertMember } from '../org/store';
 import { toMember } from '../org/mappers';
 import { findMember } from '../members/store';
+import { enforceLimit } from '../plans';
 import * as store from './store';
 import type { InvitationRow } from './store';
 
@@ -113,6 +114,9 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
     return await deps.db.transaction().execute(async (trx) => {
       const claimed = await store.claimPending(trx, invitation.id, now);
       if (!claimed) throw notPending();
+      // After the claim (a second accept of the same invitation is 409, not 402); a refusal
+      // rolls the claim back, so the invitation stays pending.
+      await enforceLimit(trx, deps.settings, organizationId, 'members');
       const memberId = newId('member');
       await insertMember(trx, { id: memberId, organizationId, userId: user.id, role: claimed.role as Exclude<Role, 'owner'>, now });
       if (sessionHadNone) await setSessionOrganization(trx, principal.sessionId!, organizationId);

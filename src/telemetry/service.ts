@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import type { components } from '../../generated/api';
 import type { AppDeps, Membership } from '../http/types';
 import { requireAdmin } from '../access/roles';
-import { CodedError, Invalid, type ErrorDetail } from '../lib/errors';
+import { Invalid, type ErrorDetail } from '../lib/errors';
+import { requireFeature } from '../plans';
 import { newId } from '../lib/ids';
 import * as store from './store';
 
@@ -128,12 +129,7 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
     throw Invalid.at(['query', missing], 'dimensionType and dimensionValue go together');
   }
   requireAdmin(membership);
-  if (deps.settings.planGating) {
-    const plan = await store.organizationPlan(deps.db, membership.organizationId);
-    if (plan !== 'enterprise') {
-      throw new CodedError(402, 'enterprise_plan_required', 'Usage analytics needs the enterprise plan.', { feature: 'analytics' });
-    }
-  }
+  await requireFeature(deps.db, deps.settings, membership.organizationId, 'analytics');
 
   const range = analyticsRange(deps.clock.now(), membership.organizationId, dimensionType !== undefined ? { type: dimensionType, value: dimensionValue! } : null);
   const { db } = deps;

@@ -459,8 +459,3 @@ export async function countPendingInvites(db: Db, organizationId: string, now: D
     WHERE organization_id = ${organizationId} AND status = 'pending' AND expires_at > ${now}`.execute(db);
   return Number(result.rows[0]?.n ?? 0);
 }
-
-export async function organizationPlan(db: Db, organizationId: string): Promise<string | undefined> {
-  const row = await db.selectFrom('organizations').select('plan').where('id', '=', organizationId).executeTakeFirst();
-  return row?.plan;
-}

@@ -5,6 +5,7 @@ import { randomSecret, sha256Hex } from '../lib/crypto';
 import { Conflict, Forbidden, NotFound, Unauthorized } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { Page, PageRequest, Position } from '../lib/pagination';
+import { enforceLimit } from '../plans';
 import * as store from './store';
 import { fetchRuntimeVersions } from './runtime-client';
 
@@ -45,16 +46,19 @@ function requireCreatorOrAdmin(membership: Membership, worker: store.WorkerRow):
 
 export async function createWorker(deps: AppDeps, membership: Membership, input: Schemas['CreateWorkerBody']) {
   const hostToken = randomSecret('cpw');
-  const row = await store.insertWorker(deps.db, {
-    id: newId('worker'),
-    organizationId: membership.organizationId,
-    name: input.name,
-    description: input.description ?? null,
-    runtimeUrl: input.runtimeUrl ?? null,
-    tokenHash: sha256Hex(hostToken),
-    tokenSealed: deps.secrets.encrypt(hostToken),
-    createdByMemberId: membership.memberId,
-    now: deps.clock.now(),
+  const row = await deps.db.transaction().execute(async (trx) => {
+    await enforceLimit(trx, deps.settings, membership.organizationId, 'workers');
+    return store.insertWorker(trx, {
+      id: newId('worker'),
+      organizationId: membership.organizationId,
+      name: input.name,
+      description: input.description ?? null,
+      runtimeUrl: input.runtimeUrl ?? null,
+      tokenHash: sha256Hex(hostToken),
+      tokenSealed: deps.secrets.encrypt(hostToken),
+      createdByMemberId: membership.memberId,
+      now: deps.clock.now(),
+    });
   });
   return { item: toWorker(row), hostToken };
 }

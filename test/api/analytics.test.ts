@@ -188,7 +188,7 @@ describe('GET /v1/telemetry/analytics', () => {
     expect(res.body).toMatchObject({ members: 1, pendingInvites: 0, activeMembers30d: 0, sessions30d: 0, tasksCompleted30d: 0 });
   });
 
-  it('needs an admin (403) and the enterprise plan (402)', async () => {
+  it('needs an admin (403) and a plan with the analytics feature (402)', async () => {
     const member = await analytics(a.token);
     expect(member.status).toBe(403);
     expect(member.body).toEqual({ error: 'forbidden', reason: 'org_admin_required', message: expect.any(String) });
@@ -199,8 +199,16 @@ describe('GET /v1/telemetry/analytics', () => {
     const res = await analytics(free.token);
     expect(res.status).toBe(402);
     expect(res.body).toEqual({ error: 'enterprise_plan_required', feature: 'analytics', message: expect.any(String) });
+    // org-resources §5: the team plan has the analytics feature (wave 1 asked for enterprise).
     await setPlan(free.organizationId, 'team');
-    expect((await analytics(free.token)).status).toBe(402);
+    expect((await analytics(free.token)).status).toBe(200);
+    // The feature is read from the plans table: taking it out of team refuses again.
+    await t.db.updateTable('plans').set({ features: JSON.stringify({ analytics: false }) }).where('key', '=', 'team').execute();
+    try {
+      expect((await analytics(free.token)).status).toBe(402);
+    } finally {
+      await t.db.updateTable('plans').set({ features: JSON.stringify({ analytics: true, sso: false, scim: false, auditLog: false }) }).where('key', '=', 'team').execute();
+    }
   });
 
   it('answers 401 without credentials and 400 for dimension parameters that do not go together', async () => {

@@ -50,6 +50,8 @@ describe('workers CRUD', () => {
 
   it('lists the workers of the organization, newest first, in pages, to every member', async () => {
     const owner = await createOrganization(t);
+    // Three workers: more than the free plan's two.
+    await t.db.updateTable('organizations').set({ plan: 'team' }).where('id', '=', owner.organizationId).execute();
     const member = await addMember(t, owner.organizationId);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {

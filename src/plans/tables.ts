@@ -1,0 +1,14 @@
+import type { Json } from '../db/schema';
+
+export interface PlansTable {
+  key: string;
+  rank: number;
+  max_members: number | null;
+  max_workers: number | null;
+  max_llm_providers: number | null;
+  features: Json<Record<string, boolean>>;
+}
+
+export interface PlanTables {
+  plans: PlansTable;
+}
