@@ -51,7 +51,7 @@ export function ingestRequests(token: string, prefix: string) {
  * Scenario 5: POST /v1/telemetry/ingest with 50-event batches, against the floor: the rows the
  * service writes for a batch (events in one multi-row INSERT, the session's dimension tag, the
  * hourly rollup, the session's hours, the member's days, the daily totals and the weekly keys and
- * counts) written straight through pg as multi-row statements in one transaction by as many loops. Keep it in step with src/telemetry/service.ts `ingest`.
+ * counts) written straight through pg as multi-row statements in one transaction by as many loops. Keep it in step with `writeBatch` in src/telemetry/ingest.ts.
  */
 export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult> {
   const result: ScenarioResult = {

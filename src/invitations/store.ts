@@ -83,6 +83,18 @@ export async function listInvitations(db: Db, organizationId: string, after: Pos
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(take).execute();
 }
 
+/** Invitations that can still be accepted (pending and not expired at `now`). */
+export async function countPendingInvitations(db: Db, organizationId: string, now: Date): Promise<number> {
+  const row = await db
+    .selectFrom('invitations')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('organization_id', '=', organizationId)
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', now)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 export async function findInvitation(db: Db, organizationId: string, invitationId: string): Promise<InvitationRow | undefined> {
   return db.selectFrom('invitations').select(COLUMNS).where('organization_id', '=', organizationId).where('id', '=', invitationId).executeTakeFirst();
 }

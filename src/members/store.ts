@@ -33,6 +33,17 @@ export async function findMember(db: Db, organizationId: string, memberId: strin
   return memberQuery(db, organizationId).where('m.id', '=', memberId).executeTakeFirst();
 }
 
+/** How many active members the organization has. */
+export async function countActiveMembers(db: Db, organizationId: string): Promise<number> {
+  const row = await db
+    .selectFrom('members')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('organization_id', '=', organizationId)
+    .where('removed_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** Active members of the organization among `memberIds` (to check ids a request names). */
 export async function existingMemberIds(db: Db, organizationId: string, memberIds: string[]): Promise<string[]> {
   if (memberIds.length === 0) return [];

@@ -5,30 +5,23 @@ import { requireAdmin } from '../access/roles';
 import { Invalid, type ErrorDetail } from '../lib/errors';
 import { requireFeature } from '../plans';
 import { newId } from '../lib/ids';
-import * as store from './store';
+import { countActiveMembers } from '../members/store';
+import { countPendingInvitations } from '../invitations/store';
+import { writeBatch } from './ingest';
+import type { EventRow } from './ingest-store';
+import { analyticsRange } from './range';
+import { windowFigures, weeklyFigures } from './rollup-queries';
+import { summaryWeekFigures, summaryWindowFigures } from './summary-queries';
+import { DAY_MS } from './time';
 
 type Schemas = components['schemas'];
 
-const DAY_MS = 86_400_000;
 /** Timestamps before this are refused as clock garbage, as are those more than a day ahead. */
 const EARLIEST_EVENT = Date.UTC(2000, 0, 1);
 const MAX_FUTURE_MS = DAY_MS;
 
-const dayOf = (date: Date): string => date.toISOString().slice(0, 10);
-const HOUR_MS = 3_600_000;
-const startOfDay = (date: Date): Date => new Date(Math.floor(date.getTime() / DAY_MS) * DAY_MS);
-const startOfHour = (date: Date): Date => new Date(Math.floor(date.getTime() / HOUR_MS) * HOUR_MS);
-/** Monday 00:00 UTC of the ISO week holding `date`. */
-const startOfWeek = (date: Date): Date => {
-  const day = startOfDay(date);
-  return new Date(day.getTime() - ((day.getUTCDay() + 6) % 7) * DAY_MS);
-};
 
-/**
- * Stores every event of the batch, or none: the events, the session tags and the rollups
- * are written in one transaction, so analytics never sees half a batch and a database error
- * fails the request instead of dropping events.
- */
+/** Checks the batch's timestamps, then stores all of it or none of it (./ingest.ts). */
 export async function ingest(deps: AppDeps, membership: Membership, events: Schemas['TelemetryEventInput'][]): Promise<number> {
   const now = deps.clock.now();
   const problems: ErrorDetail[] = [];
@@ -42,7 +35,7 @@ export async function ingest(deps: AppDeps, membership: Membership, events: Sche
   });
   if (problems.length > 0) throw new Invalid(problems);
 
-  const rows: store.EventRow[] = events.map((event, index) => ({
+  const rows: EventRow[] = events.map((event, index) => ({
     id: newId('telemetryEvent'),
     organizationId: membership.organizationId,
     memberId: membership.memberId,
@@ -55,64 +48,7 @@ export async function ingest(deps: AppDeps, membership: Membership, events: Sche
     dimensions: event.dimensions ?? [],
   }));
 
-  const tags = new Map<string, store.SessionTag>();
-  const hourly = new Map<string, store.HourlyDelta>();
-  const sessionHours = new Map<string, { sessionId: string; hour: Date }>();
-  const days = new Set<string>();
-  const daily = new Map<string, store.DailyDelta>();
-  const weeklyKeys = new Map<string, store.WeeklyKey>();
-  for (const row of rows) {
-    const day = dayOf(row.occurredAt);
-    const week = dayOf(startOfWeek(row.occurredAt));
-    const hour = startOfHour(row.occurredAt);
-    days.add(day);
-    weeklyKeys.set(`${week} m ${row.memberId}`, { week, kind: 'm', key: row.memberId });
-    if (row.sessionId !== null) {
-      weeklyKeys.set(`${week} s ${row.sessionId}`, { week, kind: 's', key: row.sessionId });
-      sessionHours.set(JSON.stringify([row.sessionId, hour.toISOString()]), { sessionId: row.sessionId, hour });
-      for (const d of (row.dimensions as Schemas['TelemetryDimension'][])) {
-        const tag = { organizationId: row.organizationId, type: d.type, value: d.value, sessionId: row.sessionId };
-        tags.set(JSON.stringify([tag.type, tag.value, tag.sessionId]), tag);
-      }
-    }
-    const sessionKey = row.sessionId ?? '';
-    const key = JSON.stringify([hour.toISOString(), row.memberId, sessionKey]);
-    const delta =
-      hourly.get(key) ??
-      { organizationId: row.organizationId, hour, memberId: row.memberId, sessionKey, events: 0, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
-    delta.events += 1;
-    if (row.type === 'task.completed' || row.type === 'task.failed') {
-      const totals = daily.get(day) ?? { day, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
-      daily.set(day, totals);
-      if (row.type === 'task.completed') {
-        delta.tasksCompleted += 1;
-        totals.tasksCompleted += 1;
-        if (row.durationMs !== null) {
-          delta.completedDurationSum += row.durationMs;
-          delta.completedDurationCount += 1;
-          totals.completedDurationSum += row.durationMs;
-          totals.completedDurationCount += 1;
-        }
-      } else {
-        delta.tasksFailed += 1;
-        totals.tasksFailed += 1;
-      }
-    }
-    hourly.set(key, delta);
-  }
-  // Sorted keys: concurrent batches touching the same rows lock them in the same order.
-  const sortedValues = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
-  const org = membership.organizationId;
-
-  await deps.db.transaction().execute(async (trx) => {
-    await store.insertEvents(trx, org, membership.memberId, now, rows);
-    await store.tagSessions(trx, sortedValues(tags));
-    await store.addHourly(trx, org, sortedValues(hourly));
-    await store.addSessionHours(trx, org, sortedValues(sessionHours));
-    await store.addDailyMember(trx, org, membership.memberId, [...days].sort());
-    await store.addDailyTotals(trx, org, sortedValues(daily));
-    await store.addWeeklyKeys(trx, org, sortedValues(weeklyKeys));
-  });
+  await writeBatch(deps.db, membership.organizationId, membership.memberId, now, rows);
   return rows.length;
 }
 
@@ -140,10 +76,10 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
   const { members, pendingInvites, windows, weeks } = await db.transaction().execute(async (trx) => {
     await sql`SET LOCAL max_parallel_workers_per_gather = 0`.execute(trx);
     return {
-      members: await store.countMembers(trx, membership.organizationId),
-      pendingInvites: await store.countPendingInvites(trx, membership.organizationId, range.now),
-      windows: range.dimension ? await store.windowFigures(trx, range) : await store.summaryWindowFigures(trx, range),
-      weeks: range.dimension ? await store.weeklyFigures(trx, range, range.firstWeek) : await store.summaryWeekFigures(trx, range),
+      members: await countActiveMembers(trx, membership.organizationId),
+      pendingInvites: await countPendingInvitations(trx, membership.organizationId, range.now),
+      windows: range.dimension ? await windowFigures(trx, range) : await summaryWindowFigures(trx, range),
+      weeks: range.dimension ? await weeklyFigures(trx, range, range.firstWeek) : await summaryWeekFigures(trx, range),
     };
   });
 
@@ -171,25 +107,5 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
     tasksFailed30d: windows.failed30,
     avgTaskDurationMs30d: windows.durationCount30 > 0 ? Math.round(windows.durationSum30 / windows.durationCount30) : 0,
     weekly,
-  };
-}
-
-/** Rolling windows end at now; weeks are ISO weeks (Monday 00:00 UTC), the 12th containing today. */
-export function analyticsRange(now: Date, organizationId: string, dimension: store.AnalyticsRange['dimension']): store.AnalyticsRange {
-  const start7 = new Date(now.getTime() - 7 * DAY_MS);
-  const start30 = new Date(now.getTime() - 30 * DAY_MS);
-  const currentWeek = startOfWeek(now);
-  return {
-    organizationId,
-    now,
-    hourStart: startOfHour(now),
-    today: dayOf(now),
-    start7,
-    start7HourEnd: new Date(startOfHour(start7).getTime() + HOUR_MS),
-    start30,
-    start30HourEnd: new Date(startOfHour(start30).getTime() + HOUR_MS),
-    firstWeek: dayOf(new Date(currentWeek.getTime() - 11 * 7 * DAY_MS)),
-    currentWeek: dayOf(currentWeek),
-    dimension,
   };
 }

@@ -1,0 +1,111 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema';
+import * as store from './ingest-store';
+import { dayOf, startOfHour, startOfWeek } from './time';
+
+/**
+ * What one batch of a member's events adds to each summary: the rollup rules, in one place.
+ * Every list is distinct and sorted by its key, so concurrent batches touching the same rows lock
+ * them in the same order.
+ */
+export interface IngestPlan {
+  tags: store.SessionTag[];
+  hourly: store.HourlyDelta[];
+  sessionHours: { sessionId: string; hour: Date }[];
+  days: string[];
+  daily: store.DailyDelta[];
+  weeklyKeys: store.WeeklyKey[];
+}
+
+const sortedValues = <T>(map: Map<string, T>): T[] =>
+  [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+
+/** The calendar keys of one UTC hour, computed once per hour a batch touches rather than per event. */
+interface HourKeys {
+  hour: Date;
+  iso: string;
+  day: string;
+  week: string;
+}
+
+export function planIngest(rows: store.EventRow[]): IngestPlan {
+  const tags = new Map<string, store.SessionTag>();
+  const hourly = new Map<string, store.HourlyDelta>();
+  const sessionHours = new Map<string, { sessionId: string; hour: Date }>();
+  const days = new Set<string>();
+  const daily = new Map<string, store.DailyDelta>();
+  const weeklyKeys = new Map<string, store.WeeklyKey>();
+  const hours = new Map<number, HourKeys>();
+  const keysOf = (at: Date): HourKeys => {
+    const hour = startOfHour(at);
+    let keys = hours.get(hour.getTime());
+    if (!keys) {
+      keys = { hour, iso: hour.toISOString(), day: dayOf(hour), week: dayOf(startOfWeek(hour)) };
+      hours.set(hour.getTime(), keys);
+    }
+    return keys;
+  };
+  for (const row of rows) {
+    const { hour, iso, day, week } = keysOf(row.occurredAt);
+    days.add(day);
+    weeklyKeys.set(`${week} m ${row.memberId}`, { week, kind: 'm', key: row.memberId });
+    if (row.sessionId !== null) {
+      weeklyKeys.set(`${week} s ${row.sessionId}`, { week, kind: 's', key: row.sessionId });
+      sessionHours.set(`${row.sessionId}\u0000${iso}`, { sessionId: row.sessionId, hour });
+      for (const d of row.dimensions as { type: string; value: string }[]) {
+        const tag = { organizationId: row.organizationId, type: d.type, value: d.value, sessionId: row.sessionId };
+        tags.set(JSON.stringify([tag.type, tag.value, tag.sessionId]), tag);
+      }
+    }
+    const sessionKey = row.sessionId ?? '';
+    const key = `${iso}\u0000${row.memberId}\u0000${sessionKey}`;
+    const delta =
+      hourly.get(key) ??
+      { organizationId: row.organizationId, hour, memberId: row.memberId, sessionKey, events: 0, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
+    delta.events += 1;
+    if (row.type === 'task.completed' || row.type === 'task.failed') {
+      const totals = daily.get(day) ?? { day, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
+      daily.set(day, totals);
+      if (row.type === 'task.completed') {
+        delta.tasksCompleted += 1;
+        totals.tasksCompleted += 1;
+        if (row.durationMs !== null) {
+          delta.completedDurationSum += row.durationMs;
+          delta.completedDurationCount += 1;
+          totals.completedDurationSum += row.durationMs;
+          totals.completedDurationCount += 1;
+        }
+      } else {
+        delta.tasksFailed += 1;
+        totals.tasksFailed += 1;
+      }
+    }
+    hourly.set(key, delta);
+  }
+  return {
+    tags: sortedValues(tags),
+    hourly: sortedValues(hourly),
+    sessionHours: sortedValues(sessionHours),
+    days: [...days].sort(),
+    daily: sortedValues(daily),
+    weeklyKeys: sortedValues(weeklyKeys),
+  };
+}
+
+/**
+ * Stores one member's batch and everything it adds to the rollup and the summaries in one
+ * transaction: analytics never sees half a batch, and a database error fails the whole batch
+ * instead of dropping events. The service and the benchmark's seeder both write through here.
+ */
+export async function writeBatch(db: Kysely<DB>, organizationId: string, memberId: string, receivedAt: Date, rows: store.EventRow[]): Promise<void> {
+  const plan = planIngest(rows);
+  await db.transaction().execute(async (trx) => {
+    await store.insertEvents(trx, organizationId, memberId, receivedAt, rows);
+    await store.tagSessions(trx, plan.tags);
+    await store.addHourly(trx, organizationId, plan.hourly);
+    await store.addSessionHours(trx, organizationId, plan.sessionHours);
+    await store.addDailyMember(trx, organizationId, memberId, plan.days);
+    await store.addDailyTotals(trx, organizationId, plan.daily);
+    await store.addWeeklyKeys(trx, organizationId, plan.weeklyKeys);
+  });
+}
