@@ -1,3 +1,5 @@
+import { parseAllowedNetworks } from './outbound/policy';
+
 /**
  * Settings come from the environment only, validated once at start: a bad value stops the process
  * with a message naming the variable, instead of surfacing later as a confusing failure.
@@ -17,6 +19,8 @@ export interface Settings {
   /** Bound on each call to an MCP connection's OAuth token endpoint. */
   mcpOAuthTimeoutMs: number;
   workerRuntimeTimeoutMs: number;
+  /** OUTBOUND_ALLOWED_NETWORKS: CIDRs tenant-supplied URLs may reach besides public addresses (src/outbound). */
+  outboundAllowedNetworks: string[];
   logLevel: string;
   corsOrigins: string[];
   bodyLimitBytes: number;
@@ -99,6 +103,14 @@ function rateLimit(env: Env, name: string, fallback: string): RateLimitRule | nu
   return { points: Number(count), windowMs: Number(match[1]) * UNIT_MS[match[2] ?? 's']! };
 }
 
+function networks(env: Env, name: string): string[] {
+  try {
+    return parseAllowedNetworks(env[name]);
+  } catch (err) {
+    throw new SettingsError(`${name} must be comma-separated CIDRs: ${(err as Error).message}`);
+  }
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadSettings(env: Env = process.env): Settings {
@@ -124,6 +136,7 @@ export function loadSettings(env: Env = process.env): Settings {
     suiteTimeoutMs: int(env, 'SUITE_TIMEOUT_MS', 30_000, 1),
     mcpOAuthTimeoutMs: int(env, 'MCP_OAUTH_TIMEOUT_MS', 10_000, 1),
     workerRuntimeTimeoutMs: int(env, 'WORKER_RUNTIME_TIMEOUT_MS', 5_000, 1),
+    outboundAllowedNetworks: networks(env, 'OUTBOUND_ALLOWED_NETWORKS'),
     logLevel,
     corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024),
