@@ -15,12 +15,15 @@ import { docsRouter } from './http/docs';
 import { requestLogger } from './http/logging';
 import { handlers } from './http/registry';
 import type { AppDeps } from './http/types';
+import { createOutbound, type Outbound } from './outbound';
 
 export interface AppOptions {
   db: Kysely<DB>;
   clock: Clock;
   logger: Logger;
   fetch: typeof fetch;
+  /** Client for tenant-supplied URLs; by default built from settings.outboundAllowedNetworks. */
+  outbound?: Outbound;
   settings: Settings;
   /** Check every response against the spec (on in tests). */
   validateResponses?: boolean;
@@ -37,6 +40,7 @@ export function createApp(options: AppOptions): express.Express {
     clock: options.clock,
     logger,
     fetch: options.fetch,
+    outbound: options.outbound ?? createOutbound({ allowedNetworks: settings.outboundAllowedNetworks }),
     settings,
     cursors: new Cursors(deriveKey(settings.secretKey, 'cursor')),
     secrets: new SecretBox(settings.secretKey),

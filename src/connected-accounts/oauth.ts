@@ -1,11 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hmacBase64url, safeEqual, sha256Hex } from '../lib/crypto';
+import { OutboundError, type OutboundRequest } from '../outbound';
 
 /**
  * The OAuth 2 pieces both providers share: PKCE (RFC 7636, S256), a signed `state`, and the token
  * endpoint (RFC 6749 §4.1.3 and §6, form-encoded, client_secret_post). They are small enough to
- * keep here with `deps.fetch`, so every call has our timeout and tests reach local fakes; a
- * library client (openid-client) would bring its own HTTP stack outside `deps.fetch`.
+ * keep here over our own transports, so every call has our timeout and a tenant's token URL goes
+ * through the egress policy (src/outbound); a library client (openid-client) would bring its own
+ * HTTP stack outside both.
  */
 export interface Pkce {
   verifier: string;
@@ -69,33 +71,54 @@ export interface TokenRequest {
   requestedScopes: string[];
 }
 
+/**
+ * How a token request travels: `deps.outbound.request` for a tenant-supplied token URL (egress
+ * policy), `trustedTransport(deps.fetch)` for an operator-configured one (the suite's login URL).
+ */
+export type TokenTransport = (url: string, init: OutboundRequest) => Promise<{ status: number; text(): string }>;
+
+/** A transport over plain fetch, for URLs from settings; same timeout, cap and no redirects. */
+export function trustedTransport(fetchFn: typeof fetch): TokenTransport {
+  return async (url, init) => {
+    const signal = AbortSignal.timeout(init.timeoutMs);
+    try {
+      const res = await fetchFn(url, { method: init.method ?? 'GET', headers: init.headers, body: init.body, redirect: 'manual', signal });
+      const text = await res.text();
+      if (Buffer.byteLength(text) > init.maxBytes) throw new OutboundError('too_large', `the reply is larger than ${init.maxBytes} bytes`);
+      return { status: res.status, text: () => text };
+    } catch (err) {
+      if (err instanceof OutboundError) throw err;
+      if (signal.aborted) throw new OutboundError('timeout', `no answer within ${init.timeoutMs} ms`);
+      throw new OutboundError('unreachable', `could not be reached (${(err as Error).name})`);
+    }
+  };
+}
+
 /** POSTs a token request and reads the token set; any failure is a TokenEndpointError. */
-export async function requestToken(fetchFn: typeof fetch, request: TokenRequest): Promise<TokenSet> {
-  const signal = AbortSignal.timeout(request.timeoutMs);
+export async function requestToken(transport: TokenTransport, request: TokenRequest): Promise<TokenSet> {
   let status: number;
   let text: string;
   try {
-    const res = await fetchFn(request.url, {
+    const res = await transport(request.url, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: new URLSearchParams(request.params).toString(),
-      redirect: 'error',
-      signal,
+      timeoutMs: request.timeoutMs,
+      maxBytes: MAX_REPLY_BYTES,
     });
     status = res.status;
-    text = await res.text();
+    text = res.text();
   } catch (err) {
-    if (signal.aborted) throw new TokenEndpointError('timeout', `the token endpoint did not answer within ${request.timeoutMs} ms`);
-    throw new TokenEndpointError('network', `the token endpoint could not be reached (${(err as Error).name})`);
+    if (!(err instanceof OutboundError)) throw err;
+    if (err.kind === 'timeout') throw new TokenEndpointError('timeout', `the token endpoint did not answer within ${request.timeoutMs} ms`);
+    throw new TokenEndpointError('network', `the token endpoint could not be called: ${err.message}`);
   }
   let body: Record<string, unknown> | null = null;
-  if (text.length <= MAX_REPLY_BYTES) {
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
-    } catch {
-      body = null;
-    }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
+  } catch {
+    body = null;
   }
   if (status < 200 || status > 299) {
     const code = typeof body?.error === 'string' ? ` (${body.error.slice(0, 64)})` : '';

@@ -4,6 +4,7 @@ import { isAdmin, requireAdmin } from '../access/roles';
 import { newId } from '../lib/ids';
 import * as accounts from '../connected-accounts/service';
 import { requestToken, TokenEndpointError } from '../connected-accounts/oauth';
+import { checkTenantUrl } from '../outbound';
 import * as store from './store';
 import { existingMemberIds } from '../members/store';
 import { existingTeamIds } from '../teams/store';
@@ -125,9 +126,18 @@ function checkShape(input: CreateInput): void {
   if (authType !== 'oauth' && input.oauthClient) throw Invalid.at(['body', 'oauthClient'], 'only an oauth connection takes oauthClient');
 }
 
+/** Every URL of a connection is the tenant's: checked against the egress policy when written. */
+function checkUrls(deps: AppDeps, input: { url?: string; oauthClient?: { authorizationUrl?: string; tokenUrl?: string } }): void {
+  if (input.url !== undefined) checkTenantUrl(deps.outbound.policy, input.url, ['body', 'url']);
+  const oauth = input.oauthClient;
+  if (oauth?.authorizationUrl !== undefined) checkTenantUrl(deps.outbound.policy, oauth.authorizationUrl, ['body', 'oauthClient', 'authorizationUrl']);
+  if (oauth?.tokenUrl !== undefined) checkTenantUrl(deps.outbound.policy, oauth.tokenUrl, ['body', 'oauthClient', 'tokenUrl']);
+}
+
 export async function createConnection(deps: AppDeps, membership: Membership, input: CreateInput): Promise<McpConnection> {
   requireAdmin(membership);
   checkShape(input);
+  checkUrls(deps, input);
   const access = normalizeAccess(input.access);
   await checkAccessTargets(deps, membership.organizationId, access);
   const id = newId('mcpConnection');
@@ -192,6 +202,7 @@ export async function updateConnection(deps: AppDeps, membership: Membership, co
     throw Invalid.at(['body', 'apiKey'], 'only a shared apikey connection stores an apiKey');
   }
   if (input.oauthClient && current.auth_type !== 'oauth') throw Invalid.at(['body', 'oauthClient'], 'only an oauth connection takes oauthClient');
+  checkUrls(deps, input);
   const access = input.access ? normalizeAccess(input.access) : null;
   if (access) await checkAccessTargets(deps, membership.organizationId, access);
   const patch: ConnectionPatch = {};
@@ -266,7 +277,7 @@ export async function completeOAuth(deps: AppDeps, query: accounts.CallbackQuery
   if (client.oauth_client_secret_sealed) params.client_secret = accounts.unseal(deps, client.oauth_client_secret_sealed);
   let tokens;
   try {
-    tokens = await requestToken(deps.fetch, {
+    tokens = await requestToken(deps.outbound.request, {
       url: client.oauth_token_url,
       params,
       timeoutMs: deps.settings.mcpOAuthTimeoutMs,

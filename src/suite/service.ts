@@ -2,7 +2,7 @@ import type { AppDeps, Membership } from '../http/types';
 import { Conflict, Upstream } from '../lib/errors';
 import { requireAdmin } from '../access/roles';
 import * as accounts from '../connected-accounts/service';
-import { requestToken, TokenEndpointError, type TokenSet } from '../connected-accounts/oauth';
+import { requestToken, trustedTransport, TokenEndpointError, type TokenSet } from '../connected-accounts/oauth';
 import { deleteProviderAccounts } from '../connected-accounts/store';
 import * as store from './store';
 import { describeFailure, graphCall, SuiteCallError, toChatMessage, type ChatMessage } from './graph';
@@ -86,7 +86,7 @@ export async function startConnect(deps: AppDeps, membership: Membership): Promi
 }
 
 function tokenCall(deps: AppDeps, client: store.SuiteClientRow, params: Record<string, string>): Promise<TokenSet> {
-  return requestToken(deps.fetch, {
+  return requestToken(trustedTransport(deps.fetch), {
     url: identityUrl(deps, client.tenant_id, 'token'),
     params: { client_id: client.client_id, client_secret: accounts.unseal(deps, client.client_secret_sealed), ...params },
     timeoutMs: deps.settings.suiteTimeoutMs,

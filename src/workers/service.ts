@@ -8,6 +8,7 @@ import type { Page, PageRequest, Position } from '../lib/pagination';
 import { enforceLimit } from '../plans';
 import * as store from './store';
 import { fetchRuntimeVersions } from './runtime-client';
+import { checkTenantUrl } from '../outbound';
 
 type Schemas = components['schemas'];
 
@@ -45,6 +46,7 @@ function requireCreatorOrAdmin(membership: Membership, worker: store.WorkerRow):
 }
 
 export async function createWorker(deps: AppDeps, membership: Membership, input: Schemas['CreateWorkerBody']) {
+  if (input.runtimeUrl) checkTenantUrl(deps.outbound.policy, input.runtimeUrl, ['body', 'runtimeUrl']);
   const hostToken = randomSecret('cpw');
   const row = await deps.db.transaction().execute(async (trx) => {
     await enforceLimit(trx, deps.settings, membership.organizationId, 'workers');
@@ -74,6 +76,7 @@ export async function getWorker(deps: AppDeps, membership: Membership, workerId:
 }
 
 export async function updateWorker(deps: AppDeps, membership: Membership, workerId: string, changes: Schemas['UpdateWorkerBody']) {
+  if (changes.runtimeUrl) checkTenantUrl(deps.outbound.policy, changes.runtimeUrl, ['body', 'runtimeUrl']);
   return deps.db.transaction().execute(async (trx) => {
     const current = await store.findWorker(trx, membership.organizationId, workerId);
     if (!current) throw workerNotFound();
@@ -105,7 +108,7 @@ export async function getWorkerRuntime(deps: AppDeps, membership: Membership, wo
   requireCreatorOrAdmin(membership, worker);
   if (!worker.runtime_url) throw new Conflict('worker_runtime_unavailable', 'The worker has no runtime URL.');
   return fetchRuntimeVersions({
-    fetch: deps.fetch,
+    outbound: deps.outbound,
     runtimeUrl: worker.runtime_url,
     hostToken: deps.secrets.decrypt(worker.host_token_sealed),
     timeoutMs: deps.settings.workerRuntimeTimeoutMs,

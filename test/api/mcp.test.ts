@@ -1,4 +1,4 @@
-import { createTestApp, type TestApp } from '../support/app';
+import { LOCAL_FAKES, createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { FakeOAuthServer } from '../fakes/oauth-server';
 import { findPlainText } from '../fakes/oauth-db-scan';
@@ -18,7 +18,7 @@ const clock = () => t.clock as ManualClock;
 
 beforeAll(async () => {
   auth = await new FakeOAuthServer({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }).start();
-  t = await createTestApp({ settings: { publicBaseUrl: PUBLIC_BASE } });
+  t = await createTestApp({ env: LOCAL_FAKES, settings: { publicBaseUrl: PUBLIC_BASE } });
 });
 afterAll(async () => {
   await t.close();

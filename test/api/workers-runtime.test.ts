@@ -1,4 +1,4 @@
-import { createTestApp, type TestApp } from '../support/app';
+import { LOCAL_FAKES, createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { refusedUrl, startFakeRuntime, type FakeRuntime } from '../fakes/worker-runtime';
 
@@ -6,7 +6,7 @@ let t: TestApp;
 let runtime: FakeRuntime;
 const TIMEOUT_MS = 300;
 beforeAll(async () => {
-  t = await createTestApp({ settings: { workerRuntimeTimeoutMs: TIMEOUT_MS } });
+  t = await createTestApp({ env: LOCAL_FAKES, settings: { workerRuntimeTimeoutMs: TIMEOUT_MS } });
   runtime = await startFakeRuntime();
 });
 afterAll(async () => {

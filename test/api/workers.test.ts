@@ -75,7 +75,7 @@ describe('workers CRUD', () => {
     const creator = await addMember(t, owner.organizationId);
     const other = await addMember(t, owner.organizationId);
     const admin = await addMember(t, owner.organizationId, 'admin');
-    const { item } = await createWorker(creator, { name: 'Mine', description: 'd', runtimeUrl: 'http://127.0.0.1:9/x' });
+    const { item } = await createWorker(creator, { name: 'Mine', description: 'd', runtimeUrl: 'https://runtime.example.test/x' });
 
     const refused = await t.http.patch(`/v1/workers/${item.id}`).set(...bearer(other.token)).send({ name: 'Stolen' });
     expect(refused.status).toBe(403);
@@ -87,7 +87,7 @@ describe('workers CRUD', () => {
     clock.advance(5000);
     const renamed = await t.http.patch(`/v1/workers/${item.id}`).set(...bearer(creator.token)).send({ name: 'Renamed', description: null });
     expect(renamed.status).toBe(200);
-    expect(renamed.body.item).toMatchObject({ name: 'Renamed', description: null, runtimeUrl: 'http://127.0.0.1:9/x' });
+    expect(renamed.body.item).toMatchObject({ name: 'Renamed', description: null, runtimeUrl: 'https://runtime.example.test/x' });
     expect(renamed.body.item.updatedAt).not.toBe(renamed.body.item.createdAt);
     const cleared = await t.http.patch(`/v1/workers/${item.id}`).set(...bearer(admin.token)).send({ runtimeUrl: null });
     expect(cleared.status).toBe(200);
@@ -108,7 +108,7 @@ describe('workers CRUD', () => {
   it('answers 404 worker_not_found for another organization’s worker and changes nothing', async () => {
     const a = await createOrganization(t, 'A');
     const b = await createOrganization(t, 'B');
-    const { item } = await createWorker(a, { name: 'A worker', runtimeUrl: 'http://127.0.0.1:9' });
+    const { item } = await createWorker(a, { name: 'A worker', runtimeUrl: 'https://runtime.example.test' });
     for (const req of [
       t.http.get(`/v1/workers/${item.id}`),
       t.http.patch(`/v1/workers/${item.id}`).send({ name: 'Hijacked' }),

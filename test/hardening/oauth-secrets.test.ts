@@ -1,5 +1,5 @@
 import { FakeOAuthServer } from '../fakes/oauth-server';
-import { createTestApp, type TestApp } from '../support/app';
+import { LOCAL_FAKES, createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization } from '../support/factories';
 import { findSecretsInDatabase } from '../support/snapshot';
 
@@ -14,7 +14,7 @@ let t: TestApp;
 let auth: FakeOAuthServer;
 beforeAll(async () => {
   auth = await new FakeOAuthServer({ clientId: 'hardening-client', clientSecret: 'hardening-client-secret-0123456789' }).start();
-  t = await createTestApp({ settings: { publicBaseUrl: PUBLIC_BASE } });
+  t = await createTestApp({ env: LOCAL_FAKES, settings: { publicBaseUrl: PUBLIC_BASE } });
 });
 afterAll(async () => {
   await t.close();

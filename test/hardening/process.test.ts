@@ -4,7 +4,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
-import { TEST_RATE_LIMITS, TEST_SECRET_KEY } from '../support/app';
+import { LOCAL_FAKES, TEST_RATE_LIMITS, TEST_SECRET_KEY } from '../support/app';
 import { ADMIN_DATABASE, serverUrl, testDbKind } from '../support/env';
 import { PASSWORD, uniqueEmail } from '../support/factories';
 
@@ -86,6 +86,7 @@ maybe('the service process', () => {
         LOG_LEVEL: 'warn',
         REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
         ...TEST_RATE_LIMITS,
+        ...LOCAL_FAKES,
       },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

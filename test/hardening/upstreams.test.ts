@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { sql } from 'kysely';
-import { createTestApp, type TestApp } from '../support/app';
+import { LOCAL_FAKES, createTestApp, type TestApp } from '../support/app';
 import { testDbKind } from '../support/env';
 import { bearer, createOrganization, type OrgOwner } from '../support/factories';
 
@@ -31,7 +31,7 @@ function tcpSockets(): number {
 }
 
 beforeAll(async () => {
-  t = await createTestApp({ settings: { workerRuntimeTimeoutMs: TIMEOUT_MS } });
+  t = await createTestApp({ env: LOCAL_FAKES, settings: { workerRuntimeTimeoutMs: TIMEOUT_MS } });
   owner = await createOrganization(t);
   await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
   refusedPort = await new Promise<number>((resolve) => {
@@ -40,7 +40,7 @@ beforeAll(async () => {
       s.close(() => resolve(port));
     });
   });
-});
+}, 120_000);
 afterAll(async () => {
   hanging.closeAllConnections();
   await new Promise<void>((r) => hanging.close(() => r()));

@@ -202,7 +202,7 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
   if (suite) secrets[`${label}.suiteClientSecret`] = suiteSecret;
 
   // Workers and telemetry.
-  const worker = await step('createWorker', 'worker', () => ownerApi.post('/v1/workers', { name: `${label} Worker`, runtimeUrl: 'http://127.0.0.1:9/' }));
+  const worker = await step('createWorker', 'worker', () => ownerApi.post('/v1/workers', { name: `${label} Worker`, runtimeUrl: 'https://runtime.example.test/' }));
   const workerId: string | undefined = worker?.body.item?.id;
   put('wrk', workerId);
   if (worker?.body.hostToken) {

@@ -3,6 +3,7 @@ import pino from 'pino';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { createApp } from '../../src/app';
+import type { Outbound } from '../../src/outbound';
 import { loadSettings, type Settings } from '../../src/settings';
 import { ManualClock, type Clock } from '../../src/lib/clock';
 import type { Express } from 'express';
@@ -22,11 +23,21 @@ export const TEST_RATE_LIMITS: Record<string, string> = {
   RATE_LIMIT_BOOTSTRAP_IP: '100000/15m',
 };
 
+/**
+ * The egress policy (src/outbound) refuses loopback by default, as in production; a test whose
+ * worker runtimes or OAuth servers are local fakes on 127.0.0.1 allows loopback explicitly.
+ */
+export const LOCAL_FAKES: Record<string, string> = { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128' };
+
 export interface TestAppOptions {
   clock?: Clock;
   fetch?: typeof fetch;
   settings?: Partial<Settings>;
   env?: Record<string, string>;
+  /** The client for tenant URLs (tests resolving names of their own); built from settings otherwise. */
+  outbound?: Outbound;
+  /** Another app's database: a second "process" on the same data (closed by its owner, not here). */
+  database?: TestDatabase;
 }
 
 export interface TestApp {
@@ -46,7 +57,7 @@ export interface TestApp {
  * (`validateResponses`): a test that gets an undeclared status or shape sees a 500.
  */
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const database = await createTestDatabase();
+  const database = options.database ?? (await createTestDatabase());
   const clock = options.clock ?? new ManualClock(new Date());
   const settings: Settings = { ...loadSettings({ LOG_LEVEL: 'info', ...TEST_RATE_LIMITS, ...options.env }), secretKey: TEST_SECRET_KEY, ...options.settings };
   const logs: string[] = [];
@@ -57,7 +68,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     },
   });
   const logger = pino({ level: 'info' }, sink);
-  const app = createApp({ db: database.db, clock, logger, fetch: options.fetch ?? globalThis.fetch, settings, validateResponses: true });
+  const app = createApp({ db: database.db, clock, logger, fetch: options.fetch ?? globalThis.fetch, outbound: options.outbound, settings, validateResponses: true });
   return {
     app,
     http: supertest(app),
@@ -66,6 +77,6 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     clock,
     settings,
     logs,
-    close: () => database.close(),
+    close: () => (options.database ? Promise.resolve() : database.close()),
   };
 }
