@@ -44,6 +44,14 @@ beforeEach(() => {
 
 const port = () => new URL(runtime.url).port;
 
+/** A worker in an organization of its own (plans limit workers per organization). */
+async function workerIn(app: TestApp, runtimeUrl: string): Promise<{ id: string; token: string }> {
+  const org = await createOrganization(t);
+  const res = await app.http.post('/v1/workers').set(...bearer(org.token)).send({ name: 'w', runtimeUrl });
+  expect(res.status).toBe(201);
+  return { id: res.body.item.id, token: org.token };
+}
+
 describe('tenant URLs are checked when written', () => {
   test.each(['http://127.0.0.1:8080/', 'http://169.254.169.254/latest/', 'http://10.0.0.1/', 'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://[fd00::1]/', 'http://localhost/', 'https://u:p@runtime.example.com/'])(
     'worker runtimeUrl %s: 400 naming runtimeUrl, nothing stored',
@@ -58,12 +66,11 @@ describe('tenant URLs are checked when written', () => {
   );
 
   test('updating a worker to a metadata address is refused; the stored URL stays', async () => {
-    const created = await strictApp().http.post('/v1/workers').set(...bearer(owner.token)).send({ name: 'w', runtimeUrl: 'https://runtime.example.com/' });
-    expect(created.status).toBe(201);
-    const res = await strictApp().http.patch(`/v1/workers/${created.body.item.id}`).set(...bearer(owner.token)).send({ runtimeUrl: 'http://169.254.169.254/' });
+    const w = await workerIn(strictApp(), 'https://runtime.example.com/');
+    const res = await strictApp().http.patch(`/v1/workers/${w.id}`).set(...bearer(w.token)).send({ runtimeUrl: 'http://169.254.169.254/' });
     expect(res.status).toBe(400);
     expect(res.body.details).toEqual([{ path: ['body', 'runtimeUrl'], message: expect.stringMatching(/not allowed/) }]);
-    const got = await strictApp().http.get(`/v1/workers/${created.body.item.id}`).set(...bearer(owner.token));
+    const got = await strictApp().http.get(`/v1/workers/${w.id}`).set(...bearer(w.token));
     expect(got.body.item.runtimeUrl).toBe('https://runtime.example.com/');
   });
 
@@ -79,19 +86,18 @@ describe('tenant URLs are checked when written', () => {
   });
 
   test('the same URL is accepted where OUTBOUND_ALLOWED_NETWORKS lists the network', async () => {
-    const res = await localApp().http.post('/v1/workers').set(...bearer(owner.token)).send({ name: 'w', runtimeUrl: 'http://127.0.0.1:8080/' });
-    expect(res.status).toBe(201);
+    await workerIn(localApp(), 'http://127.0.0.1:8080/');
   });
 });
 
 describe('tenant URLs are checked when called', () => {
   test('a stored loopback runtime is refused by a process that does not allow it: nothing received', async () => {
-    const created = await localApp().http.post('/v1/workers').set(...bearer(owner.token)).send({ name: 'w', runtimeUrl: runtime.url });
-    const refused = await strictApp().http.get(`/v1/workers/${created.body.item.id}/runtime`).set(...bearer(owner.token));
+    const w = await workerIn(localApp(), runtime.url);
+    const refused = await strictApp().http.get(`/v1/workers/${w.id}/runtime`).set(...bearer(w.token));
     expect(refused.status).toBe(502);
     expect(refused.body).toEqual({ error: 'worker_runtime_error', message: expect.stringMatching(/not allowed/) });
     expect(runtime.requests).toEqual([]);
-    const allowed = await localApp().http.get(`/v1/workers/${created.body.item.id}/runtime`).set(...bearer(owner.token));
+    const allowed = await localApp().http.get(`/v1/workers/${w.id}/runtime`).set(...bearer(w.token));
     expect(allowed.status).toBe(200);
     expect(runtime.requests).toHaveLength(1);
   });
@@ -100,15 +106,14 @@ describe('tenant URLs are checked when called', () => {
     const lookup = ((hostname: string, _o: unknown, cb: (e: Error | null, a: { address: string; family: number }[]) => void) =>
       hostname === 'runtime.customer.example' ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(Object.assign(new Error('ENOTFOUND'), { code: 'ENOTFOUND' }), [])) as unknown as LookupFunction;
     const rebinding = use(createOutbound({ lookup }));
-    const created = await rebinding.http.post('/v1/workers').set(...bearer(owner.token)).send({ name: 'w', runtimeUrl: `http://runtime.customer.example:${port()}/` });
-    expect(created.status).toBe(201);
-    const res = await rebinding.http.get(`/v1/workers/${created.body.item.id}/runtime`).set(...bearer(owner.token));
+    const w = await workerIn(rebinding, `http://runtime.customer.example:${port()}/`);
+    const res = await rebinding.http.get(`/v1/workers/${w.id}/runtime`).set(...bearer(w.token));
     expect(res.status).toBe(502);
     expect(res.body.message).toMatch(/runtime\.customer\.example resolves to 127\.0\.0\.1.*not allowed/);
     expect(runtime.requests).toEqual([]);
 
     const allowing = use(createOutbound({ lookup, allowedNetworks: ['127.0.0.0/8'] }));
-    expect((await allowing.http.get(`/v1/workers/${created.body.item.id}/runtime`).set(...bearer(owner.token))).status).toBe(200);
+    expect((await allowing.http.get(`/v1/workers/${w.id}/runtime`).set(...bearer(w.token))).status).toBe(200);
     expect(runtime.requests).toHaveLength(1);
   });
 
@@ -116,8 +121,8 @@ describe('tenant URLs are checked when called', () => {
     const target = await startFakeRuntime({ kind: 'ok', body: { secret: 'internal' } });
     try {
       runtime.mode = { kind: 'redirect', location: `${target.url}/runtime/versions` };
-      const created = await localApp().http.post('/v1/workers').set(...bearer(owner.token)).send({ name: 'w', runtimeUrl: runtime.url });
-      const res = await localApp().http.get(`/v1/workers/${created.body.item.id}/runtime`).set(...bearer(owner.token));
+      const w = await workerIn(localApp(), runtime.url);
+      const res = await localApp().http.get(`/v1/workers/${w.id}/runtime`).set(...bearer(w.token));
       expect(res.status).toBe(502);
       expect(res.body).toEqual({ error: 'worker_runtime_error', message: 'The worker runtime answered HTTP 302.' });
       expect(runtime.requests).toHaveLength(1);
