@@ -5,8 +5,7 @@ WORKDIR /app
 # No install-time analytics ping from @scarf/scarf (pulled in by swagger-ui-express).
 ENV SCARF_ANALYTICS=false
 COPY package.json package-lock.json ./
-# npm install rather than npm ci: see .ci/run (the lock omits other platforms' optional binaries).
-RUN npm install --no-audit --no-fund
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY generated ./generated
@@ -21,7 +20,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: the only production install script is @scarf/scarf's analytics ping (via
 # swagger-ui-express); native modules (@node-rs/argon2) come as prebuilt optional packages.
-RUN npm install --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY generated ./generated
 COPY openapi ./openapi
