@@ -3,6 +3,8 @@
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
+import { importX } from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
 // The few Node globals plain JS config files use (the `globals` package is not a direct dependency).
 const nodeGlobals = {
@@ -29,6 +31,42 @@ export default defineConfig(
       // Boundaries with untyped libraries and test doubles need `any` now and then; review
       // catches abuse better than a rule that invites eslint-disable comments.
       '@typescript-eslint/no-explicit-any': 'off',
+    },
+  },
+  {
+    // Dependencies point down (request → handler → service → store; domain, access and lib below
+    // them): no import cycles anywhere in src, and nothing below HTTP imports src/http/.
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/extensions': ['.ts'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+    },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
+  },
+  {
+    files: ['src/**/store.ts', 'src/**/tables.ts', 'src/domain/**/*.ts', 'src/access/**/*.ts', 'src/principal/**/*.ts', 'src/db/**/*.ts', 'src/lib/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/http/*', '**/http'], message: 'Stores, tables, domain, access, principal, db and lib never import from src/http/ (dependencies point down).' }] },
+      ],
+    },
+  },
+  {
+    // Table types are composed into src/db/schema.ts; importing it back would make a cycle.
+    files: ['src/**/tables.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/http/*', '**/http'], message: 'Tables never import from src/http/.' },
+            { group: ['**/db/schema'], message: 'Table types import column types from src/db/columns, never the schema that composes them.' },
+          ],
+        },
+      ],
     },
   },
   {

@@ -1214,7 +1214,7 @@ export interface paths {
         put?: never;
         /**
          * Report activity (called by the worker)
-         * @description Authenticated by the worker's own token in `x-worker-token` (no session or API key). A missing or wrong token, or a token of another worker, is 401. All events are stored or none.
+         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key). A missing or wrong token, or a token of another worker, is 401. All events are stored or none.
          */
         post: operations["reportWorkerActivity"];
         delete?: never;
@@ -4791,10 +4791,7 @@ export interface operations {
     reportWorkerActivity: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description The worker's host token from its creation. */
-                "x-worker-token"?: string;
-            };
+            header?: never;
             path: {
                 id: components["schemas"]["PlainId"];
             };

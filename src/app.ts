@@ -14,7 +14,7 @@ import { errorToResult } from './http/errors';
 import { docsRouter } from './http/docs';
 import { requestLogger } from './http/logging';
 import { handlers } from './http/registry';
-import type { AppDeps } from './http/types';
+import type { AppDeps } from './domain/deps';
 import { createOutbound, type Outbound } from './outbound';
 
 export interface AppOptions {

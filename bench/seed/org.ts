@@ -5,7 +5,7 @@ import { hashPassword, randomSecret, sha256Hex } from '../../src/lib/crypto';
 import { insertSession, insertUser } from '../../src/auth/store';
 import { insertMember } from '../../src/org/store';
 import { createOrganizationIn, type Plan } from '../../src/org/service';
-import type { Role } from '../../src/http/types';
+import type { Role } from '../../src/domain/principal';
 
 export interface SeededOrg {
   organizationId: string;

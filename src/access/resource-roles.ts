@@ -2,13 +2,14 @@ import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../db/schema';
 import { preparedAs } from '../db/connect';
 import { Forbidden } from '../lib/errors';
-import { ROLE_RANK } from './roles';
-import type { Membership, Role } from '../http/types';
+import type { Membership, PermissionSet, Role } from '../domain/principal';
+import { builtInPermissions, isBuiltInRole } from './builtin-roles';
 
 /**
  * Resource roles (supporting-interface §2): viewer < editor < manager, granted directly to a member,
  * to a team, or org-wide. The effective role is the highest active (removed_at IS NULL) grant that
- * reaches the member; organization admins are manager on everything; a removed member has none.
+ * reaches the member; a member holding the `resources.manage` permission (organization admins) is
+ * manager on everything; a removed member has none.
  *
  * Written once over any grants table with the shared columns (id, organization_id, <resource>_id,
  * member_id, team_id, org_wide, role, created_by_member_id, created_at, removed_at): marketplaces,
@@ -49,9 +50,6 @@ export function hasRole(role: ResourceRole | null, needed: ResourceRole): boolea
 }
 
 const RANK_SQL = sql<number>`CASE g.role WHEN 'viewer' THEN 1 WHEN 'editor' THEN 2 WHEN 'manager' THEN 3 END`;
-
-/** Organization roles that are manager on every resource (rank ≥ admin), for SQL. */
-const ADMIN_ROLES = (Object.keys(ROLE_RANK) as Role[]).filter((r) => ROLE_RANK[r] >= ROLE_RANK.admin);
 
 function roleOfRank(rank: number | null | undefined): ResourceRole | null {
   return RESOURCE_ROLES[(rank ?? 0) - 1] ?? null;
@@ -102,46 +100,59 @@ export function grantReaches(
   return active ? sql<SqlBool>`(${reaches} AND ${active})` : sql<SqlBool>`${reaches}`;
 }
 
+/** Holding `resources.manage` makes a member manager on every resource: the one place that says so. */
+export function managesAllResources(permissions: PermissionSet): boolean {
+  return permissions.has('resources.manage');
+}
+
 /**
- * The member's effective role on one resource, or null. One query: the member must be active in
- * the organization (its current organization role decides admin; an admin's grants are not read),
- * then the highest grant wins, read through index lookups per target kind.
+ * Whose grants limit a list of resources: the member's id, or null when the membership manages
+ * every resource (stores then apply no visibility filter).
+ */
+export function visibilityOf(membership: Membership): string | null {
+  return managesAllResources(membership.permissions) ? null : membership.memberId;
+}
+
+/**
+ * The member's effective role on one resource, or null. With the caller's membership (its
+ * permissions resolved with the principal), managing every resource answers without a query;
+ * otherwise one query: the member must be active in the organization, and the highest grant
+ * wins, read through index lookups per target kind. Given only ids, the member's current role is
+ * read in the same query and its permissions decide.
  */
 export async function resolveResourceRole(
   db: Db,
   ref: GrantTableRef,
-  member: { organizationId: string; memberId: string },
+  member: { organizationId: string; memberId: string; permissions?: PermissionSet },
   resourceId: string,
   options: ResolveOptions = {},
 ): Promise<ResourceRole | null> {
+  if (member.permissions && managesAllResources(member.permissions)) return 'manager';
   const resource = sql`${resourceId}`;
   const grants = reachingGrants(ref, resource, sql`m.id`, RANK_SQL, sql`AND g.organization_id = ${member.organizationId}`);
   const active = resourceActive(ref, resource, options);
   // Prepared per grants table and variant: planning the three branches cost more than running them.
   const name = `resource_role_${ref.table}${active ? '_active' : ''}`;
-  const row = await sql<{ org_role: Role; rank: number | null }>`${preparedAs(name)}
+  const row = await sql<{ org_role: string; rank: number | null }>`${preparedAs(name)}
     SELECT m.role AS org_role,
-      CASE WHEN m.role IN (${sql.join(ADMIN_ROLES)}) ${active ? sql`OR NOT ${active}` : sql``} THEN NULL
+      CASE WHEN ${active ? sql`NOT ${active}` : sql`false`} THEN NULL
         ELSE (SELECT max(rank) FROM (${grants}) AS reaching (rank)) END AS rank
     FROM members m
     WHERE m.id = ${member.memberId} AND m.organization_id = ${member.organizationId} AND m.removed_at IS NULL`.execute(db);
   const found = row.rows[0];
   if (!found) return null;
-  if ((ROLE_RANK[found.org_role] ?? 0) >= ROLE_RANK.admin) return 'manager';
+  const permissions = member.permissions ?? (isBuiltInRole(found.org_role) ? builtInPermissions(found.org_role as Role) : new Set<string>());
+  if (managesAllResources(permissions)) return 'manager';
   return roleOfRank(found.rank);
 }
 
 /**
  * SQL condition "the member may view resource `<alias>.id`", for lists of visible resources.
- * Admins see everything, so callers skip the condition for them.
+ * Members who manage every resource see everything, so callers skip the condition for them
+ * (`visibilityOf`).
  */
 export function visibleTo(ref: GrantTableRef, alias: string, memberId: string): RawBuilder<SqlBool> {
   return grantReaches(ref, sql.ref(`${alias}.id`), memberId);
-}
-
-/** Admins (owner, admin) are manager on every resource. */
-export function isOrgAdmin(membership: Membership): boolean {
-  return ROLE_RANK[membership.role] >= ROLE_RANK.admin;
 }
 
 /**

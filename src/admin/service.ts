@@ -1,5 +1,6 @@
 import type { components } from '../../generated/api';
-import type { AppDeps, Principal } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Principal } from '../domain/principal';
 import { NotFound } from '../lib/errors';
 import type { PageRequest } from '../lib/pagination';
 import { requirePlatformAdmin } from '../access/roles';

@@ -1,5 +1,6 @@
 import type { components } from '../../generated/api';
-import type { AppDeps, Membership, Principal } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership, Principal } from '../domain/principal';
 import { Invalid, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';

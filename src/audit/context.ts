@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Principal } from '../http/types';
+import type { AnyPrincipal } from '../domain/principal';
 import type { Clock } from '../lib/clock';
 
 /** Who made a change (spec: audit-and-events.md §1). */
@@ -31,27 +31,32 @@ export interface AuditContext {
  * Principal → actor, the one place that knows how each kind of credential acts. Kinds another
  * area adds (SCIM tokens, worker tokens) map here by their `kind`.
  */
-export function actorOf(principal: Principal | null): Actor {
+export function actorOf(principal: AnyPrincipal | null): Actor {
   if (!principal) return { type: 'system', id: null, memberId: null };
-  const p = principal as Omit<Principal, 'kind'> & { kind: string; scimTokenId?: string | null; workerId?: string | null };
-  const memberId = p.membership?.memberId ?? null;
+  // Kinds other areas add (SCIM tokens) join the AnyPrincipal union and get their case here.
+  const p = principal as AnyPrincipal | { kind: 'scim'; scimTokenId?: string | null };
   switch (p.kind) {
     case 'apiKey':
-      return { type: 'api_key', id: p.apiKeyId, memberId };
+      return { type: 'api_key', id: p.apiKeyId, memberId: p.membership?.memberId ?? null };
+    case 'session':
+      return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null };
+    case 'worker':
+      return { type: 'worker', id: p.workerId, memberId: null };
     case 'scim':
       return { type: 'scim', id: p.scimTokenId ?? null, memberId: null };
-    case 'worker':
-      return { type: 'worker', id: p.workerId ?? null, memberId: null };
-    case 'system':
-      return { type: 'system', id: null, memberId: null };
-    default:
-      return { type: 'member', id: p.userId ?? null, memberId };
   }
+}
+
+/** The organization a principal acts in. */
+function organizationOf(principal: AnyPrincipal | null): string | null {
+  if (!principal) return null;
+  if (principal.kind === 'worker') return principal.organizationId;
+  return principal.membership?.organizationId ?? principal.activeOrganizationId ?? null;
 }
 
 /** The request's context, derived once by the router from the handler context (src/http/router.ts). */
 export function contextOfRequest(input: {
-  principal: Principal | null;
+  principal: AnyPrincipal | null;
   requestId: string;
   ip: string;
   userAgent: string | undefined;
@@ -60,7 +65,7 @@ export function contextOfRequest(input: {
 }): AuditContext {
   return {
     actor: actorOf(input.principal),
-    organizationId: input.principal?.membership?.organizationId ?? input.principal?.activeOrganizationId ?? null,
+    organizationId: organizationOf(input.principal),
     requestId: input.requestId || null,
     ip: input.ip || null,
     userAgent: input.userAgent ? input.userAgent.slice(0, 512) : null,

@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
-import type { AppDeps, Principal } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Principal } from '../domain/principal';
 import { Conflict, NotFound, Unauthenticated, Unauthorized } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { decoyPasswordHash, hashPassword, randomSecret, safeEqual, sha256Hex, verifyPassword } from '../lib/crypto';

@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
-import type { AppDeps } from '../http/types';
+import type { AppDeps } from '../domain/deps';
 import { deriveKey } from '../lib/crypto';
 import { Invalid } from '../lib/errors';
 import { newId } from '../lib/ids';

@@ -173,15 +173,6 @@ export async function updateAccountTokens(
     .execute();
 }
 
-export async function updateAccountIdentity(db: Db, organizationId: string, accountId: string, identity: { id: string; displayName: string }): Promise<void> {
-  await db
-    .updateTable('connected_accounts')
-    .set({ external_user_id: identity.id, external_display_name: identity.displayName })
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', accountId)
-    .execute();
-}
-
 /** Deletes the member's account for the target; true when there was one. */
 export async function deleteAccount(db: Db, target: AccountTarget): Promise<boolean> {
   const deleted = await db.deleteFrom('connected_accounts').where(ofTarget(target)).returning('id').execute();

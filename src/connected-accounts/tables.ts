@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { Timestamp } from '../db/schema';
+import type { Timestamp } from '../db/columns';
 
 /** Tables of connected accounts, MCP connections and the suite client (migration 20261122_0400). */
 export type Provider = 'mcp' | 'suite-365';

@@ -1,8 +1,9 @@
 import type { components } from '../../generated/api';
 import type { Db } from '../db/schema';
-import type { AppDeps, Membership } from '../http/types';
-import { isOrgAdmin, requireRole, resolveResourceRole, type ResourceRole } from '../access/resource-roles';
-import { requireAdmin } from '../access/roles';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
+import { requireRole, resolveResourceRole, visibilityOf, type ResourceRole } from '../access/resource-roles';
+import { authorize } from '../access/roles';
 import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { PageRequest } from '../lib/pagination';
@@ -43,7 +44,7 @@ export async function createConnectorInstance(
   membership: Membership,
   body: { name: string; connectorType: string; remoteId?: string; config?: Record<string, unknown> },
 ) {
-  requireAdmin(membership);
+  authorize(membership, 'connectors.create');
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
     const row = await store.insertConnectorInstance(trx, {
@@ -62,7 +63,7 @@ export async function createConnectorInstance(
 }
 
 export async function listConnectorInstances(deps: AppDeps, membership: Membership, page: PageRequest) {
-  const visible = isOrgAdmin(membership) ? null : membership.memberId;
+  const visible = visibilityOf(membership);
   return deps.cursors.page(
     'connector_instances',
     page,

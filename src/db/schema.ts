@@ -1,4 +1,5 @@
-import type { ColumnType, Generated, Kysely, Transaction } from 'kysely';
+import type { Generated, Kysely, Transaction } from 'kysely';
+import type { Timestamp } from './columns';
 import type { ConnectedAccountTables } from '../connected-accounts/tables';
 import type { PeopleTables } from '../invitations/tables';
 import type { WorkerTables } from '../workers/tables';
@@ -13,8 +14,7 @@ import type { PlanTables } from '../plans/tables';
  * area maps rows to its API types explicitly (see each area's store.ts).
  * Areas add their tables as interfaces in their own folder and list them in `DB` below.
  */
-export type Timestamp = ColumnType<Date, Date | string, Date | string>;
-export type Json<T = unknown> = ColumnType<T, string, string>;
+export type { Json, Timestamp } from './columns';
 
 export interface RolesTable {
   key: string;

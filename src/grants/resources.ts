@@ -2,12 +2,13 @@ import type { GrantTableRef } from '../access/resource-roles';
 import type { IdKind } from '../lib/ids';
 
 /**
- * The three granted resources of the plugin system. Grants logic (src/grants) is written once and
- * takes one of these; each only names its table, id kind and words for messages.
+ * The granted resources: the plugin system's three and MCP connections. Grants logic (src/grants)
+ * is written once and takes one of these; each only names its table, id kind and words for
+ * messages.
  */
 export interface GrantedResource {
   /** Reason prefix and message word: `marketplace_manager_required`. */
-  name: 'marketplace' | 'plugin' | 'connector_instance';
+  name: 'marketplace' | 'plugin' | 'connector_instance' | 'mcp_connection';
   label: string;
   ref: GrantTableRef;
   grantIdKind: IdKind;
@@ -42,4 +43,13 @@ export const CONNECTOR_INSTANCE: GrantedResource = {
   ref: { table: 'connector_instance_grants', resourceColumn: 'connector_instance_id' },
   grantIdKind: 'connectorInstanceGrant',
   listName: 'connector_instance_grants',
+};
+
+/** MCP connections: a grant lets its targets use the connection (`access` on the connection). */
+export const MCP_CONNECTION: GrantedResource = {
+  name: 'mcp_connection',
+  label: 'MCP connection',
+  ref: { table: 'mcp_connection_grants', resourceColumn: 'connection_id' },
+  grantIdKind: 'mcpConnectionGrant',
+  listName: 'mcp_connection_grants',
 };

@@ -116,10 +116,62 @@ export async function revokeGrant(
   return result.rows[0];
 }
 
-/** Removes every grant of a resource (deleting the resource). */
-export async function deleteGrantsOf(db: Db, resource: GrantedResource, organizationId: string, resourceId: string): Promise<void> {
+/** The active grants of some resources (a page of them), oldest first, with the resource id. */
+export async function activeGrantsOf(
+  db: Db,
+  resource: GrantedResource,
+  organizationId: string,
+  resourceIds: string[],
+): Promise<(GrantRow & { resource_id: string })[]> {
+  if (resourceIds.length === 0) return [];
   const { table, resourceColumn } = resource.ref;
-  await sql`DELETE FROM ${sql.table(table)} WHERE organization_id = ${organizationId} AND ${sql.ref(resourceColumn)} = ${resourceId}`.execute(db);
+  const result = await sql<GrantRow & { resource_id: string }>`
+    SELECT ${COLUMNS}, g.${sql.ref(resourceColumn)} AS resource_id FROM ${sql.table(table)} g
+    WHERE g.organization_id = ${organizationId} AND g.${sql.ref(resourceColumn)} IN (${sql.join(resourceIds)}) AND g.removed_at IS NULL
+    ORDER BY g.created_at, g.id`.execute(db);
+  return result.rows;
+}
+
+function targetKey(t: GrantTarget): string {
+  return 'orgWide' in t ? 'org' : 'memberId' in t ? `m:${t.memberId}` : `t:${t.teamId}`;
+}
+
+function rowTarget(g: GrantRow): GrantTarget {
+  return g.org_wide ? { orgWide: true } : g.member_id ? { memberId: g.member_id } : { teamId: g.team_id! };
+}
+
+/**
+ * Makes the active grants of one resource exactly `targets`, each with `role`: missing ones are
+ * added, the others revoked (run it in the caller's transaction).
+ */
+export async function replaceActiveGrants(
+  db: Db,
+  resource: GrantedResource,
+  input: { organizationId: string; resourceId: string; targets: GrantTarget[]; role: ResourceRole; byMemberId: string; now: Date; newId: () => string },
+): Promise<void> {
+  const { table, resourceColumn } = resource.ref;
+  const current = await activeGrantsOf(db, resource, input.organizationId, [input.resourceId]);
+  const wanted = new Map(input.targets.map((t) => [targetKey(t), t]));
+  const have = new Set(current.map((g) => targetKey(rowTarget(g))));
+  const revoke = current.filter((g) => !wanted.has(targetKey(rowTarget(g)))).map((g) => g.id);
+  if (revoke.length > 0) {
+    await sql`UPDATE ${sql.table(table)} SET removed_at = ${input.now}
+      WHERE organization_id = ${input.organizationId} AND ${sql.ref(resourceColumn)} = ${input.resourceId} AND id IN (${sql.join(revoke)})`.execute(db);
+  }
+  const add = [...wanted.entries()].filter(([key]) => !have.has(key)).map(([, target]) => target);
+  await insertGrants(
+    db,
+    resource,
+    add.map((target) => ({
+      id: input.newId(),
+      organizationId: input.organizationId,
+      resourceId: input.resourceId,
+      target,
+      role: input.role,
+      createdByMemberId: input.byMemberId,
+      now: input.now,
+    })),
+  );
 }
 
 export async function memberExists(db: Db, organizationId: string, memberId: string): Promise<boolean> {

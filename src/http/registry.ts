@@ -1,6 +1,5 @@
-import type { Handlers, OperationId, Principal } from './types';
-import type { Kysely } from 'kysely';
-import type { DB } from '../db/schema';
+import type { Handlers, OperationId } from './types';
+import type { SessionLoader } from '../principal';
 import { systemHandlers } from '../system/handlers';
 import { authHandlers } from '../auth/handlers';
 import { orgHandlers } from '../org/handlers';
@@ -45,7 +44,6 @@ export const handlers: Handlers = {
  * bearerAuth handler calls the loader instead of principalFromSession; the loader answers the
  * same principal, or null for a dead session). Only for hot read paths.
  */
-export type SessionLoader = (db: Kysely<DB>, token: string, now: Date) => Promise<Principal | null>;
 export const sessionLoaders: Partial<Record<OperationId, SessionLoader>> = {
   getOrg: loadSessionWithOrganization,
 };

@@ -2,27 +2,19 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Context } from 'openapi-backend';
 import { Invalid, Unauthorized } from '../lib/errors';
 import { isUnavailable } from '../db/errors';
-import { principalFromApiKey, principalFromSession } from '../auth/principal';
-import { createBackend, initBackend, toBackendRequest } from './openapi';
+import { CREDENTIAL_RESOLVERS, credentialReader, type SchemeDefinition } from '../principal';
+import type { AnyPrincipal } from '../domain/principal';
+import type { AppDeps } from '../domain/deps';
+import { contract, createBackend, initBackend, toBackendRequest } from './openapi';
 import { nulInRequest } from '../protection/nul';
 import { errorToResult, validationDetails } from './errors';
 import { sessionLoaders } from './registry';
 import { contextOfRequest, withAuditContext } from '../audit';
-import type { AppDeps, HandlerContext, Handlers, HttpResult, OperationId, Principal } from './types';
+import type { HandlerContext, Handlers, HttpResult, OperationId } from './types';
 
 export interface RouterOptions {
   /** Check every response against the spec (tests and development); a mismatch becomes a 500. */
   validateResponses: boolean;
-}
-
-function bearerToken(header: unknown): string | null {
-  if (typeof header !== 'string') return null;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match ? match[1]! : null;
-}
-
-function headerValue(value: unknown): string | null {
-  return typeof value === 'string' && value.length > 0 ? value : null;
 }
 
 /**
@@ -32,16 +24,19 @@ function headerValue(value: unknown): string | null {
 export function createApiRouter(deps: AppDeps, handlers: Handlers, options: RouterOptions): RequestHandler {
   const api = createBackend();
 
-  api.registerSecurityHandler('bearerAuth', async (c: Context) => {
-    const token = bearerToken(c.request.headers.authorization);
-    if (!token) return false;
-    const load = sessionLoaders[c.operation?.operationId as OperationId] ?? principalFromSession;
-    return (await load(deps.db, token, deps.clock.now())) ?? false;
-  });
-  api.registerSecurityHandler('orgApiKey', async (c: Context) => {
-    const key = headerValue(c.request.headers['x-api-key']);
-    return key ? ((await principalFromApiKey(deps.db, key, deps.clock.now())) ?? false) : false;
-  });
+  // Every security scheme of the spec turns its credential into a principal through src/principal/;
+  // a scheme without a resolver there stops the start.
+  const schemes = (contract.components?.securitySchemes ?? {}) as Record<string, SchemeDefinition>;
+  for (const [name, definition] of Object.entries(schemes)) {
+    const read = credentialReader(name, definition);
+    const resolve = CREDENTIAL_RESOLVERS[name]!;
+    api.registerSecurityHandler(name, async (c: Context) => {
+      const secret = read(c.request.headers);
+      if (!secret) return false;
+      const sessionLoader = sessionLoaders[c.operation?.operationId as OperationId];
+      return (await resolve({ db: deps.db, secret, now: deps.clock.now(), sessionLoader })) ?? false;
+    });
+  }
 
   api.register({
     // Runs once a route matched (before auth and validation), so every log line names its route.
@@ -76,14 +71,16 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
   for (const operationId of Object.keys(handlers) as OperationId[]) {
     const handler = handlers[operationId] as unknown as (ctx: HandlerContext<OperationId>) => Promise<HttpResult>;
     api.register(operationId, async (c: Context, req: Request, res: Response): Promise<HttpResult> => {
-      const security = (c.security ?? {}) as Record<string, Principal | false | undefined>;
+      const security = (c.security ?? {}) as Record<string, AnyPrincipal | boolean | undefined>;
+      // A scheme's entry is its principal, false, or `{error}` when its handler threw.
+      const principal = Object.values(security).find((value): value is AnyPrincipal => typeof value === 'object' && value !== null && 'kind' in value) ?? null;
       const ctx = {
         operationId,
         body: c.request.requestBody,
         params: c.request.params,
         query: c.request.query,
         headers: c.request.headers,
-        principal: security.bearerAuth || security.orgApiKey || null,
+        principal,
         deps,
         requestId: String(req.id ?? ''),
         ip: req.ip ?? '',

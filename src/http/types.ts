@@ -1,46 +1,10 @@
-import type { Logger } from 'pino';
-import type { Kysely } from 'kysely';
 import type { operations } from '../../generated/api';
-import type { DB } from '../db/schema';
-import type { Clock } from '../lib/clock';
-import type { Cursors } from '../lib/pagination';
-import type { SecretBox } from '../lib/crypto';
-import type { Settings } from '../settings';
-import type { Outbound } from '../outbound';
+import type { AppDeps } from '../domain/deps';
+import type { AnyPrincipal } from '../domain/principal';
 
-/** Everything a handler may use, injected once by createApp (tests pass their own clock and fetch). */
-export interface AppDeps {
-  db: Kysely<DB>;
-  clock: Clock;
-  logger: Logger;
-  /** Trusted URLs only (settings); tenant-supplied URLs go through `outbound` (src/outbound). */
-  fetch: typeof fetch;
-  outbound: Outbound;
-  settings: Settings;
-  cursors: Cursors;
-  secrets: SecretBox;
-}
-
-export type Role = 'owner' | 'admin' | 'member';
-
-export interface Membership {
-  organizationId: string;
-  memberId: string;
-  role: Role;
-}
-
-/** Who is calling: a session or an API key, resolved by the security handlers. */
-export interface Principal {
-  kind: 'session' | 'apiKey';
-  userId: string;
-  sessionId: string | null;
-  apiKeyId: string | null;
-  isPlatformAdmin: boolean;
-  /** The active organization's membership; null when the session has none (or it was removed). */
-  membership: Membership | null;
-  /** The session's active organization id, even when the membership is gone. */
-  activeOrganizationId: string | null;
-}
+// Domain types live in src/domain/; re-exported here only while other branches move their imports.
+export type { AppDeps } from '../domain/deps';
+export type { AnyPrincipal, Membership, Principal, Role, WorkerPrincipal } from '../domain/principal';
 
 export type OperationId = keyof operations;
 type Op<K extends OperationId> = operations[K];
@@ -70,8 +34,8 @@ export interface HandlerContext<K extends OperationId> {
   params: PathParams<K>;
   query: QueryParams<K>;
   headers: Record<string, string | undefined>;
-  /** Null only on public operations (`security: []`). */
-  principal: Principal | null;
+  /** Who is calling (src/principal/); null only on public operations (`security: []`). */
+  principal: AnyPrincipal | null;
   deps: AppDeps;
   requestId: string;
   ip: string;

@@ -1,5 +1,6 @@
 import type { components } from '../../generated/api';
-import type { AppDeps, Membership, Principal, Role } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership, Principal, Role } from '../domain/principal';
 import { CodedError, Conflict, Forbidden, NotFound, Unauthorized } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';

@@ -1,4 +1,4 @@
-import type { Timestamp } from '../db/schema';
+import type { Timestamp } from '../db/columns';
 
 export interface InvitationsTable {
   id: string;

@@ -44,8 +44,3 @@ export function isTypeId(value: string): boolean {
     return false;
   }
 }
-
-/** True when `value` is a valid TypeID with the prefix of `kind` (plain-string ids in paths use this). */
-export function isIdOf(kind: IdKind, value: string): boolean {
-  return value.startsWith(`${ID_PREFIXES[kind]}_`) && isTypeId(value);
-}

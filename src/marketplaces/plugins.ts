@@ -1,4 +1,5 @@
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import type { PageRequest } from '../lib/pagination';
 import { authorizePlugin, hydrate, pluginNotFound } from '../plugins/service';
 import { listPlugins } from '../plugins/store';

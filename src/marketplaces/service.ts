@@ -1,8 +1,9 @@
 import type { components } from '../../generated/api';
 import type { Db } from '../db/schema';
-import type { AppDeps, Membership } from '../http/types';
-import { isOrgAdmin, requireRole, resolveResourceRole, type ResourceRole } from '../access/resource-roles';
-import { requireAdmin } from '../access/roles';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
+import { requireRole, resolveResourceRole, visibilityOf, type ResourceRole } from '../access/resource-roles';
+import { authorize } from '../access/roles';
 import { Conflict, Forbidden, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { PageRequest } from '../lib/pagination';
@@ -66,7 +67,7 @@ async function reload(db: Db, membership: Membership, id: string): Promise<store
 }
 
 export async function createMarketplace(deps: AppDeps, membership: Membership, body: { name: string; description?: string; logoUrl?: string }) {
-  requireAdmin(membership);
+  authorize(membership, 'marketplaces.create');
   const id = newId('marketplace');
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
@@ -86,7 +87,7 @@ export async function createMarketplace(deps: AppDeps, membership: Membership, b
 }
 
 export async function listMarketplaces(deps: AppDeps, membership: Membership, query: { status?: 'active' | 'archived' | 'deleted'; q?: string } & PageRequest) {
-  const filter = { status: query.status, q: query.q, visibleToMemberId: isOrgAdmin(membership) ? null : membership.memberId };
+  const filter = { status: query.status, q: query.q, visibleToMemberId: visibilityOf(membership) };
   return deps.cursors.page(
     'marketplaces',
     query,

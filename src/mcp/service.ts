@@ -1,6 +1,11 @@
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Db } from '../db/schema';
+import type { Membership } from '../domain/principal';
 import { Invalid, NotFound, Upstream } from '../lib/errors';
-import { isAdmin, requireAdmin } from '../access/roles';
+import { authorize } from '../access/roles';
+import { visibilityOf } from '../access/resource-roles';
+import { MCP_CONNECTION } from '../grants/resources';
+import { activeGrantsOf, replaceActiveGrants, type GrantRow, type GrantTarget } from '../grants/store';
 import { newId } from '../lib/ids';
 import * as accounts from '../connected-accounts/service';
 import { requestToken, TokenEndpointError } from '../connected-accounts/oauth';
@@ -34,7 +39,12 @@ function splitScopes(value: string): string[] {
   return value.split(' ').filter(Boolean);
 }
 
-function toAccess(grants: store.GrantRow[]): Access {
+/** A grant lets its targets use the connection; the shared grant shape keeps richer roles possible. */
+const USE_ROLE = 'viewer';
+
+type ConnectionGrant = GrantRow & { resource_id: string };
+
+function toAccess(grants: ConnectionGrant[]): Access {
   return {
     orgWide: grants.some((g) => g.org_wide),
     memberIds: grants.flatMap((g) => (g.member_id ? [g.member_id] : [])),
@@ -42,7 +52,7 @@ function toAccess(grants: store.GrantRow[]): Access {
   };
 }
 
-function toConnection(row: ConnectionRow, grants: store.GrantRow[]): McpConnection {
+function toConnection(row: ConnectionRow, grants: ConnectionGrant[]): McpConnection {
   return {
     id: row.id,
     organizationId: row.organization_id,
@@ -61,7 +71,7 @@ function toConnection(row: ConnectionRow, grants: store.GrantRow[]): McpConnecti
             hasClientSecret: row.has_client_secret,
           }
         : null,
-    access: toAccess(grants.filter((g) => g.connection_id === row.id)),
+    access: toAccess(grants.filter((g) => g.resource_id === row.id)),
     connectedForMe: row.connected_for_me,
     createdByOrgMembershipId: row.created_by_member_id,
     createdAt: row.created_at.toISOString(),
@@ -70,13 +80,37 @@ function toConnection(row: ConnectionRow, grants: store.GrantRow[]): McpConnecti
 }
 
 function viewer(membership: Membership) {
-  return { organizationId: membership.organizationId, memberId: membership.memberId, admin: isAdmin(membership) };
+  return { organizationId: membership.organizationId, memberId: membership.memberId, visibleToMemberId: visibilityOf(membership) };
+}
+
+function grantsOf(deps: AppDeps, organizationId: string, connectionIds: string[]): Promise<ConnectionGrant[]> {
+  return activeGrantsOf(deps.db, MCP_CONNECTION, organizationId, connectionIds);
+}
+
+function targetsOf(access: Access): GrantTarget[] {
+  return [
+    ...(access.orgWide ? [{ orgWide: true as const }] : []),
+    ...access.memberIds.map((memberId) => ({ memberId })),
+    ...access.teamIds.map((teamId) => ({ teamId })),
+  ];
+}
+
+function replaceGrants(trx: Db, input: { organizationId: string; connectionId: string; access: Access; byMemberId: string; now: Date }) {
+  return replaceActiveGrants(trx, MCP_CONNECTION, {
+    organizationId: input.organizationId,
+    resourceId: input.connectionId,
+    targets: targetsOf(input.access),
+    role: USE_ROLE,
+    byMemberId: input.byMemberId,
+    now: input.now,
+    newId: () => newId(MCP_CONNECTION.grantIdKind),
+  });
 }
 
 async function itemOf(deps: AppDeps, membership: Membership, connectionId: string): Promise<McpConnection> {
   const row = await store.findConnection(deps.db, membership.organizationId, membership.memberId, connectionId);
   if (!row) throw notFound();
-  return toConnection(row, await store.activeGrants(deps.db, membership.organizationId, [row.id]));
+  return toConnection(row, await grantsOf(deps, membership.organizationId, [row.id]));
 }
 
 export interface AccessInput {
@@ -135,7 +169,7 @@ function checkUrls(deps: AppDeps, input: { url?: string; oauthClient?: { authori
 }
 
 export async function createConnection(deps: AppDeps, membership: Membership, input: CreateInput): Promise<McpConnection> {
-  requireAdmin(membership);
+  authorize(membership, 'mcpConnections.manage');
   checkShape(input);
   checkUrls(deps, input);
   const access = normalizeAccess(input.access);
@@ -164,7 +198,7 @@ export async function createConnection(deps: AppDeps, membership: Membership, in
       createdByMemberId: membership.memberId,
       now,
     });
-    await store.replaceGrants(trx, { organizationId: membership.organizationId, connectionId: id, access, byMemberId: membership.memberId, now });
+    await replaceGrants(trx, { organizationId: membership.organizationId, connectionId: id, access, byMemberId: membership.memberId, now });
   });
   return itemOf(deps, membership, id);
 }
@@ -176,14 +210,14 @@ export async function listConnections(deps: AppDeps, membership: Membership, pag
     (after, take) => store.listUsableConnections(deps.db, viewer(membership), after, take),
     (row) => row,
   );
-  const grants = await store.activeGrants(deps.db, membership.organizationId, result.items.map((r) => r.id));
+  const grants = await grantsOf(deps, membership.organizationId, result.items.map((r) => r.id));
   return { items: result.items.map((row) => toConnection(row, grants)), nextCursor: result.nextCursor };
 }
 
 export async function getConnection(deps: AppDeps, membership: Membership, connectionId: string): Promise<McpConnection> {
   const row = await store.findUsableConnection(deps.db, viewer(membership), connectionId);
   if (!row) throw notFound();
-  return toConnection(row, await store.activeGrants(deps.db, membership.organizationId, [row.id]));
+  return toConnection(row, await grantsOf(deps, membership.organizationId, [row.id]));
 }
 
 export interface UpdateInput {
@@ -195,7 +229,7 @@ export interface UpdateInput {
 }
 
 export async function updateConnection(deps: AppDeps, membership: Membership, connectionId: string, input: UpdateInput): Promise<McpConnection> {
-  requireAdmin(membership);
+  authorize(membership, 'mcpConnections.manage');
   const current = await store.findConnection(deps.db, membership.organizationId, membership.memberId, connectionId);
   if (!current) throw notFound();
   if (input.apiKey !== undefined && !(current.credential_mode === 'shared' && current.auth_type === 'apikey')) {
@@ -218,13 +252,13 @@ export async function updateConnection(deps: AppDeps, membership: Membership, co
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
     if (!(await store.updateConnection(trx, membership.organizationId, connectionId, patch, now))) throw notFound();
-    if (access) await store.replaceGrants(trx, { organizationId: membership.organizationId, connectionId, access, byMemberId: membership.memberId, now });
+    if (access) await replaceGrants(trx, { organizationId: membership.organizationId, connectionId, access, byMemberId: membership.memberId, now });
   });
   return itemOf(deps, membership, connectionId);
 }
 
 export async function deleteConnection(deps: AppDeps, membership: Membership, connectionId: string): Promise<void> {
-  requireAdmin(membership);
+  authorize(membership, 'mcpConnections.manage');
   if (!(await store.deleteConnection(deps.db, membership.organizationId, connectionId))) throw notFound();
 }
 

@@ -1,14 +1,8 @@
 import { sql, type SqlBool, type Expression } from 'kysely';
 import type { Db } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
-import { newId } from '../lib/ids';
-import { visibleTo, type GrantTableRef } from '../access/resource-roles';
-
-/** MCP connection grants use the shared resource-role resolver (src/access/resource-roles.ts). */
-export const MCP_GRANTS: GrantTableRef = { table: 'mcp_connection_grants', resourceColumn: 'connection_id' };
-
-/** Granting use of a connection; the shared column shape keeps the richer roles available later. */
-export const USE_ROLE = 'viewer';
+import { visibleTo } from '../access/resource-roles';
+import { MCP_CONNECTION } from '../grants/resources';
 
 export interface ConnectionRow {
   id: string;
@@ -27,13 +21,6 @@ export interface ConnectionRow {
   created_at: Date;
   updated_at: Date;
   connected_for_me: boolean;
-}
-
-export interface GrantRow {
-  connection_id: string;
-  member_id: string | null;
-  team_id: string | null;
-  org_wide: boolean;
 }
 
 export interface Access {
@@ -68,8 +55,9 @@ function connectionQuery(db: Db, organizationId: string, memberId: string) {
     .where('c.organization_id', '=', organizationId);
 }
 
-function usableBy(memberId: string, admin: boolean): Expression<SqlBool> {
-  return admin ? sql<SqlBool>`true` : visibleTo(MCP_GRANTS, 'c', memberId);
+/** `visibleToMemberId` null: every connection (the service decides who sees all). */
+function usableBy(visibleToMemberId: string | null): Expression<SqlBool> {
+  return visibleToMemberId === null ? sql<SqlBool>`true` : visibleTo(MCP_CONNECTION.ref, 'c', visibleToMemberId);
 }
 
 /** A connection of the organization, whether or not the member may use it. */
@@ -77,41 +65,28 @@ export async function findConnection(db: Db, organizationId: string, memberId: s
   return connectionQuery(db, organizationId, memberId).where('c.id', '=', connectionId).executeTakeFirst();
 }
 
-/** A connection the member may use (admins: any), or undefined. */
+/** A connection the member may use (any, when `visibleToMemberId` is null), or undefined. */
 export async function findUsableConnection(
   db: Db,
-  viewer: { organizationId: string; memberId: string; admin: boolean },
+  viewer: { organizationId: string; memberId: string; visibleToMemberId: string | null },
   connectionId: string,
 ): Promise<ConnectionRow | undefined> {
   return connectionQuery(db, viewer.organizationId, viewer.memberId)
     .where('c.id', '=', connectionId)
-    .where(usableBy(viewer.memberId, viewer.admin))
+    .where(usableBy(viewer.visibleToMemberId))
     .executeTakeFirst();
 }
 
 export async function listUsableConnections(
   db: Db,
-  viewer: { organizationId: string; memberId: string; admin: boolean },
+  viewer: { organizationId: string; memberId: string; visibleToMemberId: string | null },
   after: Position | null,
   take: number,
 ): Promise<(ConnectionRow & Position)[]> {
-  let query = connectionQuery(db, viewer.organizationId, viewer.memberId).where(usableBy(viewer.memberId, viewer.admin));
+  let query = connectionQuery(db, viewer.organizationId, viewer.memberId).where(usableBy(viewer.visibleToMemberId));
   if (after) query = query.where(before('c.created_at', 'c.id', after));
   const rows = await query.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(take).execute();
   return rows.map((row) => ({ ...row, createdAt: row.created_at }));
-}
-
-export async function activeGrants(db: Db, organizationId: string, connectionIds: string[]): Promise<GrantRow[]> {
-  if (connectionIds.length === 0) return [];
-  return db
-    .selectFrom('mcp_connection_grants')
-    .select(['connection_id', 'member_id', 'team_id', 'org_wide'])
-    .where('organization_id', '=', organizationId)
-    .where('connection_id', 'in', connectionIds)
-    .where('removed_at', 'is', null)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
 }
 
 export interface OAuthClientSecrets {
@@ -193,49 +168,4 @@ export async function updateConnection(db: Db, organizationId: string, connectio
 export async function deleteConnection(db: Db, organizationId: string, connectionId: string): Promise<boolean> {
   const deleted = await db.deleteFrom('mcp_connections').where('organization_id', '=', organizationId).where('id', '=', connectionId).returning('id').execute();
   return deleted.length > 0;
-}
-
-/** Makes the active grants of a connection exactly `access`: missing ones are added, others revoked. */
-export async function replaceGrants(
-  db: Db,
-  input: { organizationId: string; connectionId: string; access: Access; byMemberId: string; now: Date },
-): Promise<void> {
-  const current = await activeGrants(db, input.organizationId, [input.connectionId]);
-  const key = (g: { member_id: string | null; team_id: string | null; org_wide: boolean }) =>
-    g.org_wide ? 'org' : g.member_id ? `m:${g.member_id}` : `t:${g.team_id}`;
-  const wanted = new Map<string, { member_id: string | null; team_id: string | null; org_wide: boolean }>();
-  if (input.access.orgWide) wanted.set('org', { member_id: null, team_id: null, org_wide: true });
-  for (const id of input.access.memberIds) wanted.set(`m:${id}`, { member_id: id, team_id: null, org_wide: false });
-  for (const id of input.access.teamIds) wanted.set(`t:${id}`, { member_id: null, team_id: id, org_wide: false });
-  const have = new Set(current.map(key));
-  const revoke = current.filter((g) => !wanted.has(key(g)));
-  for (const g of revoke) {
-    let query = db
-      .updateTable('mcp_connection_grants')
-      .set({ removed_at: input.now })
-      .where('organization_id', '=', input.organizationId)
-      .where('connection_id', '=', input.connectionId)
-      .where('removed_at', 'is', null);
-    query = g.org_wide ? query.where('org_wide', '=', true) : g.member_id ? query.where('member_id', '=', g.member_id) : query.where('team_id', '=', g.team_id!);
-    await query.execute();
-  }
-  const add = [...wanted.entries()].filter(([k]) => !have.has(k)).map(([, g]) => g);
-  if (add.length === 0) return;
-  await db
-    .insertInto('mcp_connection_grants')
-    .values(
-      add.map((g) => ({
-        id: newId('mcpConnectionGrant'),
-        organization_id: input.organizationId,
-        connection_id: input.connectionId,
-        member_id: g.member_id,
-        team_id: g.team_id,
-        org_wide: g.org_wide,
-        role: USE_ROLE,
-        created_by_member_id: input.byMemberId,
-        created_at: input.now,
-        removed_at: null,
-      })),
-    )
-    .execute();
 }

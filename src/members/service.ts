@@ -1,4 +1,5 @@
-import type { AppDeps, Membership, Role } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership, Role } from '../domain/principal';
 import { Conflict, NotFound } from '../lib/errors';
 import type { PageRequest } from '../lib/pagination';
 import { authorize } from '../access/roles';

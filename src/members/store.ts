@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema';
-import type { Role } from '../http/types';
+import type { Role } from '../domain/principal';
 import type { MemberRow } from '../org/store';
 import { before, type Position } from '../lib/pagination';
 

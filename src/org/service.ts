@@ -1,12 +1,12 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
-import type { AppDeps, Membership, Principal } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership, Principal } from '../domain/principal';
 import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
-import { requireAdmin } from '../access/roles';
+import { authorize } from '../access/roles';
 import { setSessionOrganization } from '../auth/store';
-import { sessionPrincipal } from '../auth/principal';
-import { sha256Hex } from '../lib/crypto';
+import { principalFromSessionWith } from '../principal/session';
 import * as store from './store';
 import { findMember } from '../members/store';
 import { toMember, toOrganization, toTeam } from './mappers';
@@ -69,10 +69,10 @@ const prefetched = new WeakMap<Membership, OrganizationContext>();
  * getOrganizationContext to use.
  */
 export async function loadSessionWithOrganization(db: AppDeps['db'], token: string, now: Date): Promise<Principal | null> {
-  const found = await store.sessionWithOrganizationContext(db, sha256Hex(token), now);
+  const found = await principalFromSessionWith(db, token, now, store.organizationContextPreload);
   if (!found) return null;
-  const principal = sessionPrincipal(found.session);
-  if (principal.membership && found.context) prefetched.set(principal.membership, toContext(found.context));
+  const { principal, preloaded } = found;
+  if (principal.membership && preloaded) prefetched.set(principal.membership, toContext(preloaded));
   return principal;
 }
 
@@ -86,7 +86,7 @@ export async function getOrganizationContext(deps: AppDeps, membership: Membersh
 }
 
 export async function renameOrganization(deps: AppDeps, membership: Membership, name: string) {
-  requireAdmin(membership);
+  authorize(membership, 'org.update');
   const { organizationId } = membership;
   return deps.db.transaction().execute(async (trx) => {
     const before = await store.findOrganization(trx, organizationId);

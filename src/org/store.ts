@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema';
-import type { Role } from '../http/types';
 import { preparedAs } from '../db/connect';
+import type { Role } from '../domain/principal';
+import type { SessionPreload } from '../principal/session';
 
 export interface OrganizationRow {
   id: string;
@@ -181,46 +182,16 @@ export async function organizationContext(db: Db, organizationId: string, member
   return result.rows[0] ? toContextRows(result.rows[0]) : undefined;
 }
 
-export interface SessionRow {
-  sessionId: string;
-  userId: string;
-  activeOrganizationId: string | null;
-  isPlatformAdmin: boolean;
-  memberId: string | null;
-  role: Role | null;
-}
-
 /**
- * A live session (by token hash) and, when it has an active membership, GET /v1/org's context,
- * in one round trip: the session's checks are those of src/auth/principal.ts (not revoked, not
- * expired, membership in the active organization not removed). Undefined when no live session.
+ * GET /v1/org's data read by the session check itself (src/principal/session.ts runs the one
+ * session query with these columns and joins), so the request is one round trip.
  */
-export async function sessionWithOrganizationContext(
-  db: Db,
-  tokenHash: string,
-  now: Date,
-): Promise<{ session: SessionRow; context: OrganizationContextRows | undefined } | undefined> {
-  const result = await sql<ContextColumns & { session_id: string; session_user_id: string; active_organization_id: string | null; is_platform_admin: boolean }>`${preparedAs('org_session_context')}
-    SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin, ${CONTEXT_COLUMNS}
-    FROM sessions s
-    JOIN users u ON u.id = s.user_id
-    LEFT JOIN members m ON m.organization_id = s.active_organization_id AND m.user_id = s.user_id AND m.removed_at IS NULL
-    ${CONTEXT_JOINS}
-    WHERE s.token_hash = ${tokenHash} AND s.revoked_at IS NULL AND s.expires_at > ${now}`.execute(db);
-  const row = result.rows[0];
-  if (!row) return undefined;
-  return {
-    session: {
-      sessionId: row.session_id,
-      userId: row.session_user_id,
-      activeOrganizationId: row.active_organization_id,
-      isPlatformAdmin: row.is_platform_admin,
-      memberId: row.member_id,
-      role: row.member_role,
-    },
-    context: toContextRows(row),
-  };
-}
+export const organizationContextPreload: SessionPreload<OrganizationContextRows> = {
+  name: 'org_context',
+  columns: CONTEXT_COLUMNS,
+  joins: CONTEXT_JOINS,
+  read: (row) => toContextRows(row as unknown as ContextColumns),
+};
 
 /** The user's active memberships, most recently joined first. */
 export async function membershipsOfUser(db: Db, userId: string): Promise<{ id: string; name: string; role: Role; joinedAt: Date }[]> {

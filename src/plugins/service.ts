@@ -1,7 +1,8 @@
 import type { Db } from '../db/schema';
-import type { AppDeps, Membership } from '../http/types';
-import { isOrgAdmin, maxRole, requireRole, resolveResourceRole, type ResourceRole } from '../access/resource-roles';
-import { requireAdmin } from '../access/roles';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
+import { maxRole, requireRole, resolveResourceRole, visibilityOf, type ResourceRole } from '../access/resource-roles';
+import { authorize } from '../access/roles';
 import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { PageRequest } from '../lib/pagination';
@@ -68,7 +69,7 @@ export interface CreatePluginBody {
  * writes nothing. The answer is built from what was written, not read back.
  */
 export async function createPlugin(deps: AppDeps, membership: Membership, body: CreatePluginBody) {
-  if (body.orgWide) requireAdmin(membership);
+  if (body.orgWide) authorize(membership, 'resources.manage');
   const { organizationId, memberId } = membership;
   const now = deps.clock.now();
   const id = newId('plugin');
@@ -104,7 +105,7 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
 }
 
 export async function listPlugins(deps: AppDeps, membership: Membership, query: { status?: store.PluginStatus; q?: string } & PageRequest) {
-  const filter = { status: query.status, q: query.q, visibleToMemberId: isOrgAdmin(membership) ? null : membership.memberId };
+  const filter = { status: query.status, q: query.q, visibleToMemberId: visibilityOf(membership) };
   const page = await deps.cursors.page(
     'plugins',
     query,

@@ -1,4 +1,4 @@
-import type { Json, Timestamp } from '../db/schema';
+import type { Json, Timestamp } from '../db/columns';
 
 /** Row types of the plugin system (migration 20261122_0300_plugins). */
 export interface MarketplacesTable {

@@ -1,4 +1,4 @@
-import type { Timestamp } from '../db/schema';
+import type { Timestamp } from '../db/columns';
 
 /** Fixed-window counters shared by every service process (state lives in Postgres, not memory). */
 export interface RateLimitsTable {

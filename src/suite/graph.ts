@@ -1,4 +1,4 @@
-import type { AppDeps } from '../http/types';
+import type { AppDeps } from '../domain/deps';
 
 /**
  * The office suite's chat API (Microsoft Graph protocol): a chatMessage POST to an existing chat,

@@ -1,6 +1,7 @@
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import { Conflict, Upstream } from '../lib/errors';
-import { requireAdmin } from '../access/roles';
+import { authorize } from '../access/roles';
 import * as accounts from '../connected-accounts/service';
 import { requestToken, trustedTransport, TokenEndpointError, type TokenSet } from '../connected-accounts/oauth';
 import { deleteProviderAccounts } from '../connected-accounts/store';
@@ -51,7 +52,7 @@ export async function putClient(
   membership: Membership,
   input: { tenantId: string; clientId: string; clientSecret: string; features: Feature[] },
 ) {
-  requireAdmin(membership);
+  authorize(membership, 'suite.manage');
   const now = deps.clock.now();
   const row = await deps.db.transaction().execute(async (trx) => {
     const before = await store.findClient(trx, membership.organizationId);

@@ -1,4 +1,5 @@
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import type { Db } from '../db/schema';
 import { Conflict, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';

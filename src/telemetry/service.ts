@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { components } from '../../generated/api';
-import type { AppDeps, Membership } from '../http/types';
-import { requireAdmin } from '../access/roles';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
+import { authorize } from '../access/roles';
 import { Invalid, type ErrorDetail } from '../lib/errors';
 import { requireFeature } from '../plans';
 import { newId } from '../lib/ids';
@@ -64,7 +65,7 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
     const missing = dimensionType === undefined ? 'dimensionType' : 'dimensionValue';
     throw Invalid.at(['query', missing], 'dimensionType and dimensionValue go together');
   }
-  requireAdmin(membership);
+  authorize(membership, 'analytics.read');
   await requireFeature(deps.db, deps.settings, membership.organizationId, 'analytics');
 
   const range = analyticsRange(deps.clock.now(), membership.organizationId, dimensionType !== undefined ? { type: dimensionType, value: dimensionValue! } : null);

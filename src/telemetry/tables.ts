@@ -1,5 +1,5 @@
 import type { ColumnType } from 'kysely';
-import type { Json, Timestamp } from '../db/schema';
+import type { Json, Timestamp } from '../db/columns';
 
 /** A `date` column, written as `YYYY-MM-DD`; drivers differ in what they read (select `day::text` to compare). */
 export type DayColumn = ColumnType<Date | string, string, string>;

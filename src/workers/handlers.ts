@@ -1,5 +1,5 @@
 import type { HandlerMap } from '../http/types';
-import { membershipOf } from '../access/roles';
+import { membershipOf, workerOf } from '../access/roles';
 import * as workers from './service';
 
 export const workerHandlers: HandlerMap<
@@ -27,7 +27,7 @@ export const workerHandlers: HandlerMap<
   getWorkerRuntime: async (ctx) => ({ status: 200, body: await workers.getWorkerRuntime(ctx.deps, membershipOf(ctx), ctx.params.id) }),
 
   reportWorkerActivity: async (ctx) => {
-    const accepted = await workers.reportActivity(ctx.deps, ctx.params.id, ctx.headers['x-worker-token'], ctx.body.events);
+    const accepted = await workers.reportActivity(ctx.deps, workerOf(ctx), ctx.params.id, ctx.body.events);
     return { status: 202, body: { ok: true, accepted } };
   },
 

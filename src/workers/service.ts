@@ -1,8 +1,9 @@
 import type { components } from '../../generated/api';
-import type { AppDeps, Membership } from '../http/types';
-import { isAdmin } from '../access/roles';
+import type { AppDeps } from '../domain/deps';
+import type { Membership, WorkerPrincipal } from '../domain/principal';
+import { can, missingPermission } from '../access/roles';
 import { randomSecret, sha256Hex } from '../lib/crypto';
-import { Conflict, Forbidden, NotFound, Unauthorized } from '../lib/errors';
+import { Conflict, NotFound, Unauthorized } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { Page, PageRequest, Position } from '../lib/pagination';
 import { enforceLimit } from '../plans';
@@ -39,10 +40,10 @@ function toActivity(row: store.ActivityRow): Schemas['WorkerActivity'] {
   };
 }
 
-/** Writes and runtime calls: the worker's creator or an organization admin. */
+/** Writes and runtime calls: the worker's creator, or a member holding `workers.manage`. */
 function requireCreatorOrAdmin(membership: Membership, worker: store.WorkerRow): void {
-  if (worker.created_by_member_id === membership.memberId || isAdmin(membership)) return;
-  throw new Forbidden('worker_creator_or_admin_required', "Only the worker's creator or an organization admin may do this.");
+  if (worker.created_by_member_id === membership.memberId || can(membership, 'workers.manage')) return;
+  throw missingPermission('workers.manage');
 }
 
 export async function createWorker(deps: AppDeps, membership: Membership, input: Schemas['CreateWorkerBody']) {
@@ -116,28 +117,27 @@ export async function getWorkerRuntime(deps: AppDeps, membership: Membership, wo
 }
 
 /**
- * Called by the worker itself with its host token. The token is checked by looking up its SHA-256
- * together with the worker id, so no secret is compared in variable time; any mismatch is 401.
+ * Called by the worker itself: its host token was resolved into `worker` (src/principal/); a token
+ * of another worker is 401 like a wrong one. The worker row is touched first, inside the
+ * transaction, so a worker deleted meanwhile stores nothing.
  */
-export async function reportActivity(deps: AppDeps, workerId: string, token: string | undefined, events: Schemas['ActivityEventInput'][]): Promise<number> {
-  if (!token) throw new Unauthorized('Send the worker host token in x-worker-token.');
+export async function reportActivity(deps: AppDeps, worker: WorkerPrincipal, workerId: string, events: Schemas['ActivityEventInput'][]): Promise<number> {
+  if (worker.workerId !== workerId) throw new Unauthorized('The worker token is not valid for this worker.');
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
-    const worker = await store.findWorkerByToken(trx, workerId, sha256Hex(token));
-    if (!worker) throw new Unauthorized('The worker token is not valid for this worker.');
+    if (!(await store.touchWorker(trx, worker.organizationId, worker.workerId, now))) throw new Unauthorized('The worker token is not valid for this worker.');
     await store.insertActivity(
       trx,
       events.map((e) => ({
         id: newId('workerActivity'),
-        organizationId: worker.organization_id,
-        workerId: worker.id,
+        organizationId: worker.organizationId,
+        workerId: worker.workerId,
         type: e.type,
         at: new Date(e.at),
         detail: e.detail ?? null,
         now,
       })),
     );
-    await store.touchWorker(trx, worker.id, now);
     return events.length;
   });
 }

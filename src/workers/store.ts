@@ -109,15 +109,6 @@ export async function deleteWorker(db: Db, organizationId: string, workerId: str
 }
 
 /** The worker a host token belongs to, by the token's hash (an index lookup, no string compare). */
-export async function findWorkerByToken(db: Db, workerId: string, tokenHash: string): Promise<{ id: string; organization_id: string } | undefined> {
-  return db
-    .selectFrom('workers')
-    .select(['id', 'organization_id'])
-    .where('host_token_hash', '=', tokenHash)
-    .where('id', '=', workerId)
-    .executeTakeFirst();
-}
-
 export interface ActivityRow {
   id: string;
   worker_id: string;
@@ -147,8 +138,10 @@ export async function insertActivity(
     .execute();
 }
 
-export async function touchWorker(db: Db, workerId: string, at: Date): Promise<void> {
-  await db.updateTable('workers').set({ last_activity_at: at }).where('id', '=', workerId).execute();
+/** Records activity time; false when the worker no longer exists. */
+export async function touchWorker(db: Db, organizationId: string, workerId: string, at: Date): Promise<boolean> {
+  const row = await db.updateTable('workers').set({ last_activity_at: at }).where('organization_id', '=', organizationId).where('id', '=', workerId).returning('id').executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Newest first by the event's own time; the cursor position is (occurred_at, id). */

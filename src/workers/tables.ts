@@ -1,4 +1,4 @@
-import type { Json, Timestamp } from '../db/schema';
+import type { Json, Timestamp } from '../db/columns';
 
 export interface WorkersTable {
   id: string;

@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { specOperations } from '../support/spec';
 import { snapshot, snapshotDiff } from '../support/snapshot';
-import { badRequests, send, BAD_REQUESTS_PER_OPERATION, type GenRequest } from './generate';
+import { badRequests, ownerCredential, send, BAD_REQUESTS_PER_OPERATION, type GenRequest } from './generate';
 import { buildWorld, type OrgWorld } from './world';
 import type { Response } from 'supertest';
 
@@ -51,7 +51,7 @@ it('covers every operation of the contract', () => {
 describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id, op) => {
   it(`refuses up to ${BAD_REQUESTS_PER_OPERATION} generated bad requests with a 4xx and changes nothing`, async () => {
     const requests = badRequests(op, world, BODY_LIMIT);
-    const auth: Record<string, string> = op.auth === 'public' ? {} : { authorization: `Bearer ${world.owner.token}` };
+    const auth = ownerCredential(op, world);
     const before = await snapshot(t.db);
     const problems: string[] = [];
     for (const req of requests) {

@@ -28,6 +28,20 @@ export function idsOf(world: OrgWorld): IdFor {
   return (prefix) => world.ids[prefix]?.[0];
 }
 
+/**
+ * The world owner's credential for the operation's security: none for a public operation, the
+ * world's worker token for a worker operation, the owner's session otherwise.
+ */
+export function ownerCredential(op: SpecOperation, world: OrgWorld): Record<string, string> {
+  if (op.auth === 'public') return {};
+  if (op.auth === 'worker') {
+    const token = Object.entries(world.secrets).find(([name]) => name.endsWith('.workerToken'))?.[1];
+    if (!token) throw new Error(`${op.operationId} needs a worker token, and the world has none`);
+    return { 'x-worker-token': token };
+  }
+  return { authorization: `Bearer ${world.owner.token}` };
+}
+
 export function send(t: TestApp, req: GenRequest, auth: Record<string, string> = {}): Promise<Response> {
   let r = t.http[req.method](req.url);
   for (const [k, v] of Object.entries({ ...auth, ...req.headers })) r = r.set(k, v);

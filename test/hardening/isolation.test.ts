@@ -51,7 +51,7 @@ function bodyIdProps(op: SpecOperation): { name: string; prefix: string; array: 
   }
   return out;
 }
-const bodyScoped = operations.filter((op) => op.auth !== 'public' && bodyIdProps(op).length > 0);
+const bodyScoped = operations.filter((op) => op.auth !== 'public' && op.auth !== 'worker' && bodyIdProps(op).length > 0);
 
 function semanticBody(op: SpecOperation, world: OrgWorld): object | undefined {
   if (/^grant\w+Access$/.test(op.operationId)) return { orgMembershipId: world.target.memberId, role: 'editor' };
@@ -76,12 +76,12 @@ describe.each(pathScoped.map((op) => [op.operationId, op] as const))('%s with id
     const answers: string[] = [];
     const changes = await unchanged(async () => {
       const callers: [string, Record<string, string>][] =
-        op.auth === 'public'
+        op.auth === 'worker'
           ? [["B's worker token", { 'x-worker-token': b.secrets['B.workerToken'] ?? 'none' }]]
           : [["B's owner session", { authorization: `Bearer ${b.owner.token}` }], ...(op.auth === 'any' ? ([["B's owner API key", { 'x-api-key': b.ownerKey }]] as [string, Record<string, string>][]) : [])];
       for (const [label, headers] of callers) {
         const res = await send(t, req, headers);
-        const ok = op.auth === 'public' ? res.status === 401 || res.status === 404 : res.status === 404;
+        const ok = op.auth === 'worker' ? res.status === 401 || res.status === 404 : res.status === 404;
         if (!ok) answers.push(`${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
       }
     });

@@ -1,6 +1,6 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { declaredStatuses, notImplementedOperations, specOperations, type SpecOperation } from '../support/spec';
-import { send, validRequests } from './generate';
+import { ownerCredential, send, validRequests } from './generate';
 import { buildWorld, type OrgWorld } from './world';
 
 /**
@@ -34,8 +34,7 @@ it('has no operation left answering 501', () => {
 
 describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id, op) => {
   it(`answers ${PER_OPERATION} valid random requests without an undeclared 5xx`, async () => {
-    const headers: Record<string, string> = op.auth === 'public' ? {} : { authorization: `Bearer ${world.owner.token}` };
-    if (op.operationId === 'reportWorkerActivity' && world.secrets['V.workerToken']) headers['x-worker-token'] = world.secrets['V.workerToken'];
+    const headers = ownerCredential(op, world);
     const declared = declaredStatuses(op);
     const wrong: string[] = [];
     for (const req of validRequests(op, world, PER_OPERATION)) {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../src/lib/ids';
 import { insertMember } from '../../src/org/store';
-import type { Role } from '../../src/http/types';
+import type { Role } from '../../src/domain/principal';
 import type { TestApp } from './app';
 
 export const PASSWORD = 'correct horse battery';

@@ -43,8 +43,8 @@ export interface SpecOperation {
   summary: string;
   description: string;
   tags: string[];
-  /** `public`: security []; `session`: bearer only; `any`: a session or an API key. */
-  auth: 'public' | 'session' | 'any';
+  /** `public`: security []; `session`: bearer only; `any`: a session or an API key; `worker`: a worker's token. */
+  auth: 'public' | 'session' | 'any' | 'worker';
   parameters: SpecParameter[];
   body: { required: boolean; schema: Schema } | null;
   /** Declared statuses ('200', '404', 'default', ...). */
@@ -83,6 +83,7 @@ function authOf(security: unknown): SpecOperation['auth'] {
   const list = (security ?? []) as Record<string, unknown>[];
   if (list.length === 0) return 'public';
   const schemes = new Set(list.flatMap((s) => Object.keys(s)));
+  if (schemes.has('workerToken')) return 'worker';
   return schemes.has('orgApiKey') ? 'any' : 'session';
 }
 

@@ -1,0 +1,54 @@
+/**
+ * The permission catalogue: one key (`area.verb`) for every protected action of the service.
+ * Operations name the key they need in the spec (`x-permission: <key>`; permissions an operation
+ * consults besides it, such as the one that passes a resource-role rule, in `x-permission-also`);
+ * a test fails when an operation names a key missing here, or a key here is named by no
+ * operation. Adding a permission: one line below, and `x-permission` on the operation.
+ *
+ * `minimum` is the lowest built-in role holding the key (owner ⊇ admin ⊇ member): this is the one
+ * place that says what the built-in roles may do. `reason` is the stable `reason` of the 403
+ * (wave-1 clients rely on `org_admin_required` and friends; keys new in wave 2 use
+ * `permission_required`).
+ */
+export interface PermissionDefinition {
+  description: string;
+  minimum: 'owner' | 'admin' | 'member';
+  reason: string;
+}
+
+const ADMIN = 'org_admin_required';
+const MEMBER = 'org_member_required';
+
+export const PERMISSION_CATALOGUE = {
+  'org.update': { description: 'Rename the organization.', minimum: 'admin', reason: ADMIN },
+  'members.read': { description: "List the organization's members and read any member's permissions.", minimum: 'member', reason: MEMBER },
+  'members.changeRole': { description: "Change a member's role.", minimum: 'admin', reason: ADMIN },
+  'members.remove': { description: 'Remove another member from the organization.', minimum: 'admin', reason: ADMIN },
+  'invitations.manage': { description: 'Invite people, list and cancel invitations.', minimum: 'admin', reason: ADMIN },
+  'teams.read': { description: 'List and read teams.', minimum: 'member', reason: MEMBER },
+  'teams.manage': { description: 'Create, rename and delete teams and change their members.', minimum: 'admin', reason: ADMIN },
+  'apiKeys.manage': { description: "Create, list and revoke the organization's API keys.", minimum: 'admin', reason: ADMIN },
+  'marketplaces.create': { description: 'Create marketplaces.', minimum: 'admin', reason: ADMIN },
+  'connectors.create': { description: 'Create connector instances.', minimum: 'admin', reason: ADMIN },
+  'mcpConnections.manage': { description: 'Create, update and delete MCP connections.', minimum: 'admin', reason: ADMIN },
+  'resources.manage': {
+    description: 'Manager on every marketplace, plugin, connector instance and MCP connection, and share plugins organization-wide.',
+    minimum: 'admin',
+    reason: ADMIN,
+  },
+  'workers.manage': { description: 'Update and delete any worker and read its runtime (creators may always).', minimum: 'admin', reason: 'worker_creator_or_admin_required' },
+  'suite.manage': { description: "Set the organization's office-suite OAuth client.", minimum: 'admin', reason: ADMIN },
+  'analytics.read': { description: 'Read usage analytics.', minimum: 'admin', reason: ADMIN },
+} as const satisfies Record<string, PermissionDefinition>;
+
+export type Permission = keyof typeof PERMISSION_CATALOGUE;
+
+export const PERMISSION_KEYS = Object.keys(PERMISSION_CATALOGUE) as Permission[];
+
+export function isPermission(key: string): key is Permission {
+  return Object.hasOwn(PERMISSION_CATALOGUE, key);
+}
+
+export function permissionDefinition(key: Permission): PermissionDefinition {
+  return PERMISSION_CATALOGUE[key];
+}

@@ -1,0 +1,49 @@
+/**
+ * Who is calling, as every layer below HTTP sees it. Credentials (session, API key, worker token;
+ * SCIM token and SSO session next) become one of these in src/principal/, the only place that
+ * reads a credential; services decide with src/access/ what the principal may do.
+ */
+
+/** The built-in organization roles. */
+export type Role = 'owner' | 'admin' | 'member';
+
+/** Permission keys (`area.verb`) a membership holds; the catalogue is src/access/permissions.ts. */
+export type PermissionSet = ReadonlySet<string>;
+
+export interface Membership {
+  organizationId: string;
+  memberId: string;
+  role: Role;
+  /**
+   * What this caller may do in the organization, resolved with the principal (no extra round
+   * trip): the role's permissions, narrowed by an API key's scope. Read through src/access only.
+   */
+  permissions: PermissionSet;
+}
+
+/** A user calling with a session or an API key. */
+export interface Principal {
+  kind: 'session' | 'apiKey';
+  userId: string;
+  sessionId: string | null;
+  apiKeyId: string | null;
+  isPlatformAdmin: boolean;
+  /** The active organization's membership; null when the session has none (or it was removed). */
+  membership: Membership | null;
+  /** The session's active organization id, even when the membership is gone. */
+  activeOrganizationId: string | null;
+}
+
+/** A worker calling with its own host token (`x-worker-token`). */
+export interface WorkerPrincipal {
+  kind: 'worker';
+  workerId: string;
+  organizationId: string;
+}
+
+/** Any authenticated caller; new credential kinds (SCIM tokens) join this union. */
+export type AnyPrincipal = Principal | WorkerPrincipal;
+
+export function isUserPrincipal(principal: AnyPrincipal): principal is Principal {
+  return principal.kind === 'session' || principal.kind === 'apiKey';
+}

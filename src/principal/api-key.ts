@@ -1,0 +1,41 @@
+import type { Db } from '../db/schema';
+import type { Principal } from '../domain/principal';
+import { sha256Hex } from '../lib/crypto';
+import { preparedAs } from '../db/connect';
+import { membershipOf } from './membership';
+
+/** Writing `last_used_at` on every request would turn reads into writes; once a minute is enough. */
+const LAST_USED_GRANULARITY_MS = 60_000;
+
+/** An API key → its creating member, with that member's current role; a removed member's key is dead. */
+export async function principalFromApiKey(db: Db, key: string, now: Date): Promise<Principal | null> {
+  const row = await db
+    .selectFrom('api_keys as k')
+    .modifyFront(preparedAs('api_key_principal'))
+    .innerJoin('members as m', 'm.id', 'k.member_id')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select(['k.id as apiKeyId', 'k.organization_id as organizationId', 'k.last_used_at as lastUsedAt', 'm.id as memberId', 'm.user_id as userId', 'm.role as role', 'u.is_platform_admin as isPlatformAdmin'])
+    .where('k.key_hash', '=', sha256Hex(key))
+    .where('k.revoked_at', 'is', null)
+    .where('m.removed_at', 'is', null)
+    .where((eb) => eb.or([eb('k.expires_at', 'is', null), eb('k.expires_at', '>', now)]))
+    .executeTakeFirst();
+  if (!row) return null;
+  if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) {
+    await db
+      .updateTable('api_keys')
+      .set({ last_used_at: now })
+      .where('id', '=', row.apiKeyId)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(now.getTime() - LAST_USED_GRANULARITY_MS))]))
+      .execute();
+  }
+  return {
+    kind: 'apiKey',
+    userId: row.userId,
+    sessionId: null,
+    apiKeyId: row.apiKeyId,
+    isPlatformAdmin: row.isPlatformAdmin,
+    activeOrganizationId: row.organizationId,
+    membership: membershipOf({ organizationId: row.organizationId, memberId: row.memberId, role: row.role }),
+  };
+}

@@ -1,0 +1,63 @@
+import type { Db } from '../db/schema';
+import type { AnyPrincipal, Principal } from '../domain/principal';
+import { principalFromApiKey } from './api-key';
+import { principalFromSession } from './session';
+import { principalFromWorkerToken } from './worker-token';
+
+/**
+ * Every kind of credential the service accepts, by the name of its security scheme in the spec
+ * (`components.securitySchemes`): the one place a credential becomes a principal. The router
+ * registers a handler for each scheme of the spec and refuses to start when one has no resolver
+ * here. A new credential (SCIM token, SSO session) is a scheme in the spec plus one entry here.
+ */
+export type SessionLoader = (db: Db, token: string, now: Date) => Promise<Principal | null>;
+
+export interface ResolveInput {
+  db: Db;
+  /** The credential as sent (bearer token or header value). */
+  secret: string;
+  now: Date;
+  /** For `bearerAuth`: the operation's own session loader, which reads its data in the same query. */
+  sessionLoader?: SessionLoader;
+}
+
+export type CredentialResolver = (input: ResolveInput) => Promise<AnyPrincipal | null>;
+
+export const CREDENTIAL_RESOLVERS: Record<string, CredentialResolver> = {
+  bearerAuth: ({ db, secret, now, sessionLoader }) => (sessionLoader ?? principalFromSession)(db, secret, now),
+  orgApiKey: ({ db, secret, now }) => principalFromApiKey(db, secret, now),
+  workerToken: ({ db, secret }) => principalFromWorkerToken(db, secret),
+};
+
+/** A security scheme as the spec declares it (the subset the service supports). */
+export interface SchemeDefinition {
+  type: string;
+  scheme?: string;
+  in?: string;
+  name?: string;
+}
+
+/**
+ * How to read a scheme's credential from request headers: `http` + `bearer` is
+ * `Authorization: Bearer <token>`; `apiKey` in a header is that header's value. Anything else is
+ * refused at start.
+ */
+export function credentialReader(name: string, definition: SchemeDefinition): (headers: Record<string, unknown>) => string | null {
+  if (!CREDENTIAL_RESOLVERS[name]) throw new Error(`security scheme ${name} has no resolver in src/principal/schemes.ts`);
+  if (definition.type === 'http' && definition.scheme?.toLowerCase() === 'bearer') {
+    return (headers) => {
+      const value = headers.authorization;
+      if (typeof value !== 'string') return null;
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(value);
+      return match ? match[1]! : null;
+    };
+  }
+  if (definition.type === 'apiKey' && definition.in === 'header' && definition.name) {
+    const header = definition.name.toLowerCase();
+    return (headers) => {
+      const value = headers[header];
+      return typeof value === 'string' && value.length > 0 ? value : null;
+    };
+  }
+  throw new Error(`security scheme ${name}: only http bearer and apiKey in a header are supported`);
+}

@@ -1,0 +1,76 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Db } from '../db/schema';
+import type { Principal } from '../domain/principal';
+import { preparedAs } from '../db/connect';
+import { sha256Hex } from '../lib/crypto';
+import { membershipOf } from './membership';
+
+/**
+ * Data an operation reads in the same round trip as its session check (GET /v1/org): extra
+ * columns and joins added to the one session query. They may use `s` (session), `u` (its user)
+ * and `m` (the membership in the active organization, null when none).
+ */
+export interface SessionPreload<T> {
+  /** Name of the prepared statement (one per preload). */
+  name: string;
+  columns: RawBuilder<unknown>;
+  joins: RawBuilder<unknown>;
+  read(row: Record<string, unknown>): T | undefined;
+}
+
+interface SessionColumns {
+  session_id: string;
+  session_user_id: string;
+  active_organization_id: string | null;
+  is_platform_admin: boolean;
+  principal_member_id: string | null;
+  principal_role: string | null;
+}
+
+/**
+ * The one definition of a live session: its token hash matches, it is not revoked or expired;
+ * its membership counts only in the session's active organization and only while not removed.
+ * Every session check (every request with a session, and GET /v1/org's preload) runs this query.
+ */
+function sessionQuery(tokenHash: string, now: Date, preload?: SessionPreload<unknown>) {
+  return sql<SessionColumns & Record<string, unknown>>`${preparedAs(preload ? `session_${preload.name}` : 'session_principal')}
+    SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin,
+      m.id AS principal_member_id, m.role AS principal_role ${preload ? sql`, ${preload.columns}` : sql``}
+    FROM sessions s
+    JOIN users u ON u.id = s.user_id
+    LEFT JOIN members m ON m.organization_id = s.active_organization_id AND m.user_id = s.user_id AND m.removed_at IS NULL
+    ${preload ? preload.joins : sql``}
+    WHERE s.token_hash = ${tokenHash} AND s.revoked_at IS NULL AND s.expires_at > ${now}`;
+}
+
+function toPrincipal(row: SessionColumns): Principal {
+  return {
+    kind: 'session',
+    userId: row.session_user_id,
+    sessionId: row.session_id,
+    apiKeyId: null,
+    isPlatformAdmin: row.is_platform_admin,
+    activeOrganizationId: row.active_organization_id,
+    membership:
+      row.principal_member_id && row.active_organization_id && row.principal_role
+        ? membershipOf({ organizationId: row.active_organization_id, memberId: row.principal_member_id, role: row.principal_role })
+        : null,
+  };
+}
+
+/** A session token → who is calling, in one query; null when the session is not live. */
+export async function principalFromSession(db: Db, token: string, now: Date): Promise<Principal | null> {
+  const row = (await sessionQuery(sha256Hex(token), now).execute(db)).rows[0];
+  return row ? toPrincipal(row) : null;
+}
+
+/** The same check, with an operation's data read in the same round trip. */
+export async function principalFromSessionWith<T>(
+  db: Db,
+  token: string,
+  now: Date,
+  preload: SessionPreload<T>,
+): Promise<{ principal: Principal; preloaded: T | undefined } | null> {
+  const row = (await sessionQuery(sha256Hex(token), now, preload).execute(db)).rows[0];
+  return row ? { principal: toPrincipal(row), preloaded: preload.read(row) } : null;
+}
