@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { Json, Timestamp } from '../db/schema';
+import type { Json, Timestamp } from '../db/columns';
 
 /** One audit entry (src/audit/record.ts writes it; nothing updates it). */
 export interface AuditLogsTable {

@@ -1,4 +1,4 @@
-import type { Json } from '../db/schema';
+import type { Json } from '../db/columns';
 
 export interface PlansTable {
   key: string;
