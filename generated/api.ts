@@ -579,7 +579,7 @@ export interface paths {
             header?: never;
             path: {
                 marketplaceId: components["schemas"]["MarketplaceId"];
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -671,7 +671,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -691,7 +691,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -713,7 +713,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -735,7 +735,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -754,7 +754,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -777,8 +777,8 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
-                grantId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
+                grantId: components["schemas"]["PluginGrantId"];
             };
             cookie?: never;
         };
@@ -872,7 +872,7 @@ export interface paths {
             header?: never;
             path: {
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
-                grantId: components["schemas"]["PlainId"];
+                grantId: components["schemas"]["ConnectorInstanceGrantId"];
             };
             cookie?: never;
         };
@@ -1156,7 +1156,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                id: components["schemas"]["PlainId"];
+                id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
         };
@@ -1180,7 +1180,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                id: components["schemas"]["PlainId"];
+                id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
         };
@@ -1202,7 +1202,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                id: components["schemas"]["PlainId"];
+                id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
         };
@@ -1616,10 +1616,10 @@ export interface components {
             items: components["schemas"]["Plugin"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
-        /** @description A plain string id (plugin, connector-instance grant, worker); its format is not fixed. */
-        PlainId: string;
+        /** @description A plugin id (`plg_…` as minted; the contract does not fix its format). */
+        PluginId: string;
         AddMarketplacePluginRequest: {
-            pluginId: components["schemas"]["PlainId"];
+            pluginId: components["schemas"]["PluginId"];
         };
         PluginItem: {
             ok: components["schemas"]["OkTrue"];
@@ -1701,6 +1701,8 @@ export interface components {
             items: components["schemas"]["PluginComponent"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
+        /** @description A plugin access grant id (`pag_…` as minted; the contract does not fix its format). */
+        PluginGrantId: string;
         /** Format: typeid */
         ConnectorInstanceId: string;
         /** @enum {string} */
@@ -1743,6 +1745,8 @@ export interface components {
             };
             status?: components["schemas"]["ConnectorInstanceStatus"];
         };
+        /** @description A connector-instance access grant id (`cia_…` as minted; the contract does not fix its format). */
+        ConnectorInstanceGrantId: string;
         /** Format: typeid */
         ConnectionId: string;
         /** @enum {string} */
@@ -1930,6 +1934,8 @@ export interface components {
             /** @description The worker's secret: it authenticates the worker's own calls (`x-worker-token`) and is what the service presents to the worker's runtime. Shown only in this response. */
             hostToken: string;
         };
+        /** @description A worker id (`wrk_…` as minted; the contract does not fix its format). */
+        WorkerId: string;
         WorkerItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Worker"];
@@ -3369,7 +3375,7 @@ export interface operations {
             header?: never;
             path: {
                 marketplaceId: components["schemas"]["MarketplaceId"];
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -3560,7 +3566,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -3586,7 +3592,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -3617,7 +3623,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -3643,7 +3649,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -3674,7 +3680,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -3706,7 +3712,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -3733,7 +3739,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
         };
@@ -3773,8 +3779,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                pluginId: components["schemas"]["PlainId"];
-                grantId: components["schemas"]["PlainId"];
+                pluginId: components["schemas"]["PluginId"];
+                grantId: components["schemas"]["PluginGrantId"];
             };
             cookie?: never;
         };
@@ -4012,7 +4018,7 @@ export interface operations {
             header?: never;
             path: {
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
-                grantId: components["schemas"]["PlainId"];
+                grantId: components["schemas"]["ConnectorInstanceGrantId"];
             };
             cookie?: never;
         };
@@ -4593,7 +4599,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                id: components["schemas"]["PlainId"];
+                id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
         };
@@ -4627,7 +4633,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                id: components["schemas"]["PlainId"];
+                id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
         };
@@ -4660,7 +4666,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                id: components["schemas"]["PlainId"];
+                id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
         };
@@ -4699,7 +4705,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                id: components["schemas"]["PlainId"];
+                id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
         };
@@ -4767,7 +4773,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                id: components["schemas"]["PlainId"];
+                id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
         };
@@ -4793,7 +4799,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                id: components["schemas"]["PlainId"];
+                id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
         };

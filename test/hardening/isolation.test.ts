@@ -1,9 +1,9 @@
 import { createTestApp, type TestApp } from '../support/app';
-import { specOperations, typeIdPrefix, type SpecOperation, type Schema } from '../support/spec';
+import { idKindOf, specOperations, type SpecOperation, type Schema } from '../support/spec';
 import { snapshot, snapshotDiff, findSecretsInDatabase } from '../support/snapshot';
 import { concrete } from '../support/schema-values';
 import { send, validRequest, type GenRequest } from './generate';
-import { buildWorld, isTenantScopedParam, urlFor, type OrgWorld } from './world';
+import { buildWorld, CannotExercise, isTenantScopedParam, missingIdKind, missingWorldId, urlFor, type OrgWorld } from './world';
 
 /**
  * Two organizations with one of every resource each. For every operation that names a resource
@@ -27,27 +27,29 @@ afterAll(() => t.close());
 const operations = specOperations();
 const pathScoped = operations.filter((op) => op.parameters.some((p) => p.in === 'path' && isTenantScopedParam(op, p)));
 
-/** Body properties naming a resource of the organization, by schema pattern or by name. */
-const NAME_PREFIX: Record<string, string> = {
-  orgMembershipId: 'om',
-  memberId: 'om',
-  memberIds: 'om',
-  teamId: 'tem',
-  teamIds: 'tem',
-  pluginId: 'plg',
-  marketplaceId: 'mkt',
-  connectorInstanceId: 'cin',
-  organizationId: 'org',
-};
-function bodyIdProps(op: SpecOperation): { name: string; prefix: string; array: boolean }[] {
+interface BodyIdProp {
+  name: string;
+  /** Which kind of id it takes (from the spec), or null when the spec does not say. */
+  prefix: string | null;
+  array: boolean;
+}
+
+/**
+ * Body properties naming a resource of the organization: those whose schema says which kind of
+ * id they take (a TypeID pattern or `x-id-prefix`), and those named like an id (`...Id`, `...Ids`)
+ * that say nothing, which fail the test with what to add (an id of another system says
+ * `x-external-id: true` and is left out).
+ */
+function bodyIdProps(op: SpecOperation): BodyIdProp[] {
   if (!op.body) return [];
   const props = concrete(op.body.schema).properties ?? {};
-  const out: { name: string; prefix: string; array: boolean }[] = [];
+  const out: BodyIdProp[] = [];
   for (const [name, raw] of Object.entries(props)) {
     const schema = concrete(raw as Schema);
     const array = schema.type === 'array';
-    const prefix = typeIdPrefix(array ? concrete(schema.items ?? {}) : schema) ?? NAME_PREFIX[name];
-    if (prefix) out.push({ name, prefix, array });
+    const kind = idKindOf(array ? concrete(schema.items ?? {}) : schema);
+    if (kind === 'external') continue;
+    if (kind || /Ids?$/.test(name)) out.push({ name, prefix: kind, array });
   }
   return out;
 }
@@ -73,6 +75,11 @@ describe.each(pathScoped.map((op) => [op.operationId, op] as const))('%s with id
     // B's own valid request, pointed at A's resources.
     const own = validRequest(op, b);
     const req: GenRequest = { ...own, url: urlFor(op, a), body: semanticBody(op, b) ?? own.body };
+    if (op.method === 'get' && op.auth !== 'public') {
+      // Control: A's owner reaches the same URL, so B's 404 below means "not yours", not "no such id".
+      const control = await send(t, req, { authorization: `Bearer ${a.owner.token}` });
+      expect({ control: control.status === 404 ? `404 ${JSON.stringify(control.body)}` : 'found' }).toEqual({ control: 'found' });
+    }
     const answers: string[] = [];
     const changes = await unchanged(async () => {
       const callers: [string, Record<string, string>][] =
@@ -96,8 +103,9 @@ describe.each(bodyScoped.map((op) => [op.operationId, op] as const))('%s with id
     const answers: string[] = [];
     const changes = await unchanged(async () => {
       for (const prop of bodyIdProps(op)) {
+        if (prop.prefix === null) throw new CannotExercise(missingIdKind(op, `body property "${prop.name}"`, 'xyz'));
         const foreign = a.ids[prop.prefix]?.[0];
-        if (!foreign) continue;
+        if (!foreign) throw new CannotExercise(missingWorldId(op, `body property "${prop.name}"`, prop.prefix, a));
         const body = { ...base, [prop.name]: prop.array ? [foreign] : foreign };
         if (/^grant\w+Access$/.test(op.operationId)) {
           for (const k of ['orgMembershipId', 'teamId', 'orgWide']) delete body[k];

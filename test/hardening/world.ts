@@ -4,7 +4,7 @@ import { newId } from '../../src/lib/ids';
 import { randomSecret, sha256Hex } from '../../src/lib/crypto';
 import type { TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, uniqueEmail, type OrgMember, type OrgOwner } from '../support/factories';
-import { fillPath, notImplementedOperations, specOperations, typeIdPrefix, type SpecOperation, type SpecParameter } from '../support/spec';
+import { fillPath, idKindOf, notImplementedOperations, specOperations, type SpecOperation, type SpecParameter } from '../support/spec';
 
 /**
  * One organization with one of every resource kind the contract has, created through the API
@@ -26,38 +26,51 @@ export interface OrgWorld {
   secrets: Record<string, string>;
   /** Steps that could not run (route not built yet, or refused), for the report. */
   notes: string[];
+  /** The organization's label ('A', 'B', ...), for messages. */
+  label: string;
 }
 
 const TYPEID = /^([a-z]+)_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 
-/** Path segment before a parameter → the TypeID prefix of the resource it names. */
-const SEGMENT_PREFIX: Record<string, string> = {
-  marketplaces: 'mkt',
-  plugins: 'plg',
-  'connector-instances': 'cin',
-  'mcp-connections': 'emc',
-  workers: 'wrk',
-  teams: 'tem',
-  members: 'om',
-  invitations: 'inv',
-  'api-keys': 'apk',
-  organizations: 'org',
-};
-/** Grants are named by their parent: /marketplaces/{m}/access/{grantId} is a marketplace grant. */
-const GRANT_PREFIX: Record<string, string> = { mkt: 'mag', plg: 'pag', cin: 'cia', emc: 'mcg' };
+/**
+ * Which kind of id a path parameter takes, from the spec alone (its schema's TypeID pattern or
+ * `x-id-prefix`; 'external' for `x-external-id: true`); null when the spec does not say.
+ */
+export function prefixForParam(_op: SpecOperation, param: SpecParameter): string | 'external' | null {
+  return idKindOf(param.schema);
+}
 
-/** Which kind of id a path parameter takes, from its schema's pattern or the path around it. */
-export function prefixForParam(op: SpecOperation, param: SpecParameter): string | null {
-  const pinned = typeIdPrefix(param.schema);
-  if (pinned) return pinned;
-  const segments = op.path.split('/');
-  const at = segments.indexOf(`{${param.name}}`);
-  const before = segments[at - 1] ?? '';
-  if (before === 'access') {
-    const parent = SEGMENT_PREFIX[segments[at - 3] ?? ''];
-    return parent ? (GRANT_PREFIX[parent] ?? null) : null;
-  }
-  return SEGMENT_PREFIX[before] ?? null;
+/** A generated suite met an operation it cannot exercise; the message says what to add. */
+export class CannotExercise extends Error {}
+
+const opLabel = (op: SpecOperation) => `${op.method.toUpperCase()} ${op.path} (${op.operationId})`;
+
+/** What a spec property or parameter must say for the generated suites to know what it names. */
+export function missingIdKind(op: SpecOperation, where: string, example: string): string {
+  return [
+    `${where} of ${opLabel(op)} does not say which kind of id it takes, so the generated hardening suites cannot`,
+    `point it at a real resource. In the spec, give its schema a TypeID pattern (\`pattern: ^${example}_.*\`, like the`,
+    `schemas in openapi/components/ids.yaml) or, for an id the contract keeps as a plain string, \`x-id-prefix: ${example}\``,
+    `(like PluginId there). An id of another system (not ours) gets \`x-external-id: true\`.`,
+  ].join('\n    ');
+}
+
+/** What buildWorld must create for the generated suites to have a real `prefix` id. */
+export function missingWorldId(op: SpecOperation, where: string, prefix: string, world: OrgWorld, paramName?: string): string {
+  // The operation that creates it is most likely a POST on the collection the parameter is in.
+  const collection = paramName ? op.path.slice(0, op.path.indexOf(`/{${paramName}}`)) : null;
+  const creator = collection ? specOperations().find((o) => o.method === 'post' && o.path === collection) : undefined;
+  const call = creator
+    ? `const made = await step('${creator.operationId}', '<what it is>', () => ownerApi.post(\`${creator.path.replace(/\{(\w+)\}/g, '${<$1 from above>}')}\`, { ...a valid body }));`
+    : `const made = await step('<the operation that creates it>', '<what it is>', () => ownerApi.post('<its path>', { ...a valid body }));`;
+  return [
+    `${where} of ${opLabel(op)} takes a "${prefix}_" id, and the hardening world of organization ${world.label} has none,`,
+    `so the generated suites would only ever send an id that exists nowhere (a 404 that proves nothing).`,
+    `Create one in buildWorld (test/hardening/world.ts) through the API, next to the other resources:`,
+    `    ${call}`,
+    `    put('${prefix}', made?.body.item?.id);`,
+    ...(world.notes.length ? [`Steps of buildWorld that did not run: ${world.notes.join('; ')}`] : []),
+  ].join('\n    ');
 }
 
 function collectIds(value: unknown, into: Record<string, string[]>): void {
@@ -219,20 +232,39 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
   for (const prefix of new Set([...Object.keys(primary), ...Object.keys(seen)])) {
     ids[prefix] = [...new Set([...(primary[prefix] ?? []), ...(seen[prefix] ?? [])])];
   }
-  return { owner, admin, member, target, ownerKey, ids, secrets, notes };
+  return { owner, admin, member, target, ownerKey, ids, secrets, notes, label };
+}
+
+/** External ids (another system's) get this value: well-formed for their schema, ours nowhere. */
+const EXTERNAL_ID = 'chat-19:hardening@thread.v2';
+
+/**
+ * Why the generated suites cannot exercise an operation against this world: a path parameter
+ * whose kind of id the spec does not say, or a kind the world has no real id of. Empty when
+ * every path parameter resolves to an id that exists in the world's organization.
+ */
+export function unexercisable(op: SpecOperation, world: OrgWorld): string[] {
+  const problems: string[] = [];
+  for (const param of op.parameters.filter((p) => p.in === 'path')) {
+    const kind = prefixForParam(op, param);
+    if (kind === null) problems.push(missingIdKind(op, `path parameter "${param.name}"`, 'xyz'));
+    else if (kind !== 'external' && !world.ids[kind]?.length) problems.push(missingWorldId(op, `path parameter "${param.name}"`, kind, world, param.name));
+  }
+  return problems;
 }
 
 /**
- * Path values for an operation from a world's ids. Parameters whose kind the world does not have
- * (an external chat id, a resource whose route is not built) get a well-formed id that exists
- * nowhere, so the request still reaches the handler.
+ * Path values for an operation from a world's ids: for each parameter a real id of the kind the
+ * spec names. Throws CannotExercise (failing the test that asked) when there is none, rather than
+ * inventing an id that exists nowhere: a generated test must not pass without exercising anything.
  */
 export function pathValues(op: SpecOperation, world: OrgWorld): Record<string, string> {
+  const problems = unexercisable(op, world);
+  if (problems.length) throw new CannotExercise(`${opLabel(op)} cannot be exercised by the generated hardening suites:\n  - ${problems.join('\n  - ')}`);
   const values: Record<string, string> = {};
   for (const param of op.parameters.filter((p) => p.in === 'path')) {
-    const prefix = prefixForParam(op, param);
-    const known = prefix ? world.ids[prefix]?.[0] : undefined;
-    values[param.name] = known ?? (prefix ? `${prefix}_01h2xcejqtf2nbrexx3vqjhp41` : 'chat-19:hardening@thread.v2');
+    const kind = prefixForParam(op, param)!;
+    values[param.name] = kind === 'external' ? EXTERNAL_ID : world.ids[kind]![0]!;
   }
   return values;
 }
@@ -244,5 +276,5 @@ export function urlFor(op: SpecOperation, world: OrgWorld, overrides: Record<str
 /** True when a path parameter names a resource of the organization (so another tenant must get 404). */
 export function isTenantScopedParam(op: SpecOperation, param: SpecParameter): boolean {
   const prefix = prefixForParam(op, param);
-  return prefix !== null && prefix !== 'org' && prefix !== 'usr';
+  return prefix !== 'external' && prefix !== 'org' && prefix !== 'usr';
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { typeid } from 'typeid-js';
-import { typeIdPrefix, type Schema } from './spec';
+import { idKindOf, typeIdPrefix, type Schema } from './spec';
 
 /**
  * Values from JSON schemas of the contract: valid ones (fast-check arbitraries, for "a valid
@@ -38,7 +38,8 @@ const SAFE_CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789 -_';
 function stringArb(schema: Schema, idFor: IdFor): fc.Arbitrary<string> {
   if (schema.enum) return fc.constantFrom(...(schema.enum as string[]));
   if (schema.const !== undefined) return fc.constant(String(schema.const));
-  const prefix = typeIdPrefix(schema);
+  const kind = idKindOf(schema);
+  const prefix = kind === 'external' ? null : kind;
   if (prefix || schema.format === 'typeid') {
     const known = prefix ? idFor(prefix) : undefined;
     return known ? fc.constant(known) : fc.constant(typeid(prefix ?? 'x').toString());

@@ -144,6 +144,17 @@ export function typeIdPrefix(schema: Schema | undefined): string | null {
   return m ? m[1]! : null;
 }
 
+/**
+ * Which kind of id a schema takes, from the spec alone: the TypeID prefix its pattern pins, or
+ * `x-id-prefix` on an id the contract keeps as a plain string (PluginId, WorkerId, ...);
+ * 'external' for an id of another system (`x-external-id: true`); null when the spec does not say.
+ */
+export function idKindOf(schema: Schema | undefined): string | 'external' | null {
+  if (!schema) return null;
+  if (schema['x-external-id'] === true) return 'external';
+  return typeIdPrefix(schema) ?? (typeof schema['x-id-prefix'] === 'string' ? schema['x-id-prefix'] : null);
+}
+
 /** Statuses an operation declares, as numbers ('default' and ranges dropped). */
 export function declaredStatuses(op: SpecOperation): number[] {
   return op.statuses.filter((s) => /^\d{3}$/.test(s)).map(Number);
