@@ -6,6 +6,7 @@ import { CREDENTIAL_RESOLVERS, credentialReader, type SchemeDefinition } from '.
 import type { AnyPrincipal } from '../domain/principal';
 import type { AppDeps } from '../domain/deps';
 import { contract, createBackend, initBackend, toBackendRequest } from './openapi';
+import { installFastRouting } from './fast-router';
 import { nulInRequest } from '../protection/nul';
 import { errorToResult, validationDetails } from './errors';
 import { sessionLoaders } from './registry';
@@ -122,7 +123,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
     return { status: 500, body: { error: 'response_validation_failed', message: `${operationId} ${result.status}: ${problem}` } };
   }
 
-  const ready = initBackend(api, { compileResponseValidators: options.validateResponses }).then(() => fastRouting(api));
+  const ready = initBackend(api, { compileResponseValidators: options.validateResponses }).then(() => installFastRouting(api.router));
 
   return (req: Request, res: Response, next: NextFunction) => {
     ready
@@ -130,24 +131,6 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       .then((result: HttpResult) => send(res, result))
       .catch((err: unknown) => next(err));
   };
-}
-
-/**
- * openapi-backend rebuilds its flattened operation list (lodash over every path) on each
- * matchOperation call, twice for a templated path, and compiles a RegExp per operation for
- * templates. The contract does not change after init, so the list is built once, and a request
- * whose method and path equal an operation's literal path is answered from a map; templated
- * paths still go through openapi-backend's own matching, so routing decisions stay its own.
- */
-function fastRouting(api: ReturnType<typeof createBackend>): void {
-  const router = api.router;
-  const operations = router.getOperations();
-  router.getOperations = () => operations;
-  const literal = new Map<string, (typeof operations)[number]>();
-  for (const op of operations) if (!op.path.includes('{')) literal.set(`${op.method} ${op.path}`, op);
-  const match = router.matchOperation.bind(router) as (req: { method: string; path: string }, strict?: boolean) => (typeof operations)[number] | undefined;
-  router.matchOperation = ((req: { method: string; path: string }, strict?: boolean) =>
-    literal.get(`${req.method.toLowerCase()} ${req.path}`) ?? match(req, strict)) as typeof router.matchOperation;
 }
 
 export function send(res: Response, result: HttpResult): void {
