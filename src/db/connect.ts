@@ -1,8 +1,9 @@
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { DB } from './schema';
+import { namedStatementPool } from './named-statements';
 
 export type DialectKind = 'pg' | 'pglite';
 
@@ -20,30 +21,8 @@ export interface ServerDatabaseOptions {
   max?: number;
 }
 
-/**
- * Opt-in server-side prepared statements for hot queries. A query whose SQL carries the comment
- * `/* prepared:<name> *\/` (see `preparedAs`) is sent as the named statement `<name>`, so each
- * connection parses and plans it once instead of on every call (the session check and GET /v1/org
- * spent more time being planned than executed). A name must always go with the same SQL text:
- * node-postgres refuses a second text under a known name, loudly. On the embedded database the
- * marker is just a comment.
- */
-const PREPARED_MARKER = /\/\* prepared:(\w{1,60}) \*\//;
-
-export function preparedAs(name: string) {
-  return sql.raw(`/* prepared:${name} */`);
-}
-
-function namePreparedStatements(client: pg.PoolClient): void {
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-  (client as { query: unknown }).query = (config: unknown, values?: unknown, callback?: unknown) => {
-    if (typeof config === 'string' && Array.isArray(values)) {
-      const name = PREPARED_MARKER.exec(config.slice(0, 120))?.[1];
-      if (name) return query({ name, text: config, values }, callback);
-    }
-    return query(config, values, callback);
-  };
-}
+/** Marks a query to be sent as a named prepared statement (see ./named-statements.ts). */
+export { preparedAs } from './named-statements';
 
 /** Kysely on a Postgres server (`DATABASE_URL`). */
 export function connectServer(url: string, options: ServerDatabaseOptions = {}): Database {
@@ -60,8 +39,7 @@ export function connectServer(url: string, options: ServerDatabaseOptions = {}):
   // Nor a checked-out client between two queries (a server shutdown ends every session): without
   // a listener its 'error' event is an uncaught exception. The pool drops it on release.
   pool.on('connect', (client) => client.on('error', () => undefined));
-  pool.on('connect', namePreparedStatements);
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: namedStatementPool(pool) }) });
   return { db, kind: 'pg', close: () => db.destroy() };
 }
 
