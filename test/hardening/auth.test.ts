@@ -1,7 +1,8 @@
 import type { ManualClock } from '../../src/lib/clock';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, PASSWORD } from '../support/factories';
-import { requiredRole, specOperations, type RequiredRole, type SpecOperation } from '../support/spec';
+import { specOperations, type SpecOperation } from '../support/spec';
+import { PERMISSION_CATALOGUE, isPermission } from '../../src/access/permissions';
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import { send, validRequest, type GenRequest } from './generate';
 import { buildWorld, type OrgWorld } from './world';
@@ -19,15 +20,22 @@ const dead: Record<string, Record<string, string>> = {};
 let liveKey: string;
 
 /**
- * Operations whose role the interface specification fixes without saying it in the text we can
- * derive from (its descriptions are verbatim); everything else is derived by requiredRole().
+ * Who must be refused with 403, read from the spec's extensions (never from summary text):
+ * `x-platform-admin` and an `x-permission` the plain member role lacks (catalogue minimum above
+ * `member`) → a plain member; `x-resource-role: editor|manager` → a member who is only a viewer of
+ * every resource (the world grants the target viewer everywhere); `x-resource-role: creator` → a
+ * member who did not create it.
  */
-const ROLE_OVERRIDES: Record<string, RequiredRole | null> = {
-  deleteMarketplace: 'manager',
-  revokeMarketplaceAccess: 'manager',
-  listMarketplaceAccess: 'manager',
-  listConnectorInstanceAccess: 'manager',
-};
+function refusedCaller(op: SpecOperation): { who: 'member' | 'target'; why: string } | null {
+  if (op.platformAdmin) return { who: 'member', why: 'x-platform-admin' };
+  if (op.permission) {
+    if (!isPermission(op.permission)) throw new Error(`${op.operationId}: x-permission ${op.permission} is not in src/access/permissions.ts`);
+    if (PERMISSION_CATALOGUE[op.permission].minimum !== 'member') return { who: 'member', why: `x-permission ${op.permission}` };
+  }
+  if (op.resourceRole === 'editor' || op.resourceRole === 'manager') return { who: 'target', why: `x-resource-role ${op.resourceRole}` };
+  if (op.resourceRole === 'creator') return { who: 'member', why: 'x-resource-role creator' };
+  return null;
+}
 
 async function signIn(email: string): Promise<string> {
   const res = await t.http.post('/v1/auth/sign-in').send({ email, password: PASSWORD });
@@ -129,11 +137,10 @@ describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id,
     }
   });
 
-  const role = op.operationId in ROLE_OVERRIDES ? ROLE_OVERRIDES[op.operationId]! : requiredRole(op);
-  if (role) {
-    it(`refuses a member without the role (${role}) with 403 and a reason`, async () => {
-      // A plain member for organization-level rules; a viewer of every resource for resource roles.
-      const caller = role === 'manager' || role === 'editor' ? world.target : world.member;
+  const refused = refusedCaller(op);
+  if (refused) {
+    it(`refuses a member without it (${refused.why}) with 403 and a reason`, async () => {
+      const caller = refused.who === 'target' ? world.target : world.member;
       const res = await expectUnchanged(() => send(t, requestFor(op), { authorization: `Bearer ${caller.token}` }));
       expect({ status: res.status, reason: typeof res.body.reason }).toEqual({ status: 403, reason: 'string' });
     });

@@ -49,7 +49,20 @@ export interface SpecOperation {
   body: { required: boolean; schema: Schema } | null;
   /** Declared statuses ('200', '404', 'default', ...). */
   statuses: string[];
+  /** `x-permission`: the permission key the operation needs (src/access/permissions.ts). */
+  permission: string | null;
+  /** `x-permission-also`: keys the operation consults besides (one that passes a resource-role rule). */
+  permissionAlso: string[];
+  /**
+   * `x-resource-role`: the least role on the resource in the path the caller needs when it lacks
+   * `permissionAlso` (`creator`: the member who created it).
+   */
+  resourceRole: ResourceRoleNeed | null;
+  /** `x-platform-admin: true`: only a platform admin (a user flag, not an organization permission). */
+  platformAdmin: boolean;
 }
+
+export type ResourceRoleNeed = 'viewer' | 'editor' | 'manager' | 'creator';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 type Doc = { paths: Record<string, Record<string, unknown>>; security?: unknown[]; components?: unknown };
@@ -113,6 +126,10 @@ export function specOperations(): SpecOperation[] {
         parameters: params,
         body: schema ? { required: Boolean(rb?.required), schema } : null,
         statuses: Object.keys((op.responses ?? {}) as object),
+        permission: typeof op['x-permission'] === 'string' ? op['x-permission'] : null,
+        permissionAlso: Array.isArray(op['x-permission-also']) ? (op['x-permission-also'] as string[]) : [],
+        resourceRole: (op['x-resource-role'] as ResourceRoleNeed | undefined) ?? null,
+        platformAdmin: op['x-platform-admin'] === true,
       });
     }
   }
@@ -158,29 +175,4 @@ export function idKindOf(schema: Schema | undefined): string | 'external' | null
 /** Statuses an operation declares, as numbers ('default' and ranges dropped). */
 export function declaredStatuses(op: SpecOperation): number[] {
   return op.statuses.filter((s) => /^\d{3}$/.test(s)).map(Number);
-}
-
-export type RequiredRole = 'platformAdmin' | 'admin' | 'creatorOrAdmin' | 'selfOrAdmin' | 'manager' | 'editor';
-
-/**
- * The role an operation needs, derived from the convention of its summary or description: a
- * parenthesis such as "(admin)", "(admin, session only)", "(manager)", "(editor on the marketplace)",
- * "(its creator or an admin)", "(platform admin, session only)", or a sentence "Needs editor on ...".
- * Null when the text names no role (anyone in the organization, or rules the text does not state).
- */
-export function requiredRole(op: SpecOperation): RequiredRole | null {
-  for (const text of [op.summary, op.description]) {
-    for (const [, inner] of text.matchAll(/\(([^)]*)\)/g)) {
-      const s = inner!.toLowerCase();
-      if (/platform admin/.test(s)) return 'platformAdmin';
-      if (/creator/.test(s) && /admin/.test(s)) return 'creatorOrAdmin';
-      if (/^admin\b/.test(s) && /\bor\b.*(member|themsel)/.test(s)) return 'selfOrAdmin';
-      if (/^admin\b/.test(s) && !/\bor\b/.test(s)) return 'admin';
-      if (/^manager\b/.test(s)) return 'manager';
-      if (/^editor\b/.test(s)) return 'editor';
-    }
-    const needs = /\bneeds (an? )?(organization |org )?(admin|manager|editor)\b/i.exec(text);
-    if (needs) return needs[3]!.toLowerCase() as RequiredRole;
-  }
-  return null;
 }
