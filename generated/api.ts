@@ -1302,6 +1302,169 @@ export interface paths {
         patch: operations["adminUpdateOrganization"];
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events (admin)
+         * @description The organization's events of the last 30 days, newest first, for consumers that poll instead of receiving webhooks. `type` filters by an exact type (`member.role_changed`) or a prefix (`member.*`).
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints (admin)
+         * @description The organization's webhook endpoints, newest first. Never a secret.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook endpoint (admin)
+         * @description Events whose type matches one of `events` (exact, `prefix.*` or `*`) are POSTed to `url` following the Standard Webhooks specification, signed with the returned `secret` (shown only here). `enabled` defaults to true. A `url` that is not `https:` (or `http:` inside `OUTBOUND_ALLOWED_NETWORKS`), carries credentials, or names a literal address the egress policy refuses is 400 naming `url`.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint (admin)
+         * @description 404 `webhook_not_found` for an unknown id or another organization's.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint (admin)
+         * @description Deletes the endpoint with its deliveries; nothing more is sent to it.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint (admin)
+         * @description Changes the given fields. `enabled: false` stops deliveries at once (pending ones are marked failed; events while disabled are skipped); `enabled: true` also clears the failure streak that disables an endpoint after 3 days. `description: null` clears it.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/v1/webhooks/{webhookId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's signing secret (admin)
+         * @description A new secret, shown only here. For 24 hours the previous one keeps signing alongside it (`webhook-signature` carries two space-separated signatures), so receivers can switch without losing a delivery. Rotating again drops the older previous secret at once.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhookId}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to a webhook endpoint (admin)
+         * @description Queues a `webhook.test` event for this endpoint only, whatever its `events` filter; it is delivered like any other (see its deliveries). 409 `webhook_disabled` when the endpoint is disabled (it receives nothing).
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a webhook endpoint's deliveries (admin)
+         * @description Newest first. Deliveries are kept as long as their event (30 days).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+                deliveryId: components["schemas"]["WebhookDeliveryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again now (admin)
+         * @description Sends the same event (same `webhook-id`) again as soon as a dispatcher is free, whatever the delivery's status; if an attempt is in flight, right after it. 404 `delivery_not_found`, 409 `webhook_disabled` when the endpoint is disabled.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2067,6 +2230,85 @@ export interface components {
         AdminOrganizationItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["AdminOrganization"];
+        };
+        /** @description An exact event type (`member.role_changed`), a prefix (`member.*`) or `*` (every event). */
+        EventFilter: string;
+        /** Format: typeid */
+        EventId: string;
+        /** @description '<resource>.<verb>', the audit action of the change (e.g. `member.role_changed`). */
+        EventType: string;
+        EventTarget: {
+            type: string;
+            id: string | null;
+        } | null;
+        /** @description A change to the organization's data, written in the change's own transaction (never for a request that failed). `data.changes` is `{field: {from, to}}`; secret fields appear as `[redacted]`. This object is also the body of every webhook delivery. */
+        Event: {
+            id: components["schemas"]["EventId"];
+            type: components["schemas"]["EventType"];
+            organizationId: components["schemas"]["OrganizationId"];
+            createdAt: components["schemas"]["Timestamp"];
+            data: {
+                target: components["schemas"]["EventTarget"];
+                changes: {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        EventList: {
+            items: components["schemas"]["Event"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /** Format: typeid */
+        WebhookId: string;
+        Webhook: {
+            id: components["schemas"]["WebhookId"];
+            url: string;
+            events: string[];
+            description: string | null;
+            /** @description A disabled endpoint receives nothing; events while it is disabled are skipped for it, not held. */
+            enabled: boolean;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        WebhookList: {
+            items: components["schemas"]["Webhook"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /**
+         * Format: uri
+         * @description `https:` (or `http:` for a host inside `OUTBOUND_ALLOWED_NETWORKS`), no credentials; the egress policy of outbound-calls.md applies (a literal private or loopback address is refused here, a name resolving to one is refused when called).
+         */
+        WebhookUrl: string;
+        EventFilters: components["schemas"]["EventFilter"][];
+        /** @description The signing secret, `whsec_` + base64 of 32 random bytes (Standard Webhooks). Shown only in this response; stored encrypted. */
+        WebhookSecret: string;
+        WebhookCreated: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["Webhook"];
+            secret: components["schemas"]["WebhookSecret"];
+        };
+        WebhookItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["Webhook"];
+        };
+        /** Format: typeid */
+        WebhookDeliveryId: string;
+        WebhookDelivery: {
+            id: components["schemas"]["WebhookDeliveryId"];
+            eventId: components["schemas"]["EventId"];
+            eventType: components["schemas"]["EventType"];
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed";
+            attempts: number;
+            /** @description The HTTP status of the last attempt; null when it got no reply (timeout, refused address, connection error). */
+            lastStatusCode: number | null;
+            lastError: string | null;
+            nextAttemptAt: components["schemas"]["NullableTimestamp"];
+            createdAt: components["schemas"]["Timestamp"];
+        };
+        WebhookDeliveryList: {
+            items: components["schemas"]["WebhookDelivery"][];
+            nextCursor: components["schemas"]["NextCursor"];
         };
     };
     responses: {
@@ -4949,6 +5191,316 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+                type?: components["schemas"]["EventFilter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhook endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url: components["schemas"]["WebhookUrl"];
+                    events: components["schemas"]["EventFilters"];
+                    description?: string;
+                    /** @default true */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Created; the secret is shown only here. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url?: components["schemas"]["WebhookUrl"];
+                    events?: components["schemas"]["EventFilters"];
+                    description?: string | null;
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The updated endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        secret: components["schemas"]["WebhookSecret"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        eventId: components["schemas"]["EventId"];
+                        deliveryId: components["schemas"]["WebhookDeliveryId"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: components["schemas"]["WebhookId"];
+                deliveryId: components["schemas"]["WebhookDeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        item: components["schemas"]["WebhookDelivery"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["Error"];
         };
     };

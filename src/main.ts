@@ -5,6 +5,8 @@ import { migrateToLatest } from './db/migrate';
 import { createApp } from './app';
 import { createLogger } from './http/logging';
 import { systemClock } from './lib/clock';
+import { SecretBox } from './lib/crypto';
+import { WebhookDispatcher } from './webhooks/dispatcher';
 
 /** settings → database → migrations → app → listen → graceful shutdown. */
 async function main(): Promise<void> {
@@ -31,6 +33,9 @@ async function main(): Promise<void> {
   server.requestTimeout = settings.requestTimeoutMs;
   server.headersTimeout = Math.min(settings.requestTimeoutMs, 60_000);
   server.listen(settings.port, () => logger.info({ port: settings.port, database: database.kind }, 'listening'));
+  // Webhook delivery runs beside the requests, from the database (src/webhooks/dispatcher.ts).
+  const dispatcher = new WebhookDispatcher({ db: database.db, clock: systemClock, logger, secrets: new SecretBox(secretKey), fetch: globalThis.fetch, settings: settings.webhooks });
+  if (settings.webhooks.dispatch) dispatcher.start();
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -39,6 +44,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     // Stop accepting; idle keep-alive sockets are closed so in-flight requests are all we wait for.
     server.close(async () => {
+      await dispatcher.stop();
       await database.close();
       logger.info('stopped');
       process.exit(0);

@@ -30,6 +30,10 @@ export interface Settings {
   auditRetentionDays: number;
   /** Benchmark-only: skip audit entries (the baseline of the audit-cost benchmark). Never in production. */
   auditBenchDisable: boolean;
+  /** CIDRs a tenant-supplied URL may reach although private or loopback (outbound-calls.md §1). */
+  outboundAllowedNetworks: string[];
+  /** Webhook delivery (src/webhooks/). */
+  webhooks: WebhookSettings;
   /** Rate limits (src/protection/rate-limit.ts); null turns one off. */
   rateLimits: RateLimitSettings;
 }
@@ -47,6 +51,21 @@ export interface RateLimitSettings {
   invitationAcceptUser: RateLimitRule | null;
   invitationAcceptIp: RateLimitRule | null;
   bootstrapIp: RateLimitRule | null;
+}
+
+export interface WebhookSettings {
+  /** Bound on one delivery attempt (connect, reply, body). */
+  timeoutMs: number;
+  /** Attempts per delivery before it is marked failed. */
+  maxAttempts: number;
+  /** Run the dispatcher in this process (main.ts); off leaves delivery to other processes. */
+  dispatch: boolean;
+  /** Deliveries in flight at once in one process. */
+  concurrency: number;
+  /** Deliveries in flight at once to one endpoint (so a stuck endpoint cannot take every slot). */
+  endpointConcurrency: number;
+  /** How often an idle dispatcher looks for due deliveries. */
+  pollMs: number;
 }
 
 export class SettingsError extends Error {}
@@ -89,6 +108,21 @@ function duration(env: Env, name: string, fallbackMs: number): number {
   const match = DURATION.exec(raw.trim());
   if (!match || Number(match[1]) <= 0) throw new SettingsError(`${name} must be a positive duration like 30d, 12h or 3600 (seconds), got "${raw}"`);
   return Number(match[1]) * UNIT_MS[match[2] ?? 's']!;
+}
+
+/** Comma-separated IPv4/IPv6 CIDRs (`10.20.0.0/16,127.0.0.0/8`). */
+function cidrs(env: Env, name: string): string[] {
+  const entries = (env[name] ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/');
+    const v4 = address !== undefined && /^\d{1,3}(\.\d{1,3}){3}$/.test(address) && address.split('.').every((o) => Number(o) <= 255);
+    const v6 = address !== undefined && address.includes(':') && /^[0-9a-fA-F:.]+$/.test(address);
+    const max = v4 ? 32 : 128;
+    if ((!v4 && !v6) || extra !== undefined || bits === undefined || !/^\d{1,3}$/.test(bits) || Number(bits) > max) {
+      throw new SettingsError(`${name} must list CIDRs like 10.20.0.0/16,fd00::/8, got "${entry}"`);
+    }
+  }
+  return entries;
 }
 
 /** `10/15m` (10 per 15 minutes), `30/1h`, or `off`. */
@@ -144,6 +178,15 @@ export function loadSettings(env: Env = process.env): Settings {
     trustProxy: bool(env, 'TRUST_PROXY', false),
     auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 1),
     auditBenchDisable: bool(env, 'AUDIT_BENCH_DISABLE', false),
+    outboundAllowedNetworks: cidrs(env, 'OUTBOUND_ALLOWED_NETWORKS'),
+    webhooks: {
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1),
+      maxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 8, 1),
+      dispatch: bool(env, 'WEBHOOK_DISPATCH', true),
+      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 64, 1),
+      endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1),
+      pollMs: int(env, 'WEBHOOK_POLL_MS', 100, 10),
+    },
     rateLimits: {
       signInEmail: rateLimit(env, 'RATE_LIMIT_SIGN_IN_EMAIL', '10/15m'),
       signInIp: rateLimit(env, 'RATE_LIMIT_SIGN_IN_IP', '100/15m'),

@@ -39,6 +39,7 @@ export const PERMISSION_CATALOGUE = {
   'workers.manage': { description: 'Update and delete any worker and read its runtime (creators may always).', minimum: 'admin', reason: 'worker_creator_or_admin_required' },
   'suite.manage': { description: "Set the organization's office-suite OAuth client.", minimum: 'admin', reason: ADMIN },
   'analytics.read': { description: 'Read usage analytics.', minimum: 'admin', reason: ADMIN },
+  'webhooks.manage': { description: 'Manage webhook endpoints, see their deliveries and read the events feed.', minimum: 'admin', reason: 'permission_required' },
 } as const satisfies Record<string, PermissionDefinition>;
 
 export type Permission = keyof typeof PERMISSION_CATALOGUE;

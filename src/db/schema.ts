@@ -8,6 +8,7 @@ import type { PluginSystemTables } from '../plugins/tables';
 import type { ProtectionTables } from '../protection/tables';
 import type { AuditTables } from '../audit/tables';
 import type { PlanTables } from '../plans/tables';
+import type { WebhookTables } from '../webhooks/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -101,7 +102,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

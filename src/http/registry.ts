@@ -16,6 +16,7 @@ import { apiKeyHandlers } from '../api-keys/handlers';
 import { adminHandlers } from '../admin/handlers';
 import { mcpHandlers } from '../mcp/handlers';
 import { suiteHandlers } from '../suite/handlers';
+import { webhookHandlers } from '../webhooks/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -37,6 +38,7 @@ export const handlers: Handlers = {
   ...adminHandlers,
   ...mcpHandlers,
   ...suiteHandlers,
+  ...webhookHandlers,
 };
 
 /**

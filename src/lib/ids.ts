@@ -23,6 +23,9 @@ export const ID_PREFIXES = {
   workerActivity: 'wac',
   telemetryEvent: 'tev',
   auditEntry: 'aud',
+  event: 'evt',
+  webhook: 'whk',
+  webhookDelivery: 'whd',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

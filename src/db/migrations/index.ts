@@ -8,6 +8,7 @@ import * as connectedAccounts from './20261122_0400_connected_accounts';
 import * as telemetrySummaries from './20261122_0800_telemetry_summaries';
 import * as plans from './20261123_0500_plans';
 import * as audit from './20261123_0600_audit';
+import * as webhooks from './20261123_0700_webhooks';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -24,6 +25,7 @@ const migrations: Record<string, Migration> = {
   '20261122_0800_telemetry_summaries': telemetrySummaries,
   '20261123_0500_plans': plans,
   '20261123_0600_audit': audit,
+  '20261123_0700_webhooks': webhooks,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,23 @@
+import type { components } from '../../generated/api';
+import type { AppDeps, Membership } from '../http/types';
+import { authorize } from '../access/roles';
+import type { PageRequest } from '../lib/pagination';
+import * as store from './store';
+
+export type ApiEvent = components['schemas']['Event'];
+
+export function toEvent(row: store.EventRow): ApiEvent {
+  return { id: row.id, type: row.type, organizationId: row.organization_id, createdAt: row.created_at.toISOString(), data: row.data };
+}
+
+export async function listEvents(deps: AppDeps, membership: Membership, query: PageRequest & { type?: string }) {
+  authorize(membership, 'webhooks.manage');
+  const since = new Date(deps.clock.now().getTime() - store.EVENT_RETENTION_MS);
+  return deps.cursors.page(
+    'events',
+    query,
+    async (after, take) =>
+      (await store.listEvents(deps.db, membership.organizationId, { type: query.type, since }, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    (row) => toEvent(row),
+  );
+}
