@@ -1371,7 +1371,7 @@ export interface paths {
         head?: never;
         /**
          * Update a webhook endpoint (admin)
-         * @description Changes the given fields. `enabled: false` stops deliveries at once (pending ones are marked failed; events while disabled are skipped); `enabled: true` also clears the failure streak that disables an endpoint after 3 days. `description: null` clears it.
+         * @description Changes the given fields. `enabled: false` stops deliveries at once (pending ones are marked failed; events while disabled are skipped); `enabled: true` also clears the failure streak that disables an endpoint after 3 days. `description: null` clears it. An empty body changes nothing.
          */
         patch: operations["updateWebhook"];
         trace?: never;

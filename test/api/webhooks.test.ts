@@ -77,7 +77,7 @@ describe('webhook endpoints and events', () => {
     const cleared = await t.http.patch(`/v1/webhooks/${id}`).set(...bearer(owner.token)).send({ description: null });
     expect(cleared.body.item.description).toBeNull();
     expect((await t.http.patch(`/v1/webhooks/${id}`).set(...bearer(owner.token)).send({ url: 'https://192.168.1.1/' })).body.details[0].path).toEqual(['body', 'url']);
-    expect((await t.http.patch(`/v1/webhooks/${id}`).set(...bearer(owner.token)).send({})).status).toBe(400);
+    expect((await t.http.patch(`/v1/webhooks/${id}`).set(...bearer(owner.token)).send({})).body.item.description).toBeNull();
     expect((await t.http.delete(`/v1/webhooks/${id}`).set(...bearer(owner.token))).status).toBe(204);
     expect((await t.http.get(`/v1/webhooks/${id}`).set(...bearer(owner.token))).status).toBe(404);
     expect((await t.http.delete(`/v1/webhooks/${id}`).set(...bearer(owner.token))).status).toBe(404);

@@ -28,10 +28,13 @@ export interface Receiver {
   /** Requests being answered right now, by `path webhook-id` (for "never in flight twice"). */
   inFlight: Map<string, number>;
   maxInFlightPerKey: number;
+  /** Requests open at once per path (an abandoned request counts until its connection closes). */
+  openByPath: Map<string, number>;
+  maxOpenByPath: Map<string, number>;
   close(): Promise<void>;
 }
 
-export async function startReceiver(): Promise<Receiver> {
+export async function startReceiver(port = 0): Promise<Receiver> {
   const timers = new Set<NodeJS.Timeout>();
   const receiver: Receiver = {
     url: () => '',
@@ -39,6 +42,8 @@ export async function startReceiver(): Promise<Receiver> {
     respond: () => ({ status: 200 }),
     inFlight: new Map(),
     maxInFlightPerKey: 0,
+    openByPath: new Map(),
+    maxOpenByPath: new Map(),
     close: async () => undefined,
   };
   const server = http.createServer((req, res) => {
@@ -54,10 +59,20 @@ export async function startReceiver(): Promise<Receiver> {
       const now = (receiver.inFlight.get(key) ?? 0) + 1;
       receiver.inFlight.set(key, now);
       receiver.maxInFlightPerKey = Math.max(receiver.maxInFlightPerKey, now);
+      const open = (receiver.openByPath.get(entry.path) ?? 0) + 1;
+      receiver.openByPath.set(entry.path, open);
+      receiver.maxOpenByPath.set(entry.path, Math.max(open, receiver.maxOpenByPath.get(entry.path) ?? 0));
+      let closed = false;
+      const release = () => {
+        if (closed) return;
+        closed = true;
+        receiver.inFlight.set(key, (receiver.inFlight.get(key) ?? 1) - 1);
+        receiver.openByPath.set(entry.path, (receiver.openByPath.get(entry.path) ?? 1) - 1);
+      };
+      res.on('close', release);
       const reply = receiver.respond(entry);
       const finish = () => {
-        receiver.inFlight.set(key, (receiver.inFlight.get(key) ?? 1) - 1);
-        if (res.destroyed) return;
+        if (res.destroyed) return release();
         res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
         res.end('{"ok":true}');
       };
@@ -70,9 +85,9 @@ export async function startReceiver(): Promise<Receiver> {
       } else finish();
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  receiver.url = (path = '/hook') => `http://127.0.0.1:${port}${path}`;
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  const bound = (server.address() as AddressInfo).port;
+  receiver.url = (path = '/hook') => `http://127.0.0.1:${bound}${path}`;
   receiver.close = () =>
     new Promise<void>((resolve) => {
       for (const t of timers) clearTimeout(t);
@@ -83,6 +98,21 @@ export async function startReceiver(): Promise<Receiver> {
 }
 
 /** Verifies one received request with the standardwebhooks package; returns the parsed payload or throws. */
-export function verifyWith(secret: string, received: Received): unknown {
-  return new Webhook(secret).verify(received.body, received.headers);
+export function verifyWith(secret: string, received: Received, now?: Date): unknown {
+  // The package checks the timestamp against Date.now(); tests move an injected clock instead.
+  const spy = now ? jest.spyOn(Date, 'now').mockReturnValue(now.getTime()) : null;
+  try {
+    return new Webhook(secret).verify(received.body, received.headers);
+  } finally {
+    spy?.mockRestore();
+  }
+}
+
+/** A port nothing listens on (yet). */
+export async function freePort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
 }

@@ -228,6 +228,17 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
     ownerApi.post('/v1/telemetry/ingest', { events: [{ type: 'session.started', timestamp: t.clock.now().toISOString(), sessionId: `${label}-s1` }] }),
   );
 
+  // Webhooks: an endpoint (its secret is scanned for) and a queued test delivery.
+  const webhook = await step('createWebhook', 'webhook', () => ownerApi.post('/v1/webhooks', { url: 'https://hooks.example.test/in', events: ['*'] }));
+  const webhookId: string | undefined = webhook?.body.item?.id;
+  put('whk', webhookId);
+  if (webhook?.body.secret) secrets[`${label}.webhookSecret`] = webhook.body.secret;
+  if (webhookId) {
+    const test = await step('testWebhook', 'webhook test', () => ownerApi.post(`/v1/webhooks/${webhookId}/test`));
+    put('whd', test?.body.deliveryId);
+    put('evt', test?.body.eventId);
+  }
+
   const ids: Record<string, string[]> = {};
   for (const prefix of new Set([...Object.keys(primary), ...Object.keys(seen)])) {
     ids[prefix] = [...new Set([...(primary[prefix] ?? []), ...(seen[prefix] ?? [])])];
