@@ -4,6 +4,7 @@ import { newId } from '../lib/ids';
 import { canonicalJson } from './canonical';
 import { currentAuditContext, type Actor, type AuditContext } from './context';
 import { redactChanges } from './redact';
+import { emitEvent } from '../events/outbox';
 
 /** `{field: {from, to}}`; values may nest. Secrets are redacted by recordChange, whatever is passed. */
 export type Changes = Record<string, { from?: unknown; to?: unknown } | unknown>;
@@ -90,5 +91,7 @@ export async function recordChange(trx: Transaction<DB>, contextOrChange: AuditC
       ${createdAt}::timestamptz, head.prev_hash, head.hash
     FROM head
   `.execute(trx);
+  // The same change as an event (audit-and-events.md §2), in the same transaction: the outbox.
+  await emitEvent(trx, { organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt });
   return entry;
 }

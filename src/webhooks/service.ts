@@ -7,7 +7,7 @@ import type { PageRequest } from '../lib/pagination';
 import { emitTestEvent } from '../events/outbox';
 import { newWebhookSecret } from './signing';
 import { checkWebhookUrl } from './egress';
-import { changedFields, createdFields, recordWebhookChange } from './changes';
+import { changed, created, recordChange } from '../audit';
 import * as store from './store';
 
 type Webhook = components['schemas']['Webhook'];
@@ -56,7 +56,7 @@ export async function createWebhook(deps: AppDeps, membership: Membership, input
   const secret = newWebhookSecret();
   const now = deps.clock.now();
   const row = await deps.db.transaction().execute(async (trx) => {
-    const created = await store.insertEndpoint(trx, {
+    const inserted = await store.insertEndpoint(trx, {
       id: newId('webhook'),
       organizationId: membership.organizationId,
       url: input.url,
@@ -66,8 +66,8 @@ export async function createWebhook(deps: AppDeps, membership: Membership, input
       secretSealed: deps.secrets.encrypt(secret),
       now,
     });
-    await recordWebhookChange(trx, deps, membership, { action: 'webhook.created', target: { type: 'webhook', id: created.id }, changes: createdFields(visible(created)) });
-    return created;
+    await recordChange(trx, { action: 'webhook.created', target: { type: 'webhook', id: inserted.id }, changes: created(visible(inserted)) });
+    return inserted;
   });
   return { item: toWebhook(row), secret };
 }
@@ -104,7 +104,7 @@ export async function updateWebhook(
     // Enabling again starts a new failure window (3 days) from the next failure.
     const updated = (await store.updateEndpoint(trx, membership.organizationId, id, { ...input, clearFailing: input.enabled === true && !before.enabled }, now))!;
     if (before.enabled && !updated.enabled) await store.failPendingDeliveries(trx, id, 'the endpoint was disabled', now);
-    await recordWebhookChange(trx, deps, membership, { action: 'webhook.updated', target: { type: 'webhook', id }, changes: changedFields(visible(before), visible(updated)) });
+    await recordChange(trx, { action: 'webhook.updated', target: { type: 'webhook', id }, changes: changed(visible(before), visible(updated)) });
     return updated;
   });
   return toWebhook(row);
@@ -115,7 +115,7 @@ export async function deleteWebhook(deps: AppDeps, membership: Membership, id: s
   await deps.db.transaction().execute(async (trx) => {
     const removed = await store.deleteEndpoint(trx, membership.organizationId, id);
     if (!removed) throw notFound();
-    await recordWebhookChange(trx, deps, membership, { action: 'webhook.deleted', target: { type: 'webhook', id }, changes: {} });
+    await recordChange(trx, { action: 'webhook.deleted', target: { type: 'webhook', id }, changes: {} });
   });
 }
 
@@ -126,7 +126,7 @@ export async function rotateWebhookSecret(deps: AppDeps, membership: Membership,
   await deps.db.transaction().execute(async (trx) => {
     const previousUntil = new Date(now.getTime() + ROTATION_OVERLAP_MS);
     if (!(await store.rotateSecret(trx, membership.organizationId, id, deps.secrets.encrypt(secret), previousUntil, now))) throw notFound();
-    await recordWebhookChange(trx, deps, membership, { action: 'webhook.secret_rotated', target: { type: 'webhook', id }, changes: { secret: { from: '[redacted]', to: '[redacted]' } } });
+    await recordChange(trx, { action: 'webhook.secret_rotated', target: { type: 'webhook', id }, changes: { secret: { from: '[redacted]', to: '[redacted]' } } });
   });
   return secret;
 }
@@ -139,7 +139,7 @@ export async function testWebhook(deps: AppDeps, membership: Membership, id: str
     if (!endpoint) throw notFound();
     if (!endpoint.enabled) throw disabled();
     const queued = await emitTestEvent(trx, { organizationId: membership.organizationId, endpointId: id, createdAt: now });
-    await recordWebhookChange(trx, deps, membership, { action: 'webhook.test_sent', target: { type: 'webhook', id }, changes: { eventId: { from: null, to: queued.eventId } } });
+    await recordChange(trx, { action: 'webhook.test_sent', target: { type: 'webhook', id }, changes: { eventId: { from: null, to: queued.eventId } } });
     return queued;
   });
 }
@@ -164,7 +164,7 @@ export async function retryDelivery(deps: AppDeps, membership: Membership, id: s
     if (!endpoint.enabled) throw disabled();
     const delivery = await store.requeueDelivery(trx, membership.organizationId, id, deliveryId, now);
     if (!delivery) throw new NotFound('delivery_not_found', 'The delivery could not be found.');
-    await recordWebhookChange(trx, deps, membership, {
+    await recordChange(trx, {
       action: 'webhook_delivery.retried',
       target: { type: 'webhook_delivery', id: deliveryId },
       changes: { status: { from: null, to: 'pending' } },

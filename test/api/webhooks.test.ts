@@ -127,6 +127,30 @@ describe('webhook endpoints and events', () => {
     expect((await t.http.get(`/v1/webhooks/${id}`).set(...bearer(owner.token))).body.item.enabled).toBe(true);
   });
 
+  it('writes an event for each audited change in its transaction, and none for a failed request', async () => {
+    const org = await createOrganization(t, 'Outbox');
+    const hook = await create(org.token, { url: 'https://hooks.example.test/o', events: ['team.*'] });
+    const countEvents = async () => (await t.db.selectFrom('events').select('id').where('organization_id', '=', org.organizationId).execute()).length;
+    const countDeliveries = async () => (await t.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', hook.body.item.id).execute()).length;
+    const team = await t.http.post('/v1/teams').set(...bearer(org.token)).send({ name: 'Platform' });
+    expect(team.status).toBe(201);
+    const [event] = (await t.http.get('/v1/events?type=team.created').set(...bearer(org.token))).body.items;
+    expect(event).toMatchObject({ type: 'team.created', organizationId: org.organizationId, data: { target: { type: 'team', id: team.body.item.id }, changes: { name: { from: null, to: 'Platform' } } } });
+    // The audit entry and the event are the same change.
+    const entry = await t.db.selectFrom('audit_logs').select(['action', 'created_at']).where('target_id', '=', team.body.item.id).executeTakeFirstOrThrow();
+    expect(entry.action).toBe('team.created');
+    expect(new Date(entry.created_at).toISOString()).toBe(event.createdAt);
+    const events = await countEvents();
+    const deliveries = await countDeliveries();
+    expect(deliveries).toBe(1);
+
+    // Refused before writing (unknown member) and refused by the database mid-transaction (name taken): no event, no delivery.
+    expect((await t.http.post('/v1/teams').set(...bearer(org.token)).send({ name: 'Other', memberIds: ['om_01h2xcejqtf2nbrexx3vqjhp41'] })).status).toBe(404);
+    expect((await t.http.post('/v1/teams').set(...bearer(org.token)).send({ name: 'platform' })).status).toBe(409);
+    expect(await countEvents()).toBe(events);
+    expect(await countDeliveries()).toBe(deliveries);
+  });
+
   it('lists events newest first in keyset pages, filtered by exact type or prefix', async () => {
     const org = await createOrganization(t, 'Feed');
     const ids: string[] = [];
@@ -134,7 +158,7 @@ describe('webhook endpoints and events', () => {
     await t.http.patch(`/v1/webhooks/${ids[0]}`).set(...bearer(org.token)).send({ description: 'changed' });
     const all = await t.http.get('/v1/events').set(...bearer(org.token));
     expect(all.status).toBe(200);
-    expect(all.body.items.map((e: { type: string }) => e.type)).toEqual(['webhook.updated', 'webhook.created', 'webhook.created', 'webhook.created']);
+    expect(all.body.items.map((e: { type: string }) => e.type)).toEqual(['webhook.updated', 'webhook.created', 'webhook.created', 'webhook.created', 'organization.created']);
     expect(all.body.items[0]).toMatchObject({
       id: expect.stringMatching(/^evt_/),
       organizationId: org.organizationId,
@@ -145,13 +169,14 @@ describe('webhook endpoints and events', () => {
     const page1 = await t.http.get('/v1/events?limit=3').set(...bearer(org.token));
     expect(page1.body.items).toHaveLength(3);
     const page2 = await t.http.get(`/v1/events?limit=3&cursor=${encodeURIComponent(page1.body.nextCursor)}`).set(...bearer(org.token));
-    expect(page2.body.items).toHaveLength(1);
+    expect(page2.body.items).toHaveLength(2);
     expect(page2.body.nextCursor).toBeNull();
     expect([...page1.body.items, ...page2.body.items]).toEqual(all.body.items);
 
     expect((await t.http.get('/v1/events?type=webhook.created').set(...bearer(org.token))).body.items).toHaveLength(3);
     expect((await t.http.get('/v1/events?type=webhook.*').set(...bearer(org.token))).body.items).toHaveLength(4);
     expect((await t.http.get('/v1/events?type=member.*').set(...bearer(org.token))).body.items).toHaveLength(0);
+    expect((await t.http.get('/v1/events?type=*').set(...bearer(org.token))).body.items).toHaveLength(5);
     const bad = await t.http.get('/v1/events?type=WEBHOOK').set(...bearer(org.token));
     expect(bad.status).toBe(400);
     expect(bad.body.details[0].path).toEqual(['query', 'type']);
