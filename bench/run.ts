@@ -17,6 +17,7 @@ import { scenarioPlugin } from './scenarios/s3-plugin';
 import { scenarioAnalytics } from './scenarios/s4-analytics';
 import { scenarioIngest } from './scenarios/s5-ingest';
 import { scenarioMixed } from './scenarios/s6-mixed';
+import { scenarioWebhooks } from './scenarios/s7-webhooks';
 
 const HARD_LIMIT_MS = 9.5 * 60_000;
 
@@ -55,6 +56,7 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['4', scenarioAnalytics],
   ['5', scenarioIngest],
   ['6', scenarioMixed],
+  ['7', scenarioWebhooks],
 ];
 
 async function main(): Promise<number> {

@@ -48,7 +48,9 @@ export async function listEndpoints(db: Db, organizationId: string, after: Posit
 /** `forUpdate` locks the row for the rest of the transaction (updates compare before and after). */
 export async function findEndpoint(db: Db, organizationId: string, id: string, forUpdate = false): Promise<EndpointRow | undefined> {
   let query = db.selectFrom('webhook_endpoints').select(ENDPOINT_COLUMNS).where('organization_id', '=', organizationId).where('id', '=', id);
-  if (forUpdate) query = query.forUpdate();
+  // NO KEY UPDATE: enough to serialize changes to the endpoint, and it does not block the KEY SHARE
+  // locks other transactions' foreign keys take on the row.
+  if (forUpdate) query = query.forNoKeyUpdate();
   return query.executeTakeFirst();
 }
 
@@ -75,8 +77,11 @@ export async function updateEndpoint(
     .executeTakeFirst();
 }
 
+/** The endpoint and its deliveries (no foreign key cascades them: see the migration). */
 export async function deleteEndpoint(db: Db, organizationId: string, id: string): Promise<EndpointRow | undefined> {
-  return db.deleteFrom('webhook_endpoints').where('organization_id', '=', organizationId).where('id', '=', id).returning(ENDPOINT_COLUMNS).executeTakeFirst();
+  const row = await db.deleteFrom('webhook_endpoints').where('organization_id', '=', organizationId).where('id', '=', id).returning(ENDPOINT_COLUMNS).executeTakeFirst();
+  if (row) await db.deleteFrom('webhook_deliveries').where('endpoint_id', '=', id).execute();
+  return row;
 }
 
 /** The new secret signs from now on; the current one keeps signing until `previousUntil`. */

@@ -67,7 +67,7 @@ describe('webhook delivery', () => {
   it('selects events by exact type, prefix and *, and skips a disabled endpoint without holding events', async () => {
     const org = await createOrganization(t, 'Filters');
     const exact = await endpoint(org, '/f-exact', ['webhook.updated']);
-    const prefix = await endpoint(org, '/f-prefix', ['webhook.*']);
+    await endpoint(org, '/f-prefix', ['webhook.*']);
     const none = await endpoint(org, '/f-none', ['member.*', 'team.created']);
     const off = await endpoint(org, '/f-off', ['*']);
     await t.http.patch(`/v1/webhooks/${off.id}`).set(...bearer(org.token)).send({ enabled: false });
@@ -235,7 +235,7 @@ describe('webhook delivery', () => {
   it('a stuck endpoint holds only its own slots: others are delivered meanwhile', async () => {
     const org = await createOrganization(t, 'Stuck');
     const stuck = await endpoint(org, '/stuck', ['webhook.updated']);
-    const fast = await endpoint(org, '/fast', ['webhook.updated']);
+    await endpoint(org, '/fast', ['webhook.updated']);
     const previous = receiver.respond;
     receiver.respond = (r) => (r.path === '/stuck' ? { delayMs: 1000 } : previous(r));
     try {

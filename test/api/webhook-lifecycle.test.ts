@@ -65,7 +65,7 @@ describe('webhook lifecycle over days', () => {
   it('disables an endpoint that has failed for 3 days in a row (event webhook.disabled); a success resets the streak', async () => {
     const org = await createOrganization(t, 'Streak');
     const failing = await endpoint(org, '/fail-streak', ['webhook.updated']);
-    const watcher = await endpoint(org, '/watch', ['webhook.disabled']);
+    await endpoint(org, '/watch', ['webhook.disabled']);
     const day = 24 * 3_600_000;
     await touch(org, failing, 'day 0');
     await dispatcher.runOnce();

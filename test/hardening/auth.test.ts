@@ -86,6 +86,7 @@ async function expectUnchanged<T>(run: () => Promise<T>): Promise<T> {
 /** Bodies with rules the schema cannot express (a grant names exactly one target). */
 function semanticBody(op: SpecOperation): object | undefined {
   if (/^grant\w+Access$/.test(op.operationId)) return { orgMembershipId: world.target.memberId, role: 'editor' };
+  if (op.operationId === 'updateWebhook') return { description: 'Changed by hardening' };
   if (/^update/.test(op.operationId) && op.body) return { name: 'Renamed by hardening' };
   return undefined;
 }

@@ -45,7 +45,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE TABLE webhook_deliveries (
       id text PRIMARY KEY,
       organization_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
-      endpoint_id text NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+      -- No foreign key on purpose: its check would take a KEY SHARE lock on the endpoint row in
+      -- every event's transaction, which deadlocks against a transaction that holds that row
+      -- (PATCH, DELETE) and waits for the organization's audit chain head. Deleting an endpoint
+      -- deletes its deliveries in the same transaction (src/webhooks/store.ts).
+      endpoint_id text NOT NULL,
       event_id text NOT NULL REFERENCES events (id) ON DELETE CASCADE,
       event_type text NOT NULL,
       status text NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
