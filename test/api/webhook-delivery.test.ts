@@ -21,7 +21,7 @@ describe('webhook delivery', () => {
     clock = t.clock as ManualClock;
     dispatcher = testDispatcher(t);
     receiver = await startReceiver();
-  }, 120_000);
+  }, 240_000);
   afterAll(async () => {
     await dispatcher.stop();
     await receiver.close();

@@ -18,7 +18,7 @@ describe('webhook lifecycle over days', () => {
     dispatcher = testDispatcher(t);
     receiver = await startReceiver();
     receiver.respond = (r) => (r.path.startsWith('/fail') ? { status: 503 } : { status: 204 });
-  }, 120_000);
+  }, 240_000);
   afterAll(async () => {
     await receiver.close();
     await t.close();

@@ -10,7 +10,7 @@ describe('webhook endpoints and events', () => {
   beforeAll(async () => {
     t = await createTestApp({ env: WEBHOOK_TEST_ENV });
     owner = await createOrganization(t, 'Hooks');
-  }, 120_000);
+  }, 240_000);
   afterAll(() => t.close());
 
   const create = (token: string, body: Record<string, unknown>) => t.http.post('/v1/webhooks').set(...bearer(token)).send(body);
