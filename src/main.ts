@@ -7,6 +7,7 @@ import { createLogger } from './http/logging';
 import { systemClock } from './lib/clock';
 import { SecretBox } from './lib/crypto';
 import { WebhookDispatcher } from './webhooks/dispatcher';
+import { createOutbound } from './outbound';
 
 /** settings → database → migrations → app → listen → graceful shutdown. */
 async function main(): Promise<void> {
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
   server.headersTimeout = Math.min(settings.requestTimeoutMs, 60_000);
   server.listen(settings.port, () => logger.info({ port: settings.port, database: database.kind }, 'listening'));
   // Webhook delivery runs beside the requests, from the database (src/webhooks/dispatcher.ts).
-  const dispatcher = new WebhookDispatcher({ db: database.db, clock: systemClock, logger, secrets: new SecretBox(secretKey), fetch: globalThis.fetch, settings: settings.webhooks });
+  const dispatcher = new WebhookDispatcher({ db: database.db, clock: systemClock, logger, secrets: new SecretBox(secretKey), outbound: createOutbound({ allowedNetworks: settings.outboundAllowedNetworks }), settings: settings.webhooks });
   if (settings.webhooks.dispatch) dispatcher.start();
 
   let stopping = false;

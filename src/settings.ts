@@ -30,8 +30,6 @@ export interface Settings {
   auditRetentionDays: number;
   /** Benchmark-only: skip audit entries (the baseline of the audit-cost benchmark). Never in production. */
   auditBenchDisable: boolean;
-  /** CIDRs a tenant-supplied URL may reach although private or loopback (outbound-calls.md §1). */
-  outboundAllowedNetworks: string[];
   /** Webhook delivery (src/webhooks/). */
   webhooks: WebhookSettings;
   /** Rate limits (src/protection/rate-limit.ts); null turns one off. */
@@ -110,21 +108,6 @@ function duration(env: Env, name: string, fallbackMs: number): number {
   return Number(match[1]) * UNIT_MS[match[2] ?? 's']!;
 }
 
-/** Comma-separated IPv4/IPv6 CIDRs (`10.20.0.0/16,127.0.0.0/8`). */
-function cidrs(env: Env, name: string): string[] {
-  const entries = (env[name] ?? '').split(',').map((e) => e.trim()).filter(Boolean);
-  for (const entry of entries) {
-    const [address, bits, extra] = entry.split('/');
-    const v4 = address !== undefined && /^\d{1,3}(\.\d{1,3}){3}$/.test(address) && address.split('.').every((o) => Number(o) <= 255);
-    const v6 = address !== undefined && address.includes(':') && /^[0-9a-fA-F:.]+$/.test(address);
-    const max = v4 ? 32 : 128;
-    if ((!v4 && !v6) || extra !== undefined || bits === undefined || !/^\d{1,3}$/.test(bits) || Number(bits) > max) {
-      throw new SettingsError(`${name} must list CIDRs like 10.20.0.0/16,fd00::/8, got "${entry}"`);
-    }
-  }
-  return entries;
-}
-
 /** `10/15m` (10 per 15 minutes), `30/1h`, or `off`. */
 function rateLimit(env: Env, name: string, fallback: string): RateLimitRule | null {
   const raw = (env[name] || fallback).trim();
@@ -178,7 +161,6 @@ export function loadSettings(env: Env = process.env): Settings {
     trustProxy: bool(env, 'TRUST_PROXY', false),
     auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 1),
     auditBenchDisable: bool(env, 'AUDIT_BENCH_DISABLE', false),
-    outboundAllowedNetworks: cidrs(env, 'OUTBOUND_ALLOWED_NETWORKS'),
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1),
       maxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 8, 1),

@@ -5,6 +5,7 @@ import type { DB } from '../db/schema';
 import type { Clock } from '../lib/clock';
 import type { SecretBox } from '../lib/crypto';
 import type { WebhookSettings } from '../settings';
+import type { Outbound } from '../outbound';
 import { EVENT_RETENTION_MS, pruneEvents } from '../events/store';
 import { DISABLE_AFTER_FAILING_MS, retryDelayMs } from './backoff';
 import { claimDeliveries, clearFailing, failDeliveriesOfDisabled, markFailing, recordOutcomes, type ClaimedDelivery, type Outcome } from './dispatch-store';
@@ -17,7 +18,8 @@ export interface DispatcherOptions {
   clock: Clock;
   logger: Logger;
   secrets: SecretBox;
-  fetch: typeof fetch;
+  /** The egress-policy client for tenant URLs (src/outbound). */
+  outbound: Outbound;
   settings: WebhookSettings;
 }
 
@@ -158,7 +160,7 @@ export class WebhookDispatcher {
     let code: number | null = null;
     let error: string | null = null;
     try {
-      code = (await postWebhook(d.url, headers, body, { timeoutMs: settings.timeoutMs, fetch: this.options.fetch })).status;
+      code = await postWebhook(this.options.outbound, d.url, headers, body, settings.timeoutMs);
       if (code >= 300 && code < 400) error = `redirect (${code}) not followed`;
       else if (code < 200 || code >= 300) error = `the endpoint answered ${code}`;
     } catch (err) {

@@ -52,7 +52,7 @@ function visible(row: store.EndpointRow) {
 
 export async function createWebhook(deps: AppDeps, membership: Membership, input: { url: string; events: string[]; description?: string; enabled?: boolean }) {
   authorize(membership, 'webhooks.manage');
-  checkWebhookUrl(input.url, ['body', 'url'], deps.settings.outboundAllowedNetworks);
+  checkWebhookUrl(deps.outbound, input.url, ['body', 'url']);
   const secret = newWebhookSecret();
   const now = deps.clock.now();
   const row = await deps.db.transaction().execute(async (trx) => {
@@ -96,7 +96,7 @@ export async function updateWebhook(
   input: { url?: string; events?: string[]; description?: string | null; enabled?: boolean },
 ) {
   authorize(membership, 'webhooks.manage');
-  if (input.url !== undefined) checkWebhookUrl(input.url, ['body', 'url'], deps.settings.outboundAllowedNetworks);
+  if (input.url !== undefined) checkWebhookUrl(deps.outbound, input.url, ['body', 'url']);
   const now = deps.clock.now();
   const row = await deps.db.transaction().execute(async (trx) => {
     const before = await store.findEndpoint(trx, membership.organizationId, id, true);

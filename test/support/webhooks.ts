@@ -1,16 +1,17 @@
 import pino from 'pino';
 import { SecretBox } from '../../src/lib/crypto';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher';
+import { createOutbound, type Outbound } from '../../src/outbound';
 import type { TestApp } from './app';
 
 /** A dispatcher on the test app's database and clock (the service process runs the same one from main.ts). */
-export function testDispatcher(t: TestApp, fetchImpl: typeof fetch = globalThis.fetch): WebhookDispatcher {
+export function testDispatcher(t: TestApp, outbound: Outbound = createOutbound({ allowedNetworks: t.settings.outboundAllowedNetworks })): WebhookDispatcher {
   return new WebhookDispatcher({
     db: t.db,
     clock: t.clock,
     logger: pino({ level: 'silent' }),
     secrets: new SecretBox(t.settings.secretKey!),
-    fetch: fetchImpl,
+    outbound,
     settings: t.settings.webhooks,
   });
 }
