@@ -2231,7 +2231,7 @@ export interface components {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["AdminOrganization"];
         };
-        /** @description An exact event type (`member.role_changed`), a prefix (`member.*`) or `*` (every event). */
+        /** @description An exact event type (`member.role_changed`), a prefix (`member.*`) or `*` (every event): dot-separated lower-case words, `*` only as the whole filter or as the last word. */
         EventFilter: string;
         /** Format: typeid */
         EventId: string;

@@ -99,3 +99,11 @@ async function queueDeliveries(
     .execute();
   return ids;
 }
+
+/** A valid filter: `*`, `word(.word)+` (an exact type) or `word(.word)*.*` (a prefix). */
+const FILTER = /^(\*|[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\.\*|[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+)$/;
+
+/** The index of the first filter that is not valid, or -1. */
+export function invalidFilterIndex(filters: readonly string[]): number {
+  return filters.findIndex((f) => !FILTER.test(f));
+}

@@ -4,7 +4,8 @@ import { authorize } from '../access/roles';
 import { Conflict, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { PageRequest } from '../lib/pagination';
-import { emitTestEvent } from '../events/outbox';
+import { emitTestEvent, invalidFilterIndex } from '../events/outbox';
+import { Invalid } from '../lib/errors';
 import { newWebhookSecret } from './signing';
 import { checkWebhookUrl } from './egress';
 import { changed, created, recordChange } from '../audit';
@@ -45,6 +46,12 @@ export function toDelivery(row: store.DeliveryRow): Delivery {
   };
 }
 
+/** The schema checks the characters; the shape (`a.b`, `a.*`, `*`) is checked here. */
+function checkFilters(events: string[] | undefined): void {
+  const bad = events ? invalidFilterIndex(events) : -1;
+  if (bad >= 0) throw Invalid.at(['body', 'events', String(bad)], "must be an event type ('member.role_changed'), a prefix ('member.*') or '*'");
+}
+
 /** The fields an event or audit entry shows (never a secret). */
 function visible(row: store.EndpointRow) {
   return { url: row.url, events: row.events, description: row.description, enabled: row.enabled };
@@ -53,6 +60,7 @@ function visible(row: store.EndpointRow) {
 export async function createWebhook(deps: AppDeps, membership: Membership, input: { url: string; events: string[]; description?: string; enabled?: boolean }) {
   authorize(membership, 'webhooks.manage');
   checkWebhookUrl(deps.outbound, input.url, ['body', 'url']);
+  checkFilters(input.events);
   const secret = newWebhookSecret();
   const now = deps.clock.now();
   const row = await deps.db.transaction().execute(async (trx) => {
@@ -97,6 +105,7 @@ export async function updateWebhook(
 ) {
   authorize(membership, 'webhooks.manage');
   if (input.url !== undefined) checkWebhookUrl(deps.outbound, input.url, ['body', 'url']);
+  checkFilters(input.events);
   const now = deps.clock.now();
   const row = await deps.db.transaction().execute(async (trx) => {
     const before = await store.findEndpoint(trx, membership.organizationId, id, true);
