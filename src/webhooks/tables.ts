@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { Json, Timestamp } from '../db/schema';
+import type { Json, Timestamp } from '../db/columns';
 
 /** The outbox: one row per change, written in the change's transaction (src/events/outbox.ts). */
 export interface EventsTable {

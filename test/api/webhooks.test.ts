@@ -107,7 +107,7 @@ describe('webhook endpoints and events', () => {
       await t.http.post(`/v1/webhooks/${body.item.id}/test`).set(...bearer(member.token)),
     ]) {
       expect(res.status).toBe(403);
-      expect(res.body.reason).toBe('org_admin_required');
+      expect(res.body.reason).toBe('permission_required');
     }
     const admin = await addMember(t, owner.organizationId, 'admin');
     expect((await t.http.get(`/v1/webhooks/${body.item.id}`).set(...bearer(admin.token))).status).toBe(200);
