@@ -7,6 +7,7 @@ import { requirePlatformAdmin } from '../access/roles';
 import type { Plan } from '../org/service';
 import * as store from './store';
 import type { AdminOrganizationRow } from './store';
+import { changed, recordChange } from '../audit';
 
 type Schemas = components['schemas'];
 
@@ -39,8 +40,19 @@ export async function listOrganizations(deps: AppDeps, principal: Principal, pag
 export async function setPlan(deps: AppDeps, principal: Principal, organizationId: string, plan: Plan) {
   requirePlatformAdmin(principal);
   const notFound = () => new NotFound('organization_not_found', 'The organization could not be found.');
-  if (!(await store.setPlan(deps.db, organizationId, plan, deps.clock.now()))) throw notFound();
-  const row = await store.findOrganization(deps.db, organizationId);
-  if (!row) throw notFound();
-  return toAdminOrganization(row);
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await store.findOrganization(trx, organizationId);
+    if (!before || !(await store.setPlan(trx, organizationId, plan, deps.clock.now()))) throw notFound();
+    const row = await store.findOrganization(trx, organizationId);
+    if (!row) throw notFound();
+    // A platform admin acts from outside the organization: no member id there.
+    await recordChange(trx, {
+      organizationId,
+      actorMemberId: null,
+      action: 'organization.plan_changed',
+      target: { type: 'organization', id: organizationId },
+      changes: changed({ plan: before.plan }, { plan }),
+    });
+    return toAdminOrganization(row);
+  });
 }

@@ -8,6 +8,7 @@ import type { PageRequest } from '../lib/pagination';
 import { authorize, requireSession } from '../access/roles';
 import * as store from './store';
 import type { ApiKeyRow } from './store';
+import { created, recordChange } from '../audit';
 
 const KEY_PREFIX = 'cpk';
 /** Enough of the key to recognise it in a list, far too little to guess the rest. */
@@ -33,15 +34,23 @@ export async function createApiKey(deps: AppDeps, principal: Principal, membersh
   const expiresAt = input.expiresAt === undefined ? null : new Date(input.expiresAt);
   if (expiresAt && !(expiresAt.getTime() > now.getTime())) throw Invalid.at(['body', 'expiresAt'], 'must be in the future');
   const key = randomSecret(KEY_PREFIX);
-  const row = await store.insertApiKey(deps.db, {
-    id: newId('apiKey'),
-    organizationId: membership.organizationId,
-    memberId: membership.memberId,
-    name: input.name,
-    prefix: key.slice(0, VISIBLE_PREFIX_LENGTH),
-    keyHash: sha256Hex(key),
-    now,
-    expiresAt,
+  const row = await deps.db.transaction().execute(async (trx) => {
+    const inserted = await store.insertApiKey(trx, {
+      id: newId('apiKey'),
+      organizationId: membership.organizationId,
+      memberId: membership.memberId,
+      name: input.name,
+      prefix: key.slice(0, VISIBLE_PREFIX_LENGTH),
+      keyHash: sha256Hex(key),
+      now,
+      expiresAt,
+    });
+    await recordChange(trx, {
+      action: 'api_key.created',
+      target: { type: 'api_key', id: inserted.id },
+      changes: created({ name: input.name, prefix: inserted.prefix, expiresAt, key }),
+    });
+    return inserted;
   });
   return { item: toApiKey(row), key };
 }
@@ -58,7 +67,10 @@ export async function listApiKeys(deps: AppDeps, membership: Membership, page: P
 
 export async function revokeApiKey(deps: AppDeps, membership: Membership, apiKeyId: string): Promise<void> {
   authorize(membership, 'apiKeys.manage');
-  if (!(await store.revokeApiKey(deps.db, membership.organizationId, apiKeyId, deps.clock.now()))) {
-    throw new NotFound('api_key_not_found', 'The API key could not be found.');
-  }
+  await deps.db.transaction().execute(async (trx) => {
+    if (!(await store.revokeApiKey(trx, membership.organizationId, apiKeyId, deps.clock.now()))) {
+      throw new NotFound('api_key_not_found', 'The API key could not be found.');
+    }
+    await recordChange(trx, { action: 'api_key.revoked', target: { type: 'api_key', id: apiKeyId } });
+  });
 }

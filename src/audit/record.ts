@@ -18,6 +18,8 @@ export interface Change {
   organizationId?: string;
   /** Overrides the actor's member id (the caller's membership in that other organization). */
   actorMemberId?: string | null;
+  /** Overrides the actor (a sign-in, where the request had no principal yet). */
+  actor?: Actor;
 }
 
 /** The entry as the API shows it and as its hash covers it. */
@@ -65,7 +67,7 @@ export async function recordChange(trx: Transaction<DB>, contextOrChange: AuditC
     id: newId('auditEntry'),
     organizationId,
     action: change.action,
-    actor: change.actorMemberId === undefined ? context.actor : { ...context.actor, memberId: change.actorMemberId },
+    actor: change.actor ?? (change.actorMemberId === undefined ? context.actor : { ...context.actor, memberId: change.actorMemberId }),
     target: { type: change.target.type, id: change.target.id ?? null },
     changes: redactChanges((change.changes ?? {}) as Record<string, unknown>),
     requestId: context.requestId,

@@ -11,6 +11,8 @@ import { membershipsOfUser } from '../org/store';
 import { toUser } from '../org/mappers';
 import * as store from './store';
 import * as limits from '../protection/rate-limit';
+import { recordChange } from '../audit';
+import { findMemberIdOfUser } from '../members/store';
 
 const SESSION_TOKEN_PREFIX = 'cps';
 
@@ -20,12 +22,29 @@ export interface NewSession {
 }
 
 /** A new session; its active organization is the user's most recently joined one. */
-async function openSession(deps: AppDeps, db: Transaction<DB> | AppDeps['db'], userId: string, now: Date): Promise<NewSession> {
+async function openSession(deps: AppDeps, db: Transaction<DB> | AppDeps['db'], userId: string, now: Date): Promise<NewSession & { activeOrganizationId: string | null }> {
   const token = randomSecret(SESSION_TOKEN_PREFIX);
   const expiresAt = new Date(now.getTime() + deps.settings.sessionTtlMs);
   const [latest] = await membershipsOfUser(db, userId);
   await store.insertSession(db, { id: newId('session'), userId, tokenHash: sha256Hex(token), activeOrganizationId: latest?.id ?? null, now, expiresAt });
-  return { token, expiresAt: expiresAt.toISOString() };
+  return { token, expiresAt: expiresAt.toISOString(), activeOrganizationId: latest?.id ?? null };
+}
+
+/**
+ * A sign-in to an organization (signing in, or switching the session's organization) is audited
+ * in that organization; a user with no organization leaves no entry (there is no log to write to).
+ */
+async function recordSignIn(trx: Transaction<DB>, userId: string, organizationId: string | null, how: 'password' | 'switch') {
+  if (!organizationId) return;
+  const memberId = await findMemberIdOfUser(trx, organizationId, userId);
+  if (!memberId) return;
+  await recordChange(trx, {
+    organizationId,
+    actor: { type: 'member', id: userId, memberId },
+    action: 'member.signed_in',
+    target: { type: 'member', id: memberId },
+    changes: { method: { from: null, to: how } },
+  });
 }
 
 export async function bootstrapStatus(deps: AppDeps): Promise<boolean> {
@@ -47,7 +66,7 @@ export async function bootstrap(
     if ((await store.countUsers(trx)) > 0) throw new Conflict('already_bootstrapped', 'The platform has already been bootstrapped.');
     const user = await store.insertUser(trx, { id: newId('user'), email: input.email, name: input.name, passwordHash, isPlatformAdmin: true, now });
     const { organization, member } = await createOrganizationIn(trx, { name: input.organizationName, plan: 'enterprise', ownerUserId: user.id, now });
-    const session = await openSession(deps, trx, user.id, now);
+    const { activeOrganizationId: _active, ...session } = await openSession(deps, trx, user.id, now);
     return { user: toUser(user), organization, member, session };
   });
 }
@@ -59,7 +78,8 @@ export async function signUp(deps: AppDeps, input: { email: string; password: st
   try {
     return await deps.db.transaction().execute(async (trx) => {
       const user = await store.insertUser(trx, { id: newId('user'), email: input.email, name: input.name, passwordHash, isPlatformAdmin: false, now });
-      return { user: toUser(user), session: await openSession(deps, trx, user.id, now) };
+      const { activeOrganizationId: _none, ...session } = await openSession(deps, trx, user.id, now);
+      return { user: toUser(user), session };
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new Conflict('email_taken', 'An account with this e-mail already exists.');
@@ -85,12 +105,24 @@ export async function signIn(deps: AppDeps, input: { email: string; password: st
   }
   await limits.clear(deps, 'signInEmail', email);
   const now = deps.clock.now();
-  return { user: toUser(user), session: await openSession(deps, deps.db, user.id, now) };
+  const session = await deps.db.transaction().execute(async (trx) => {
+    const { activeOrganizationId, ...opened } = await openSession(deps, trx, user.id, now);
+    await recordSignIn(trx, user.id, activeOrganizationId, 'password');
+    return opened;
+  });
+  return { user: toUser(user), session };
 }
 
 export async function signOut(deps: AppDeps, principal: Principal): Promise<void> {
   if (!principal.sessionId) throw new Unauthorized();
-  await store.revokeSession(deps.db, principal.sessionId, deps.clock.now());
+  const sessionId = principal.sessionId;
+  await deps.db.transaction().execute(async (trx) => {
+    await store.revokeSession(trx, sessionId, deps.clock.now());
+    // Recorded in the organization the session was signed in to (none: no organization log).
+    if (principal.membership) {
+      await recordChange(trx, { action: 'member.signed_out', target: { type: 'member', id: principal.membership.memberId } });
+    }
+  });
 }
 
 export async function me(deps: AppDeps, principal: Principal) {
@@ -109,6 +141,10 @@ export async function setActiveOrganization(deps: AppDeps, principal: Principal,
   if (!memberships.some((m) => m.id === organizationId)) {
     throw new NotFound('organization_not_found', 'You are not a member of that organization.');
   }
-  await store.setSessionOrganization(deps.db, principal.sessionId, organizationId);
+  const sessionId = principal.sessionId;
+  await deps.db.transaction().execute(async (trx) => {
+    await store.setSessionOrganization(trx, sessionId, organizationId);
+    await recordSignIn(trx, principal.userId, organizationId, 'switch');
+  });
   return organizationId;
 }

@@ -8,6 +8,7 @@ import { authorizeUrl, newPkce, newState, verifyState, TokenEndpointError, type 
 import * as store from './store';
 import type { AccountRow, AccountTarget } from './store';
 import type { Provider } from './tables';
+import { recordChange } from '../audit';
 
 /**
  * The connected-accounts core shared by MCP connections and the suite capability: start an
@@ -148,21 +149,38 @@ export async function storeAuthorizedAccount(deps: AppDeps, pending: PendingAuth
       now: deps.clock.now(),
     });
     await store.deleteState(trx, pending.stateHash);
+    // The callback has no principal: the member who started the sign-in is the actor.
+    await recordChange(trx, {
+      ...accountChange(pending.target, 'account_connected'),
+      actor: { type: 'member', id: null, memberId: pending.target.memberId },
+      changes: { scopes: { from: null, to: input.tokens.scopes.join(' ') }, accessToken: { from: null, to: input.tokens.accessToken } },
+    });
     return row;
   });
 }
 
+/** The audit entry of a member's account on a connection (MCP) or on the suite. */
+export function accountChange(target: AccountTarget, verb: 'account_connected' | 'account_disconnected') {
+  return target.provider === 'mcp'
+    ? { organizationId: target.organizationId, action: `mcp_connection.${verb}`, target: { type: 'mcp_connection', id: target.connectionId } }
+    : { organizationId: target.organizationId, action: `suite.${verb}`, target: { type: 'member', id: target.memberId } };
+}
+
 /** Stores (or replaces) a member's pasted API key. */
 export async function storeApiKeyAccount(deps: AppDeps, target: AccountTarget, apiKey: string): Promise<AccountRow> {
-  return store.upsertAccount(deps.db, target, {
-    id: newId('connectedAccount'),
-    authKind: 'apikey',
-    secretsSealed: seal(deps, JSON.stringify({ apiKey } satisfies AccountSecrets)),
-    accessExpiresAt: null,
-    scopes: '',
-    externalUserId: null,
-    externalDisplayName: null,
-    now: deps.clock.now(),
+  return deps.db.transaction().execute(async (trx) => {
+    const row = await store.upsertAccount(trx, target, {
+      id: newId('connectedAccount'),
+      authKind: 'apikey',
+      secretsSealed: seal(deps, JSON.stringify({ apiKey } satisfies AccountSecrets)),
+      accessExpiresAt: null,
+      scopes: '',
+      externalUserId: null,
+      externalDisplayName: null,
+      now: deps.clock.now(),
+    });
+    await recordChange(trx, { ...accountChange(target, 'account_connected'), changes: { apiKey: { from: null, to: apiKey } } });
+    return row;
   });
 }
 

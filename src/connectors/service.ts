@@ -11,6 +11,7 @@ import { CONNECTOR_INSTANCE } from '../grants/resources';
 import { grantCreator, type ResourceGuard } from '../grants/service';
 import { withPosition } from '../grants/store';
 import * as store from './store';
+import { changed, created, deleted, recordChange } from '../audit';
 
 const notFound = () => new NotFound('connector_instance_not_found', 'The connector instance could not be found.');
 
@@ -58,6 +59,11 @@ export async function createConnectorInstance(
       now,
     });
     await grantCreator(trx, CONNECTOR_INSTANCE, { organizationId: membership.organizationId, resourceId: row.id, memberId: membership.memberId, now });
+    await recordChange(trx, {
+      action: 'connector_instance.created',
+      target: { type: 'connector_instance', id: row.id },
+      changes: created({ name: body.name, connectorType: body.connectorType, remoteId: body.remoteId ?? null, config: body.config ?? {} }),
+    });
     return toConnectorInstance(row);
   });
 }
@@ -82,13 +88,27 @@ export async function updateConnectorInstance(
   id: string,
   body: { name?: string; remoteId?: string | null; config?: Record<string, unknown>; status?: store.ConnectorStatus },
 ) {
-  await authorizeConnectorInstance(deps.db, membership, id, 'editor');
-  const row = await store.updateConnectorInstance(deps.db, membership.organizationId, id, body, deps.clock.now());
-  if (!row) throw notFound();
-  return toConnectorInstance(row);
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await authorizeConnectorInstance(trx, membership, id, 'editor');
+    const row = await store.updateConnectorInstance(trx, membership.organizationId, id, body, deps.clock.now());
+    if (!row) throw notFound();
+    await recordChange(trx, {
+      action: 'connector_instance.updated',
+      target: { type: 'connector_instance', id },
+      changes: changed({ name: before.name, remoteId: before.remote_id, config: before.config, status: before.status }, body),
+    });
+    return toConnectorInstance(row);
+  });
 }
 
 export async function deleteConnectorInstance(deps: AppDeps, membership: Membership, id: string) {
-  await authorizeConnectorInstance(deps.db, membership, id, 'manager');
-  if (!(await store.deleteConnectorInstance(deps.db, membership.organizationId, id))) throw notFound();
+  await deps.db.transaction().execute(async (trx) => {
+    const before = await authorizeConnectorInstance(trx, membership, id, 'manager');
+    if (!(await store.deleteConnectorInstance(trx, membership.organizationId, id))) throw notFound();
+    await recordChange(trx, {
+      action: 'connector_instance.deleted',
+      target: { type: 'connector_instance', id },
+      changes: deleted({ name: before.name, connectorType: before.connector_type }),
+    });
+  });
 }

@@ -8,6 +8,7 @@ import { newId } from '../lib/ids';
 import type { PageRequest } from '../lib/pagination';
 import type { GrantedResource } from './resources';
 import * as store from './store';
+import { created as createdFields, deleted, recordChange } from '../audit';
 
 export type AccessGrant = components['schemas']['AccessGrant'];
 
@@ -63,31 +64,46 @@ export function targetOf(body: Pick<GrantBody, 'orgMembershipId' | 'teamId' | 'o
 /** Grants a role, or updates the role of the target's active grant (`created` false). */
 export async function grantAccess(deps: AppDeps, resource: GrantedResource, guard: ResourceGuard, membership: Membership, resourceId: string, body: GrantBody) {
   const target = targetOf(body);
-  await guard(deps.db, membership, resourceId, 'manager');
   const { organizationId } = membership;
-  if ('memberId' in target && !(await store.memberExists(deps.db, organizationId, target.memberId))) {
-    throw new NotFound('member_not_found', 'No such member in this organization.');
-  }
-  if ('teamId' in target && !(await store.teamExists(deps.db, organizationId, target.teamId))) {
-    throw new NotFound('team_not_found', 'No such team in this organization.');
-  }
-  const { row, created } = await store.upsertGrant(deps.db, resource, {
-    id: newId(resource.grantIdKind),
-    organizationId,
-    resourceId,
-    target,
-    role: body.role,
-    createdByMemberId: membership.memberId,
-    now: deps.clock.now(),
+  return deps.db.transaction().execute(async (trx) => {
+    await guard(trx, membership, resourceId, 'manager');
+    if ('memberId' in target && !(await store.memberExists(trx, organizationId, target.memberId))) {
+      throw new NotFound('member_not_found', 'No such member in this organization.');
+    }
+    if ('teamId' in target && !(await store.teamExists(trx, organizationId, target.teamId))) {
+      throw new NotFound('team_not_found', 'No such team in this organization.');
+    }
+    const { row, created } = await store.upsertGrant(trx, resource, {
+      id: newId(resource.grantIdKind),
+      organizationId,
+      resourceId,
+      target,
+      role: body.role,
+      createdByMemberId: membership.memberId,
+      now: deps.clock.now(),
+    });
+    await recordChange(trx, {
+      action: `${resource.name}.access_granted`,
+      target: { type: resource.name, id: resourceId },
+      changes: { grantId: { from: null, to: row.id }, ...createdFields({ ...target, role: body.role }) },
+    });
+    return { created, item: toGrant(row) };
   });
-  return { created, item: toGrant(row) };
 }
 
 export async function revokeAccess(deps: AppDeps, resource: GrantedResource, guard: ResourceGuard, membership: Membership, resourceId: string, grantId: string) {
-  await guard(deps.db, membership, resourceId, 'manager');
-  const row = await store.revokeGrant(deps.db, resource, membership.organizationId, resourceId, grantId, deps.clock.now());
-  if (!row) throw new NotFound('grant_not_found', `No such grant on this ${resource.label}.`);
-  return toGrant(row);
+  return deps.db.transaction().execute(async (trx) => {
+    await guard(trx, membership, resourceId, 'manager');
+    const row = await store.revokeGrant(trx, resource, membership.organizationId, resourceId, grantId, deps.clock.now());
+    if (!row) throw new NotFound('grant_not_found', `No such grant on this ${resource.label}.`);
+    const grant = toGrant(row);
+    await recordChange(trx, {
+      action: `${resource.name}.access_revoked`,
+      target: { type: resource.name, id: resourceId },
+      changes: { grantId: { from: grant.id, to: null }, ...deleted({ orgMembershipId: grant.orgMembershipId, teamId: grant.teamId, orgWide: grant.orgWide, role: grant.role }) },
+    });
+    return grant;
+  });
 }
 
 /** The creator's manager grant (and an optional org-wide grant), to be written with the resource. */

@@ -14,6 +14,7 @@ import { findMember } from '../members/store';
 import { enforceLimit } from '../plans';
 import * as store from './store';
 import type { InvitationRow } from './store';
+import { changed, created, recordChange } from '../audit';
 
 type Invitation = components['schemas']['Invitation'];
 
@@ -50,8 +51,10 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
     const row = await deps.db.transaction().execute(async (trx) => {
       if (await store.isMemberByEmail(trx, organizationId, emailNormalized)) throw alreadyMember();
       await store.cancelExpiredPending(trx, organizationId, emailNormalized, now);
+      const id = newId('invitation');
+      await recordChange(trx, { action: 'invitation.created', target: { type: 'invitation', id }, changes: created({ email, role: input.role }) });
       return store.insertInvitation(trx, {
-        id: newId('invitation'),
+        id,
         organizationId,
         email,
         emailNormalized,
@@ -85,10 +88,15 @@ export async function listInvitations(deps: AppDeps, membership: Membership, pag
 export async function cancelInvitation(deps: AppDeps, membership: Membership, invitationId: string) {
   authorize(membership, 'invitations.manage');
   const now = deps.clock.now();
-  const row = await store.cancelPending(deps.db, membership.organizationId, invitationId, now);
-  if (row) return toInvitation(row, now);
-  if (await store.findInvitation(deps.db, membership.organizationId, invitationId)) throw notPending();
-  throw notFound();
+  return deps.db.transaction().execute(async (trx) => {
+    const row = await store.cancelPending(trx, membership.organizationId, invitationId, now);
+    if (row) {
+      await recordChange(trx, { action: 'invitation.cancelled', target: { type: 'invitation', id: invitationId }, changes: changed({ status: 'pending' }, { status: 'cancelled' }) });
+      return toInvitation(row, now);
+    }
+    if (await store.findInvitation(trx, membership.organizationId, invitationId)) throw notPending();
+    throw notFound();
+  });
 }
 
 /**
@@ -123,6 +131,13 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
       if (sessionHadNone) await setSessionOrganization(trx, principal.sessionId!, organizationId);
       const member = await findMember(trx, organizationId, memberId);
       if (!member) throw new Error('new membership vanished inside its own transaction');
+      await recordChange(trx, {
+        organizationId,
+        actorMemberId: memberId,
+        action: 'invitation.accepted',
+        target: { type: 'member', id: memberId },
+        changes: { invitationId: { from: null, to: invitation.id }, role: { from: null, to: claimed.role } },
+      });
       return toMember(member);
     });
   } catch (err) {

@@ -6,6 +6,7 @@ import { listPlugins } from '../plugins/store';
 import { withPosition } from '../grants/store';
 import { authorizeMarketplace } from './service';
 import * as store from './store';
+import { recordChange } from '../audit';
 
 /** The plugins published to a marketplace (viewer on the marketplace), newest first. */
 export async function listMarketplacePlugins(deps: AppDeps, membership: Membership, marketplaceId: string, page: PageRequest) {
@@ -22,20 +23,26 @@ export async function listMarketplacePlugins(deps: AppDeps, membership: Membersh
 
 /** Publishes a plugin (editor on the marketplace, viewer on the plugin); `created` false when already there. */
 export async function addMarketplacePlugin(deps: AppDeps, membership: Membership, marketplaceId: string, pluginId: string) {
-  await authorizeMarketplace(deps.db, membership, marketplaceId, 'editor');
-  const plugin = await authorizePlugin(deps.db, membership, pluginId, 'viewer');
-  const created = await store.addPlugin(deps.db, {
-    organizationId: membership.organizationId,
-    marketplaceId,
-    pluginId,
-    memberId: membership.memberId,
-    now: deps.clock.now(),
+  return deps.db.transaction().execute(async (trx) => {
+    await authorizeMarketplace(trx, membership, marketplaceId, 'editor');
+    const plugin = await authorizePlugin(trx, membership, pluginId, 'viewer');
+    const created = await store.addPlugin(trx, {
+      organizationId: membership.organizationId,
+      marketplaceId,
+      pluginId,
+      memberId: membership.memberId,
+      now: deps.clock.now(),
+    });
+    await recordChange(trx, { action: 'marketplace.plugin_added', target: { type: 'marketplace', id: marketplaceId }, changes: { pluginId: { from: null, to: pluginId } } });
+    const [item] = await hydrate(trx, membership.organizationId, [plugin]);
+    return { created, item: item! };
   });
-  const [item] = await hydrate(deps.db, membership.organizationId, [plugin]);
-  return { created, item: item! };
 }
 
 export async function removeMarketplacePlugin(deps: AppDeps, membership: Membership, marketplaceId: string, pluginId: string) {
-  await authorizeMarketplace(deps.db, membership, marketplaceId, 'editor');
-  if (!(await store.removePlugin(deps.db, membership.organizationId, marketplaceId, pluginId))) throw pluginNotFound();
+  await deps.db.transaction().execute(async (trx) => {
+    await authorizeMarketplace(trx, membership, marketplaceId, 'editor');
+    if (!(await store.removePlugin(trx, membership.organizationId, marketplaceId, pluginId))) throw pluginNotFound();
+    await recordChange(trx, { action: 'marketplace.plugin_removed', target: { type: 'marketplace', id: marketplaceId }, changes: { pluginId: { from: pluginId, to: null } } });
+  });
 }

@@ -11,6 +11,7 @@ import { MARKETPLACE } from '../grants/resources';
 import { grantCreator, type ResourceGuard } from '../grants/service';
 import { withPosition } from '../grants/store';
 import * as store from './store';
+import { changed, created, deleted, recordChange } from '../audit';
 
 type Schemas = components['schemas'];
 
@@ -82,6 +83,11 @@ export async function createMarketplace(deps: AppDeps, membership: Membership, b
       now,
     });
     await grantCreator(trx, MARKETPLACE, { organizationId: membership.organizationId, resourceId: id, memberId: membership.memberId, now });
+    await recordChange(trx, {
+      action: 'marketplace.created',
+      target: { type: 'marketplace', id },
+      changes: created({ name: body.name, description: body.description ?? '', logoUrl: body.logoUrl ?? null }),
+    });
     return toMarketplaceWithStatus(await reload(trx, membership, id));
   });
 }
@@ -101,19 +107,33 @@ export async function getMarketplace(deps: AppDeps, membership: Membership, id: 
 }
 
 export async function updateMarketplace(deps: AppDeps, membership: Membership, id: string, body: { name?: string; description?: string; logoUrl?: string }) {
-  await authorizeReasonOnly(deps.db, membership, id, 'editor');
-  const patch = { name: body.name, description: body.description, logo_url: body.logoUrl };
-  if (!(await store.updateMarketplace(deps.db, membership.organizationId, id, patch, deps.clock.now()))) throw marketplaceNotFound();
-  return toMarketplace(await reload(deps.db, membership, id));
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await authorizeReasonOnly(trx, membership, id, 'editor');
+    const patch = { name: body.name, description: body.description, logo_url: body.logoUrl };
+    if (!(await store.updateMarketplace(trx, membership.organizationId, id, patch, deps.clock.now()))) throw marketplaceNotFound();
+    await recordChange(trx, {
+      action: 'marketplace.updated',
+      target: { type: 'marketplace', id },
+      changes: changed({ name: before.name, description: before.description, logoUrl: before.logo_url }, body),
+    });
+    return toMarketplace(await reload(trx, membership, id));
+  });
 }
 
 async function setStatus(deps: AppDeps, membership: Membership, id: string, status: 'active' | 'archived') {
-  const row = await authorizeMarketplace(deps.db, membership, id, 'manager');
-  // Archiving an archived marketplace (or restoring an active one) changes nothing.
-  if (row.status !== status && !(await store.updateMarketplace(deps.db, membership.organizationId, id, { status }, deps.clock.now()))) {
-    throw marketplaceNotFound();
-  }
-  return toMarketplaceWithStatus(await reload(deps.db, membership, id));
+  return deps.db.transaction().execute(async (trx) => {
+    const row = await authorizeMarketplace(trx, membership, id, 'manager');
+    // Archiving an archived marketplace (or restoring an active one) changes nothing.
+    if (row.status !== status && !(await store.updateMarketplace(trx, membership.organizationId, id, { status }, deps.clock.now()))) {
+      throw marketplaceNotFound();
+    }
+    await recordChange(trx, {
+      action: status === 'archived' ? 'marketplace.archived' : 'marketplace.restored',
+      target: { type: 'marketplace', id },
+      changes: changed({ status: row.status }, { status }),
+    });
+    return toMarketplaceWithStatus(await reload(trx, membership, id));
+  });
 }
 
 export const archiveMarketplace = (deps: AppDeps, membership: Membership, id: string) => setStatus(deps, membership, id, 'archived');
@@ -129,6 +149,7 @@ export async function deleteMarketplace(deps: AppDeps, membership: Membership, i
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
     if (!(await store.deleteMarketplace(trx, membership.organizationId, id))) throw marketplaceNotFound();
+    await recordChange(trx, { action: 'marketplace.deleted', target: { type: 'marketplace', id }, changes: deleted({ name: row.name, description: row.description }) });
   });
   return toMarketplace({ ...row, plugin_count: 0, updated_at: now }, now);
 }

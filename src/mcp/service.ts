@@ -14,6 +14,7 @@ import * as store from './store';
 import { existingMemberIds } from '../members/store';
 import { existingTeamIds } from '../teams/store';
 import type { Access, ConnectionPatch, ConnectionRow } from './store';
+import { changed, created, recordChange } from '../audit';
 
 export const MCP_CALLBACK_PATH = '/v1/mcp-connections/oauth/callback';
 
@@ -199,6 +200,11 @@ export async function createConnection(deps: AppDeps, membership: Membership, in
       now,
     });
     await replaceGrants(trx, { organizationId: membership.organizationId, connectionId: id, access, byMemberId: membership.memberId, now });
+    await recordChange(trx, {
+      action: 'mcp_connection.created',
+      target: { type: 'mcp_connection', id },
+      changes: created({ name: input.name, url: input.url, authType: input.authType, credentialMode: input.credentialMode, apiKey: input.apiKey, oauthClient: input.oauthClient, access }),
+    });
   });
   return itemOf(deps, membership, id);
 }
@@ -253,13 +259,22 @@ export async function updateConnection(deps: AppDeps, membership: Membership, co
   await deps.db.transaction().execute(async (trx) => {
     if (!(await store.updateConnection(trx, membership.organizationId, connectionId, patch, now))) throw notFound();
     if (access) await replaceGrants(trx, { organizationId: membership.organizationId, connectionId, access, byMemberId: membership.memberId, now });
+    const before = { name: current.name, url: current.url };
+    await recordChange(trx, {
+      action: 'mcp_connection.updated',
+      target: { type: 'mcp_connection', id: connectionId },
+      changes: { ...changed(before, { name: input.name, url: input.url }), ...created({ apiKey: input.apiKey, oauthClient: input.oauthClient, access: access ?? undefined }) },
+    });
   });
   return itemOf(deps, membership, connectionId);
 }
 
 export async function deleteConnection(deps: AppDeps, membership: Membership, connectionId: string): Promise<void> {
   authorize(membership, 'mcpConnections.manage');
-  if (!(await store.deleteConnection(deps.db, membership.organizationId, connectionId))) throw notFound();
+  await deps.db.transaction().execute(async (trx) => {
+    if (!(await store.deleteConnection(trx, membership.organizationId, connectionId))) throw notFound();
+    await recordChange(trx, { action: 'mcp_connection.deleted', target: { type: 'mcp_connection', id: connectionId } });
+  });
 }
 
 function target(membership: Membership, connectionId: string): accounts.AccountTarget {
@@ -344,7 +359,9 @@ export async function disconnectMyAccount(deps: AppDeps, membership: Membership,
     const row = await store.findConnection(trx, membership.organizationId, membership.memberId, connectionId);
     if (!row) return 'not_found' as const;
     if (row.credential_mode === 'shared') return 'shared' as const;
-    return (await accounts.disconnect(trx, target(membership, connectionId))) ? ('removed' as const) : ('nothing' as const);
+    if (!(await accounts.disconnect(trx, target(membership, connectionId)))) return 'nothing' as const;
+    await recordChange(trx, accounts.accountChange(target(membership, connectionId), 'account_disconnected'));
+    return 'removed' as const;
   });
   if (removed === 'shared') throw Invalid.at(['path', 'connectionId'], 'a shared connection has no per-member account to disconnect');
   if (removed !== 'removed') throw notFound();

@@ -5,6 +5,7 @@ import type { PageRequest } from '../lib/pagination';
 import { authorize } from '../access/roles';
 import { toMember } from '../org/mappers';
 import * as store from './store';
+import { changed, recordChange } from '../audit';
 
 const memberNotFound = () => new NotFound('member_not_found', 'The member could not be found.');
 
@@ -21,11 +22,13 @@ export async function listMembers(deps: AppDeps, membership: Membership, page: P
 export async function changeRole(deps: AppDeps, membership: Membership, memberId: string, role: Exclude<Role, 'owner'>) {
   authorize(membership, 'members.changeRole');
   const { organizationId } = membership;
-  const updated = await store.setRole(deps.db, organizationId, memberId, role);
-  const member = await store.findMember(deps.db, organizationId, memberId);
-  if (!member) throw memberNotFound();
-  if (!updated) throw new Conflict('owner_role_immutable', "The owner's role cannot be changed.");
-  return toMember(member);
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await store.findMember(trx, organizationId, memberId);
+    if (!before) throw memberNotFound();
+    if (!(await store.setRole(trx, organizationId, memberId, role))) throw new Conflict('owner_role_immutable', "The owner's role cannot be changed.");
+    await recordChange(trx, { action: 'member.role_changed', target: { type: 'member', id: memberId }, changes: changed({ role: before.role }, { role }) });
+    return toMember({ ...before, role });
+  });
 }
 
 /**
@@ -45,5 +48,6 @@ export async function removeMember(deps: AppDeps, membership: Membership, member
     }
     await store.revokeApiKeysOf(trx, organizationId, memberId, now);
     await store.leaveAllTeams(trx, organizationId, memberId);
+    await recordChange(trx, { action: memberId === membership.memberId ? 'member.left' : 'member.removed', target: { type: 'member', id: memberId } });
   });
 }

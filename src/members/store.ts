@@ -44,6 +44,12 @@ export async function countActiveMembers(db: Db, organizationId: string): Promis
   return Number(row.n);
 }
 
+/** The user's active membership in the organization, if any. */
+export async function findMemberIdOfUser(db: Db, organizationId: string, userId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('members').select('id').where('organization_id', '=', organizationId).where('user_id', '=', userId).where('removed_at', 'is', null).executeTakeFirst();
+  return row?.id;
+}
+
 /** Active members of the organization among `memberIds` (to check ids a request names). */
 export async function existingMemberIds(db: Db, organizationId: string, memberIds: string[]): Promise<string[]> {
   if (memberIds.length === 0) return [];

@@ -13,6 +13,9 @@ import { authorizeMarketplace, marketplaceNotFound } from '../marketplaces/servi
 import { addPlugin, lockMarketplace } from '../marketplaces/store';
 import { componentTypeOf, toComponent, toPlugin } from './mappers';
 import * as store from './store';
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import { changed, created, recordChange } from '../audit';
 
 export const pluginNotFound = () => new NotFound('plugin_not_found', 'The plugin could not be found.');
 
@@ -91,7 +94,19 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
   const grants = creatorGrants(PLUGIN, { organizationId, resourceId: id, memberId, now, orgWideRole: body.orgWide ? 'viewer' : undefined });
   const write = (db: Db) => store.insertPluginWithComponents(db, plugin, components, { insert: grantsInsert(PLUGIN, grants), count: grants.length });
   const parts = components.map((c) => ({ type: c.type, payload: (c.input.normalizedPayloadJson as Record<string, unknown> | undefined) ?? null }));
-  if (!body.marketplaceId) return toPlugin(await write(deps.db), parts, []);
+  const audit = (trx: Transaction<DB>) =>
+    recordChange(trx, {
+      action: 'plugin.created',
+      target: { type: 'plugin', id },
+      changes: created({ name: body.name, description: body.description ?? '', orgWide: body.orgWide ?? false, marketplaceId: body.marketplaceId, componentTypes: components.map((c) => c.type) }),
+    });
+  if (!body.marketplaceId) {
+    return deps.db.transaction().execute(async (trx) => {
+      const row = await write(trx);
+      await audit(trx);
+      return toPlugin(row, parts, []);
+    });
+  }
   const marketplaceId = body.marketplaceId;
   return deps.db.transaction().execute(async (trx) => {
     // Lock the marketplace so it cannot be archived or deleted between the check and the insert.
@@ -100,6 +115,7 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
     const marketplace = await authorizeMarketplace(trx, membership, marketplaceId, 'editor');
     const row = await write(trx);
     await addPlugin(trx, { organizationId, marketplaceId: marketplace.id, pluginId: id, memberId, now });
+    await audit(trx);
     return toPlugin(row, parts, [{ id: marketplace.id, name: marketplace.name }]);
   });
 }
@@ -120,18 +136,27 @@ export async function getPlugin(deps: AppDeps, membership: Membership, id: strin
 }
 
 export async function updatePlugin(deps: AppDeps, membership: Membership, id: string, body: { name?: string; description?: string }) {
-  await authorizePlugin(deps.db, membership, id, 'editor');
-  const row = await store.updatePlugin(deps.db, membership.organizationId, id, { name: body.name, description: body.description }, deps.clock.now());
-  if (!row) throw pluginNotFound();
-  return one(deps.db, membership.organizationId, row);
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await authorizePlugin(trx, membership, id, 'editor');
+    const row = await store.updatePlugin(trx, membership.organizationId, id, { name: body.name, description: body.description }, deps.clock.now());
+    if (!row) throw pluginNotFound();
+    await recordChange(trx, { action: 'plugin.updated', target: { type: 'plugin', id }, changes: changed({ name: before.name, description: before.description }, body) });
+    return one(trx, membership.organizationId, row);
+  });
 }
 
 export async function setPluginStatus(deps: AppDeps, membership: Membership, id: string, status: store.PluginStatus) {
-  const current = await authorizePlugin(deps.db, membership, id, 'manager');
-  if (current.status === status) return one(deps.db, membership.organizationId, current);
-  const row = await store.updatePlugin(deps.db, membership.organizationId, id, { status }, deps.clock.now());
-  if (!row) throw pluginNotFound();
-  return one(deps.db, membership.organizationId, row);
+  return deps.db.transaction().execute(async (trx) => {
+    const current = await authorizePlugin(trx, membership, id, 'manager');
+    const row = current.status === status ? current : await store.updatePlugin(trx, membership.organizationId, id, { status }, deps.clock.now());
+    if (!row) throw pluginNotFound();
+    await recordChange(trx, {
+      action: status === 'archived' ? 'plugin.archived' : 'plugin.restored',
+      target: { type: 'plugin', id },
+      changes: changed({ status: current.status }, { status }),
+    });
+    return one(trx, membership.organizationId, row);
+  });
 }
 
 export async function listComponents(deps: AppDeps, membership: Membership, id: string, page: PageRequest) {

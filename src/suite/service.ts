@@ -7,6 +7,7 @@ import { requestToken, trustedTransport, TokenEndpointError, type TokenSet } fro
 import { deleteProviderAccounts } from '../connected-accounts/store';
 import * as store from './store';
 import { describeFailure, graphCall, SuiteCallError, toChatMessage, type ChatMessage } from './graph';
+import { changed, recordChange } from '../audit';
 
 /**
  * The office-suite capability (`suite-365`): the organization's OAuth client, members' sign-in
@@ -60,7 +61,7 @@ export async function putClient(
     if (before && (before.tenant_id !== input.tenantId || before.client_id !== input.clientId)) {
       await deleteProviderAccounts(trx, membership.organizationId, 'suite-365');
     }
-    return store.upsertClient(trx, {
+    const row = await store.upsertClient(trx, {
       organizationId: membership.organizationId,
       tenantId: input.tenantId,
       clientId: input.clientId,
@@ -69,6 +70,16 @@ export async function putClient(
       memberId: membership.memberId,
       now,
     });
+    await recordChange(trx, {
+      action: 'suite.oauth_client_set',
+      target: { type: 'organization', id: membership.organizationId },
+      changes: {
+        ...changed(before ? { tenantId: before.tenant_id, clientId: before.client_id } : {}, { tenantId: input.tenantId, clientId: input.clientId }),
+        clientSecret: { from: before ? 'set' : null, to: input.clientSecret },
+        features: { from: before?.features ?? null, to: row.features },
+      },
+    });
+    return row;
   });
   return toClient(row);
 }
@@ -138,7 +149,11 @@ export async function getConnection(deps: AppDeps, membership: Membership) {
 }
 
 export async function deleteConnection(deps: AppDeps, membership: Membership): Promise<void> {
-  await deps.db.transaction().execute((trx) => accounts.disconnect(trx, target(membership.organizationId, membership.memberId)));
+  const who = target(membership.organizationId, membership.memberId);
+  await deps.db.transaction().execute(async (trx) => {
+    const removed = await accounts.disconnect(trx, who);
+    await recordChange(trx, { ...accounts.accountChange(who, 'account_disconnected'), changes: { removed: { from: null, to: removed } } });
+  });
 }
 
 /**

@@ -10,6 +10,7 @@ import { enforceLimit } from '../plans';
 import * as store from './store';
 import { fetchRuntimeVersions } from './runtime-client';
 import { checkTenantUrl } from '../outbound';
+import { changed, created, deleted, recordChange } from '../audit';
 
 type Schemas = components['schemas'];
 
@@ -51,7 +52,7 @@ export async function createWorker(deps: AppDeps, membership: Membership, input:
   const hostToken = randomSecret('cpw');
   const row = await deps.db.transaction().execute(async (trx) => {
     await enforceLimit(trx, deps.settings, membership.organizationId, 'workers');
-    return store.insertWorker(trx, {
+    const inserted = await store.insertWorker(trx, {
       id: newId('worker'),
       organizationId: membership.organizationId,
       name: input.name,
@@ -62,6 +63,12 @@ export async function createWorker(deps: AppDeps, membership: Membership, input:
       createdByMemberId: membership.memberId,
       now: deps.clock.now(),
     });
+    await recordChange(trx, {
+      action: 'worker.created',
+      target: { type: 'worker', id: inserted.id },
+      changes: created({ name: input.name, description: input.description ?? null, runtimeUrl: input.runtimeUrl ?? null, hostToken }),
+    });
+    return inserted;
   });
   return { item: toWorker(row), hostToken };
 }
@@ -89,6 +96,11 @@ export async function updateWorker(deps: AppDeps, membership: Membership, worker
       now: deps.clock.now(),
     });
     if (!row) throw workerNotFound();
+    await recordChange(trx, {
+      action: 'worker.updated',
+      target: { type: 'worker', id: workerId },
+      changes: changed({ name: current.name, description: current.description, runtimeUrl: current.runtime_url }, changes),
+    });
     return toWorker(row);
   });
 }
@@ -99,6 +111,7 @@ export async function deleteWorker(deps: AppDeps, membership: Membership, worker
     if (!current) throw workerNotFound();
     requireCreatorOrAdmin(membership, current);
     await store.deleteWorker(trx, membership.organizationId, workerId);
+    await recordChange(trx, { action: 'worker.deleted', target: { type: 'worker', id: workerId }, changes: deleted({ name: current.name }) });
   });
 }
 

@@ -1,0 +1,241 @@
+import { sql } from 'kysely';
+import type { Response } from 'supertest';
+import { createTestApp, type TestApp } from '../support/app';
+import { specOperations, type SpecOperation } from '../support/spec';
+import { addMember, bearer, PASSWORD, signUp, uniqueEmail } from '../support/factories';
+import { snapshot, snapshotDiff } from '../support/snapshot';
+import { badRequests, send, validRequests, type GenRequest } from './generate';
+import { buildWorld, pathValues, urlFor, type OrgWorld } from './world';
+
+/**
+ * Every mutating operation of the contract (POST, PUT, PATCH, DELETE) writes exactly one audit
+ * entry with a sensible action and target when it succeeds, and none when it fails: for invalid
+ * requests (4xx), and when the database fails at commit (a deferred trigger raises, so the change
+ * and its entry roll back together, and no table differs afterwards).
+ *
+ * Generated from the spec: a new operation is walked without anyone listing it. When the test
+ * cannot make an operation succeed it fails and says so: add a request to REQUESTS below (or a
+ * world entry in world.ts), or, if the operation changes no organization data, an EXEMPT reason.
+ */
+const EXEMPT: Record<string, string> = {
+  signUp: 'creates a user, who belongs to no organization yet',
+  ingestTelemetry: 'telemetry is usage data, not a change to the organization (see README: Audit log)',
+  reportWorkerActivity: "worker activity is usage data reported by the worker host, not a change to the organization",
+  startMcpConnect: 'starts an OAuth flow (a short-lived state row); the callback that connects the account is audited',
+  startSuiteConnect: 'starts an OAuth flow (a short-lived state row); the callback that connects the account is audited',
+  sendSuiteChatMessage: 'posts a message to the external suite; nothing of the organization changes',
+};
+
+type Prepared = { req: GenRequest; auth?: Record<string, string> };
+type Builder = (t: TestApp, world: OrgWorld, op: SpecOperation) => Promise<Prepared>;
+
+const auth = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** Requests for operations a generated body cannot make succeed. */
+const REQUESTS: Record<string, Builder> = {
+  signIn: async (_t, w, op) => ({ req: { label: 'owner signs in', method: op.method, url: op.path, body: { email: w.owner.email, password: PASSWORD } } }),
+  signOut: async (t, w, op) => {
+    const again = await t.http.post('/v1/auth/sign-in').send({ email: w.owner.email, password: PASSWORD });
+    return { req: { label: 'a second session signs out', method: op.method, url: op.path }, auth: auth(again.body.session.token) };
+  },
+  createOrg: async (t, _w, op) => {
+    const user = await signUp(t, 'founder');
+    return { req: { label: 'a new user creates an organization', method: op.method, url: op.path, body: { name: 'Audited Org' } }, auth: auth(user.token) };
+  },
+  acceptInvitation: async (t, w, op) => {
+    const user = await signUp(t, 'invitee');
+    const invited = await t.http.post('/v1/invitations').set(...bearer(w.owner.token)).send({ email: user.email, role: 'member' });
+    return { req: { label: 'the invitee accepts', method: op.method, url: op.path, body: { token: invited.body.token } }, auth: auth(user.token) };
+  },
+  removeMember: async (t, w, op) => {
+    const leaving = await addMember(t, w.owner.organizationId, 'member');
+    return { req: { label: 'an admin removes a member', method: op.method, url: urlFor(op, w, { memberId: leaving.memberId }) } };
+  },
+  changeMemberRole: async (_t, w, op) => ({ req: { label: 'make the target an admin', method: op.method, url: urlFor(op, w), body: { role: 'admin' } } }),
+  setActiveOrganization: async (_t, w, op) => ({ req: { label: 'switch to the world organization', method: op.method, url: op.path, body: { organizationId: w.owner.organizationId } } }),
+  grantMarketplaceAccess: grantBody,
+  grantPluginAccess: grantBody,
+  grantConnectorInstanceAccess: grantBody,
+  addMarketplacePlugin: async (t, w, op) => {
+    const plugin = await t.http.post('/v1/plugins').set(...bearer(w.owner.token)).send({ name: `Listed ${uniqueEmail('p')}` });
+    return { req: { label: 'publish a plugin', method: op.method, url: urlFor(op, w), body: { pluginId: plugin.body.item.id } } };
+  },
+  removeMarketplacePlugin: async (t, w, op) => {
+    const plugin = await t.http.post('/v1/plugins').set(...bearer(w.owner.token)).send({ name: `Unlisted ${uniqueEmail('p')}`, marketplaceId: w.ids.mkt![0] });
+    return { req: { label: 'unpublish a plugin', method: op.method, url: urlFor(op, w, { pluginId: plugin.body.item.id }) } };
+  },
+  revokeApiKey: async (t, w, op) => {
+    const key = await t.http.post('/v1/api-keys').set(...bearer(w.owner.token)).send({ name: 'to revoke' });
+    return { req: { label: 'revoke a fresh key', method: op.method, url: urlFor(op, w, { apiKeyId: key.body.item.id }) } };
+  },
+  createMcpConnection: async (_t, w, op) => ({
+    req: {
+      label: 'a shared connection with a key',
+      method: op.method,
+      url: op.path,
+      body: { name: 'Audited MCP', url: 'https://mcp.example.test/audited', authType: 'apikey', credentialMode: 'shared', apiKey: 'mcp-key-0123456789abcdef', access: { orgWide: true } },
+    },
+  }),
+  disconnectMyMcpAccount: async (_t, w, op) => ({ req: { label: 'the target disconnects', method: op.method, url: urlFor(op, w) }, auth: auth(w.target.token) }),
+  cancelInvitation: async (t, w, op) => {
+    const invited = await t.http.post('/v1/invitations').set(...bearer(w.owner.token)).send({ email: uniqueEmail('cancelled'), role: 'member' });
+    return { req: { label: 'cancel a fresh invitation', method: op.method, url: urlFor(op, w, { invitationId: invited.body.item.id }) } };
+  },
+  deleteTeam: fresh('/v1/teams', { name: 'Doomed team' }, 'teamId'),
+  deleteMarketplace: fresh('/v1/marketplaces', { name: 'Doomed market' }, 'marketplaceId'),
+  archiveMarketplace: fresh('/v1/marketplaces', { name: 'Archived market' }, 'marketplaceId'),
+  archivePlugin: fresh('/v1/plugins', { name: 'Archived plugin' }, 'pluginId'),
+  deleteConnectorInstance: fresh('/v1/connector-instances', { name: 'Doomed connector', connectorType: 'github' }, 'connectorInstanceId'),
+  deleteMcpConnection: fresh('/v1/mcp-connections', { name: 'Doomed MCP', url: 'https://mcp.example.test/doomed', authType: 'none', credentialMode: 'shared', access: { orgWide: true } }, 'connectionId'),
+  deleteWorker: fresh('/v1/workers', { name: 'Doomed worker' }, 'id'),
+  adminUpdateOrganization: async (t, w, op) => {
+    await t.db.updateTable('users').set({ is_platform_admin: true }).where('id', '=', w.owner.userId).execute();
+    return { req: { label: 'a platform admin changes the plan', method: op.method, url: urlFor(op, w), body: { plan: 'enterprise' } } };
+  },
+};
+
+/** Creates a resource of its own for the operation, so removing it leaves the world's intact. */
+function fresh(createPath: string, body: object, param: string): Builder {
+  return async (t, w, op) => {
+    const res = await t.http.post(createPath).set(...bearer(w.owner.token)).send(body);
+    if (res.status !== 201) throw new Error(`creating for ${op.operationId}: ${res.status} ${JSON.stringify(res.body)}`);
+    return { req: { label: `on a fresh ${createPath}`, method: op.method, url: urlFor(op, w, { [param]: res.body.item.id }) } };
+  };
+}
+
+async function grantBody(_t: TestApp, w: OrgWorld, op: SpecOperation): Promise<Prepared> {
+  return { req: { label: 'grant the target viewer', method: op.method, url: urlFor(op, w), body: { orgMembershipId: w.target.memberId, role: 'editor' } } };
+}
+
+/** Writes first, then what removes sub-resources, then what removes resources, sign-out last. */
+function phase(op: SpecOperation): number {
+  if (op.operationId === 'signOut') return 5;
+  if (op.operationId === 'bootstrap') return -1;
+  if (/^(revoke|remove)/.test(op.operationId) && op.operationId !== 'removeMember') return 2;
+  if (op.method === 'delete' || /\/(delete|archive|cancel|disconnect-my-account)$/.test(op.path)) return 3;
+  if (op.operationId === 'removeMember') return 4;
+  return 1;
+}
+
+const operations = specOperations()
+  .filter((op) => op.method !== 'get')
+  .sort((a, b) => phase(a) - phase(b));
+
+let t: TestApp;
+let world: OrgWorld;
+beforeAll(async () => {
+  t = await createTestApp();
+}, 120_000);
+afterAll(() => t.close());
+
+async function entryCount(): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM audit_logs`.execute(t.db);
+  return rows[0]!.n;
+}
+
+async function entryIds(): Promise<Set<string>> {
+  return new Set((await t.db.selectFrom('audit_logs').select('id').execute()).map((r) => r.id));
+}
+
+async function entriesSince(seen: Set<string>) {
+  const rows = await t.db.selectFrom('audit_logs').select(['id', 'action', 'target_type', 'target_id', 'organization_id', 'actor_type']).execute();
+  return rows.filter((r) => !seen.has(r.id));
+}
+
+/** Every TypeID in a value (request, response, path), to check an entry names something the request touched. */
+function idsIn(value: unknown, into = new Set<string>()): Set<string> {
+  if (typeof value === 'string') for (const m of value.matchAll(/[a-z]+_[0-7][0-9a-hjkmnp-tv-z]{25}/g)) into.add(m[0]);
+  else if (Array.isArray(value)) value.forEach((v) => idsIn(v, into));
+  else if (value && typeof value === 'object') Object.values(value).forEach((v) => idsIn(v, into));
+  return into;
+}
+
+/** Makes every audit insert fail at commit (a deferred constraint trigger), for one request. */
+async function failingAtCommit<T>(run: () => Promise<T>): Promise<T> {
+  await sql`CREATE FUNCTION audit_test_fail() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''forced failure at commit''; END'`.execute(t.db);
+  await sql`CREATE CONSTRAINT TRIGGER audit_test_fail AFTER INSERT ON audit_logs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION audit_test_fail()`.execute(t.db);
+  try {
+    return await run();
+  } finally {
+    await sql`DROP TRIGGER audit_test_fail ON audit_logs`.execute(t.db);
+    await sql`DROP FUNCTION audit_test_fail()`.execute(t.db);
+  }
+}
+
+function describeRes(res: Response): string {
+  return `${res.status} ${JSON.stringify(res.body).slice(0, 200)}`;
+}
+
+it('bootstrap of an empty platform writes organization.created', async () => {
+  const op = operations.find((o) => o.operationId === 'bootstrap');
+  if (!op) return;
+  const res = await t.http.post('/v1/bootstrap').send({ email: uniqueEmail('root'), password: PASSWORD, name: 'Root', organizationName: 'Platform' });
+  expect(describeRes(res)).toMatch(/^201 /);
+  const [entry] = await entriesSince(new Set());
+  expect(await entryCount()).toBe(1);
+  expect(entry).toMatchObject({ action: 'organization.created', target_type: 'organization', organization_id: res.body.organization.id });
+  world = await buildWorld(t, 'A');
+}, 120_000);
+
+describe.each(operations.filter((op) => op.operationId !== 'bootstrap').map((op) => [op.operationId, op] as const))('%s', (operationId, op) => {
+  it('writes one entry when it succeeds and none when it fails', async () => {
+    expect(world).toBeDefined();
+    if (EXEMPT[operationId]) return;
+    const ownerAuth = op.auth === 'public' ? {} : auth(world.owner.token);
+    const problems: string[] = [];
+
+    // Invalid requests (and a plain member where a role is needed): no entry.
+    const refused = [...badRequests(op, world, t.settings.bodyLimitBytes).slice(0, 3).map((req) => ({ req, auth: ownerAuth }))];
+    if (op.auth !== 'public') refused.push({ req: { label: 'as a plain member', method: op.method, url: urlFor(op, world, pathValues(op, world)), body: {} }, auth: auth(world.member.token) });
+    for (const { req, auth: a } of refused) {
+      const before = await entryCount();
+      const res = await send(t, req, a);
+      if (res.status < 300) continue; // a member may do it (their own resource): not a refusal
+      if ((await entryCount()) !== before) problems.push(`refused request "${req.label}" (${res.status}) wrote an audit entry`);
+    }
+
+    // Candidates: the prepared request, then generated valid ones; the first that succeeds counts.
+    const candidates: Prepared[] = [];
+    if (REQUESTS[operationId]) candidates.push(await REQUESTS[operationId](t, world, op));
+    for (const req of validRequests(op, world, 6)) candidates.push({ req, auth: ownerAuth });
+
+    let succeeded = false;
+    const tried: string[] = [];
+    for (const { req, auth: a } of candidates) {
+      // First with the database failing at commit: no entry and no change at all.
+      const before = await snapshot(t.db, { exclude: ['rate_limits'] });
+      const failed = await failingAtCommit(() => send(t, req, a ?? ownerAuth));
+      const diff = snapshotDiff(before, await snapshot(t.db, { exclude: ['rate_limits'] }));
+      if (failed.status < 300) problems.push(`"${req.label}" succeeded (${failed.status}) although its audit entry could not be written`);
+      if (diff.length) problems.push(`"${req.label}" failing at commit (${failed.status}) still changed: ${diff.join(', ')}`);
+
+      const seen = await entryIds();
+      const res = await send(t, req, a ?? ownerAuth);
+      const fresh = await entriesSince(seen);
+      const written = fresh.length;
+      if (res.status >= 300) {
+        tried.push(`${req.label} → ${describeRes(res)}`);
+        if (written !== 0) problems.push(`"${req.label}" failed (${res.status}) but wrote ${written} entries`);
+        continue;
+      }
+      succeeded = true;
+      if (written !== 1) {
+        problems.push(`"${req.label}" succeeded (${res.status}) but wrote ${written} audit entries (expected exactly 1: call recordChange from src/audit in the service's transaction)`);
+        break;
+      }
+      const entry = fresh[0];
+      const known = idsIn([req.url, req.body, res.body, world.owner.organizationId, world.owner.memberId, world.owner.userId]);
+      if (!/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/.test(entry!.action)) problems.push(`action "${entry!.action}" is not '<resource>.<verb>'`);
+      if (!entry!.target_type) problems.push('the entry has no target type');
+      if (!entry!.target_id || !known.has(entry!.target_id)) problems.push(`target ${entry!.target_type}:${entry!.target_id} is none of the ids the request named or answered`);
+      break;
+    }
+    if (!succeeded) {
+      problems.push(
+        `could not make ${operationId} succeed, so its audit entry is unchecked. Add a request to REQUESTS in test/hardening/audit.test.ts ` +
+          `(or the resource to test/hardening/world.ts), or an EXEMPT reason if it changes no organization data. Tried: ${tried.join(' | ')}`,
+      );
+    }
+    expect(problems).toEqual([]);
+  }, 60_000);
+});
