@@ -1465,6 +1465,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit-logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the audit log (admin)
+         * @description The organization's audit entries, newest first, in keyset pages. Filters combine: `action` exact (`member.role_changed`) or a prefix (`member.*`), `actorMemberId`, `targetId`, and the time range `from` (inclusive) .. `to` (exclusive). Reading the log is not itself audited.
+         */
+        get: operations["listAuditLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit-logs/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export the audit log (admin)
+         * @description Every entry in the range `from` (inclusive) .. `to` (exclusive), both optional, streamed in chain order (oldest first) as NDJSON (one entry per line) or CSV (a header row with the entry's top-level fields; `actor`, `target` and `changes` as JSON text; a value starting with `=`, `+`, `-`, `@`, a tab or a carriage return is prefixed with `'` so spreadsheets do not run it). Memory stays flat whatever the size. Needs the plan feature `auditLog` while plan gating is on (402 `enterprise_plan_required`).
+         */
+        get: operations["exportAuditLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit-logs/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Verify the audit log's hash chain (admin)
+         * @description Recomputes the organization's hash chain: each entry's `hash = SHA-256(previous entry's hash ‖ the entry's canonical JSON)`. An entry edited, inserted or deleted in the database breaks the chain there; `firstBrokenId` names the first such entry. After retention pruning the chain starts from the oldest kept entry's stored previous hash.
+         */
+        get: operations["verifyAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2310,6 +2370,48 @@ export interface components {
             items: components["schemas"]["WebhookDelivery"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
+        /** Format: typeid */
+        AuditEntryId: string;
+        /** @description Who made the change: a member's session (`id` is the user), an API key (`id` is the key, `memberId` its creator), a SCIM token, a worker, or the service itself (`system`). */
+        AuditActor: {
+            /** @enum {string} */
+            type: "member" | "api_key" | "scim" | "worker" | "system";
+            id: string | null;
+            memberId: string | null;
+        };
+        AuditTarget: {
+            /** @description The kind of resource changed (`team`, `member`, `marketplace`, `organization`, ...). */
+            type: string;
+            id: string | null;
+        };
+        AuditEntry: {
+            id: components["schemas"]["AuditEntryId"];
+            organizationId: components["schemas"]["OrganizationId"];
+            /** @description `<resource>.<verb>`, e.g. `member.role_changed`, `marketplace.archived`. */
+            action: string;
+            actor: components["schemas"]["AuditActor"];
+            target: components["schemas"]["AuditTarget"];
+            /** @description `{<field>: {from, to}}`. Secret fields (passwords, keys, tokens, client secrets, webhook secrets) appear as `'[redacted]'`. */
+            changes: {
+                [key: string]: unknown;
+            };
+            requestId: string | null;
+            ip: string | null;
+            userAgent: string | null;
+            createdAt: components["schemas"]["Timestamp"];
+        };
+        AuditEntryList: {
+            items: components["schemas"]["AuditEntry"][];
+            nextCursor: string | null;
+        };
+        AuditVerification: {
+            /** @description True when every kept entry's hash matches its content and its predecessor's hash. */
+            ok: boolean;
+            /** @description How many entries were checked (all kept entries of the organization). */
+            checked: number;
+            /** @description The first entry, in chain order, whose hash or link does not match; null when `ok`. */
+            firstBrokenId: string | null;
+        };
     };
     responses: {
         /** @description Any other failure (413, 415, 429, 5xx, 503 `service_unavailable`). */
@@ -2397,6 +2499,10 @@ export interface components {
         /** @description Set by the provider when the member refused or the request was rejected. */
         CallbackError: string;
         CallbackErrorDescription: string;
+        /** @description Entries created at or after this time (inclusive). */
+        AuditFrom: string;
+        /** @description Entries created before this time (exclusive). */
+        AuditTo: string;
     };
     requestBodies: never;
     headers: never;
@@ -5501,6 +5607,109 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listAuditLogs: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description An action (`team.created`) or a prefix ending in `.*` (`team.*`). */
+                action?: string;
+                actorMemberId?: components["schemas"]["MemberId"];
+                targetId?: string;
+                /** @description Entries created at or after this time (inclusive). */
+                from?: components["parameters"]["AuditFrom"];
+                /** @description Entries created before this time (exclusive). */
+                to?: components["parameters"]["AuditTo"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    exportAuditLogs: {
+        parameters: {
+            query?: {
+                /** @description Entries created at or after this time (inclusive). */
+                from?: components["parameters"]["AuditFrom"];
+                /** @description Entries created before this time (exclusive). */
+                to?: components["parameters"]["AuditTo"];
+                format?: "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries, streamed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The organization's plan does not include the `auditLog` feature. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    verifyAuditLog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The result of the check. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditVerification"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };
     };

@@ -8,6 +8,7 @@ import { systemClock } from './lib/clock';
 import { SecretBox } from './lib/crypto';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { createOutbound } from './outbound';
+import { startAuditRetention } from './audit/retention';
 
 /** settings → database → migrations → app → listen → graceful shutdown. */
 async function main(): Promise<void> {
@@ -37,11 +38,13 @@ async function main(): Promise<void> {
   // Webhook delivery runs beside the requests, from the database (src/webhooks/dispatcher.ts).
   const dispatcher = new WebhookDispatcher({ db: database.db, clock: systemClock, logger, secrets: new SecretBox(secretKey), outbound: createOutbound({ allowedNetworks: settings.outboundAllowedNetworks }), settings: settings.webhooks });
   if (settings.webhooks.dispatch) dispatcher.start();
+  const stopRetention = startAuditRetention({ db: database.db, clock: systemClock, logger, retentionDays: settings.auditRetentionDays });
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    stopRetention();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     // Stop accepting; idle keep-alive sockets are closed so in-flight requests are all we wait for.
     server.close(async () => {

@@ -40,6 +40,7 @@ export const PERMISSION_CATALOGUE = {
   'suite.manage': { description: "Set the organization's office-suite OAuth client.", minimum: 'admin', reason: ADMIN },
   'analytics.read': { description: 'Read usage analytics.', minimum: 'admin', reason: ADMIN },
   'webhooks.manage': { description: 'Manage webhook endpoints, see their deliveries and read the events feed.', minimum: 'admin', reason: 'permission_required' },
+  'audit.read': { description: 'Search, export and verify the audit log.', minimum: 'admin', reason: ADMIN },
 } as const satisfies Record<string, PermissionDefinition>;
 
 export type Permission = keyof typeof PERMISSION_CATALOGUE;

@@ -81,10 +81,10 @@ export async function recordChange(trx: Transaction<DB>, contextOrChange: AuditC
   await sql`
     /* prepared:audit_record */
     WITH head AS (
-      INSERT INTO audit_chain_heads AS h (organization_id, seq, prev_hash, hash)
-      VALUES (${organizationId}, 1, '', encode(sha256(convert_to(${canonical}::text, 'UTF8')), 'hex'))
+      INSERT INTO audit_chain_heads AS h (organization_id, seq, prev_hash, hash, last_at)
+      VALUES (${organizationId}, 1, '', encode(sha256(convert_to(${canonical}::text, 'UTF8')), 'hex'), ${createdAt}::timestamptz)
       ON CONFLICT (organization_id) DO UPDATE
-        SET seq = h.seq + 1, prev_hash = h.hash, hash = encode(sha256(convert_to(h.hash || ${canonical}::text, 'UTF8')), 'hex')
+        SET seq = h.seq + 1, prev_hash = h.hash, hash = encode(sha256(convert_to(h.hash || ${canonical}::text, 'UTF8')), 'hex'), last_at = excluded.last_at
       RETURNING seq, prev_hash, hash
     )
     INSERT INTO audit_logs (id, organization_id, seq, action, actor_type, actor_id, actor_member_id, target_type, target_id, changes, request_id, ip, user_agent, created_at, prev_hash, hash)

@@ -28,6 +28,8 @@ export interface AuditChainHeadsTable {
   seq: string;
   prev_hash: string;
   hash: string;
+  /** When the last entry was written (null for heads written before this column existed). */
+  last_at: Timestamp | null;
 }
 
 export interface AuditTables {

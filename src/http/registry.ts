@@ -17,6 +17,7 @@ import { adminHandlers } from '../admin/handlers';
 import { mcpHandlers } from '../mcp/handlers';
 import { suiteHandlers } from '../suite/handlers';
 import { webhookHandlers } from '../webhooks/handlers';
+import { auditHandlers } from '../audit/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -39,6 +40,7 @@ export const handlers: Handlers = {
   ...mcpHandlers,
   ...suiteHandlers,
   ...webhookHandlers,
+  ...auditHandlers,
 };
 
 /**

@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Context } from 'openapi-backend';
 import { Invalid, Unauthorized } from '../lib/errors';
@@ -110,7 +112,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
 
   /** Test/development guard: a response the spec does not declare is a bug in the service. */
   function checkResponse(operationId: OperationId, result: HttpResult, req: Request): HttpResult {
-    if (result.status === 500) return result;
+    if (result.status === 500 || result.stream) return result;
     const operation = api.getOperation(operationId);
     const declared = operation?.responses ?? {};
     const known = String(result.status) in declared || 'default' in declared;
@@ -136,6 +138,15 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
 export function send(res: Response, result: HttpResult): void {
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
+  if (result.stream) {
+    res.status(result.status);
+    // pipeline respects backpressure; a failure half-way (the database gone) ends the response
+    // abruptly, which a client sees as a truncated transfer rather than a complete file.
+    pipeline(Readable.from(result.stream), res).catch((err: unknown) => {
+      (res.req?.log ?? console).error({ err }, 'streamed response failed');
+    });
+    return;
+  }
   if (result.body === undefined || result.status === 204) {
     res.status(result.status).end();
     return;

@@ -24,7 +24,7 @@ type ResponsesOf<K extends OperationId> = Op<K>['responses'];
 /** What a handler returns: one of the operation's declared success statuses with its typed body. */
 export type HandlerResult<K extends OperationId> = {
   [S in keyof ResponsesOf<K>]: S extends SuccessStatus
-    ? { status: S; body: JsonContent<ResponsesOf<K>[S]>; headers?: Record<string, string> }
+    ? { status: S; body: JsonContent<ResponsesOf<K>[S]>; headers?: Record<string, string>; stream?: StreamBody }
     : never;
 }[keyof ResponsesOf<K>];
 
@@ -54,4 +54,9 @@ export interface HttpResult {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** A streamed body (non-JSON content such as an export): chunks written with backpressure. */
+  stream?: StreamBody;
 }
+
+/** Chunks of a streamed response, produced lazily (the consumer pulls, so memory stays flat). */
+export type StreamBody = AsyncIterable<string | Buffer>;

@@ -3,7 +3,7 @@ import type { Response } from 'supertest';
 import { createTestApp, type TestApp } from '../support/app';
 import { specOperations, type SpecOperation } from '../support/spec';
 import { addMember, bearer, PASSWORD, signUp, uniqueEmail } from '../support/factories';
-import { snapshot, snapshotDiff } from '../support/snapshot';
+import { findSecretsInDatabase, snapshot, snapshotDiff } from '../support/snapshot';
 import { badRequests, send, validRequests, type GenRequest } from './generate';
 import { buildWorld, pathValues, urlFor, type OrgWorld } from './world';
 
@@ -123,6 +123,16 @@ const operations = specOperations()
 
 let t: TestApp;
 let world: OrgWorld;
+/** Secrets handed out or sent during the walk (keys, tokens, client secrets), for the final scan. */
+const handedOut: Record<string, string> = {};
+
+function collectSecrets(label: string, value: unknown): void {
+  if (!value || typeof value !== 'object') return;
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v === 'string' && /^(key|token|hostToken|secret|apiKey|clientSecret|password)$/.test(k) && v.length >= 8) handedOut[`${label}.${k}`] = v;
+    else if (v && typeof v === 'object') collectSecrets(label, v);
+  }
+}
 beforeAll(async () => {
   t = await createTestApp();
 }, 120_000);
@@ -210,7 +220,9 @@ describe.each(operations.filter((op) => op.operationId !== 'bootstrap').map((op)
       if (diff.length) problems.push(`"${req.label}" failing at commit (${failed.status}) still changed: ${diff.join(', ')}`);
 
       const seen = await entryIds();
+      collectSecrets(`${operationId} request`, req.body);
       const res = await send(t, req, a ?? ownerAuth);
+      collectSecrets(`${operationId} answer`, res.body);
       const fresh = await entriesSince(seen);
       const written = fresh.length;
       if (res.status >= 300) {
@@ -237,5 +249,34 @@ describe.each(operations.filter((op) => op.operationId !== 'bootstrap').map((op)
       );
     }
     expect(problems).toEqual([]);
+  }, 60_000);
+});
+
+describe('secrets', () => {
+  it('are in neither the audit table nor its export (redacted where a change carried one)', async () => {
+    const secrets = { ...world.secrets, ...handedOut };
+    expect(Object.keys(handedOut).length).toBeGreaterThanOrEqual(5);
+    // Every text and JSON column of every table, audit_logs included.
+    expect(await findSecretsInDatabase(t.db, secrets)).toEqual([]);
+    const redacted = await sql<{ n: number }>`SELECT count(*)::int AS n FROM audit_logs WHERE changes::text LIKE '%[redacted]%'`.execute(t.db);
+    expect(redacted.rows[0]!.n).toBeGreaterThan(0);
+
+    await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', world.owner.organizationId).execute();
+    for (const format of ['ndjson', 'csv']) {
+      const res = await t.http
+        .get('/v1/audit-logs/export')
+        .query({ format })
+        .set(...bearer(world.owner.token))
+        .buffer(true)
+        .parse((r, done) => {
+          let text = '';
+          r.on('data', (c: Buffer) => (text += c.toString()));
+          r.on('end', () => done(null, text));
+        });
+      expect(res.status).toBe(200);
+      const text = res.body as string;
+      expect(text).toContain('[redacted]');
+      expect(Object.entries(secrets).filter(([, v]) => text.includes(v)).map(([k]) => k)).toEqual([]);
+    }
   }, 60_000);
 });

@@ -9,6 +9,7 @@ import * as telemetrySummaries from './20261122_0800_telemetry_summaries';
 import * as plans from './20261123_0500_plans';
 import * as audit from './20261123_0600_audit';
 import * as webhooks from './20261123_0700_webhooks';
+import * as auditHeadTime from './20261123_0710_audit_head_time';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '20261123_0500_plans': plans,
   '20261123_0600_audit': audit,
   '20261123_0700_webhooks': webhooks,
+  '20261123_0710_audit_head_time': auditHeadTime,
 };
 
 export const migrationProvider: MigrationProvider = {
