@@ -18,6 +18,7 @@ import { scenarioAnalytics } from './scenarios/s4-analytics';
 import { scenarioIngest } from './scenarios/s5-ingest';
 import { scenarioMixed } from './scenarios/s6-mixed';
 import { scenarioWebhooks } from './scenarios/s7-webhooks';
+import { scenarioAudit } from './scenarios/s8-audit';
 
 const HARD_LIMIT_MS = 9.5 * 60_000;
 
@@ -57,6 +58,7 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['5', scenarioIngest],
   ['6', scenarioMixed],
   ['7', scenarioWebhooks],
+  ['8', scenarioAudit],
 ];
 
 async function main(): Promise<number> {

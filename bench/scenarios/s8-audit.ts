@@ -1,0 +1,124 @@
+import { randomBytes } from 'node:crypto';
+import type { BenchContext } from '../lib/context';
+import { measureRounds, type Measurement } from '../lib/load';
+import { sampleProcesses, type Target } from '../lib/procs';
+import { check, type ScenarioResult } from '../lib/report';
+import { seedOrganization } from '../seed/org';
+
+const CONNECTIONS = 4;
+const ROUNDS = 4;
+const EXPORT_ENTRIES = 1_000_000;
+
+/**
+ * Scenario 8: the audit log's costs.
+ * (a) POST /v1/teams with audit (the service as shipped) and without (the same build with the
+ *     benchmark-only switch AUDIT_BENCH_DISABLE=on), in alternating rounds of the same run: the
+ *     latency an audit entry adds to a write (target ≤ 1.3×).
+ * (b) GET /v1/audit-logs/export of 1,000,000 entries (NDJSON), read to the end: peak RSS of the
+ *     service above its idle RSS (target < 100 MB) and throughput.
+ */
+export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> {
+  const db = ctx.scratch.database.db;
+  const withOrg = await seedOrganization(db, { name: 'Audit On', members: 10, teams: 0 });
+  const withoutOrg = await seedOrganization(db, { name: 'Audit Off', members: 10, teams: 0 });
+  const exportOrg = await seedOrganization(db, { name: 'Audit Export', members: 10, teams: 0 });
+  const result: ScenarioResult = {
+    id: '8',
+    title: 'Audit: cost on POST /v1/teams; export of 1,000,000 entries',
+    setup: [
+      `(a) ${CONNECTIONS} connections of POST /v1/teams (unique names), warmed ${ctx.warmup} s, measured ${ctx.duration} s in ${ROUNDS} alternating rounds; two service processes on the same database, one with AUDIT_BENCH_DISABLE=on; each writes into its own organization`,
+      `(b) ${EXPORT_ENTRIES.toLocaleString('en')} entries inserted into one organization with SQL, then ANALYZE; one GET /v1/audit-logs/export?format=ndjson read to the end by one client; RSS sampled every 50 ms`,
+    ],
+    rows: [],
+    checks: [],
+    notes: [],
+  };
+  const targets: Target[] = [];
+  try {
+    const on = await ctx.startService('s8-audit-on');
+    const off = await ctx.startService('s8-audit-off', { AUDIT_BENCH_DISABLE: 'on' });
+    targets.push(on, off);
+    let n = 0;
+    const teamLoad = (label: string, target: Target, token: string) => ({
+      label,
+      url: target.url,
+      connections: CONNECTIONS,
+      duration: ctx.duration,
+      warmup: ctx.warmup,
+      targets: [target],
+      requests: [
+        {
+          method: 'POST',
+          path: '/v1/teams',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          setupRequest: (req: object) => ({ ...req, body: JSON.stringify({ name: `t-${n++}-${randomBytes(3).toString('hex')}` }) }),
+        },
+      ],
+    });
+    const [audited, bare] = (await measureRounds([teamLoad('POST /v1/teams, audit on', on, withOrg.callerToken), teamLoad('POST /v1/teams, audit off (baseline)', off, withoutOrg.callerToken)], ROUNDS)) as [Measurement, Measurement];
+    const entries = await ctx.scratch.pool.query<{ org: string; n: string }>('SELECT organization_id AS org, count(*) AS n FROM audit_logs WHERE organization_id = ANY($1) GROUP BY 1', [[withOrg.organizationId, withoutOrg.organizationId]]);
+    const count = (org: string) => Number(entries.rows.find((r) => r.org === org)?.n ?? 0);
+    result.notes.push(`entries written: audit on ${count(withOrg.organizationId)} for ${audited.requests} requests; audit off ${count(withoutOrg.organizationId)} (only organization.created from the seed)`);
+    result.rows.push(bare, audited);
+    result.checks.push(
+      check('p50 latency audit on / off', audited.p50 / bare.p50, '<=', 1.3),
+      check('p99 latency audit on / off', audited.p99 / bare.p99, '<=', 1.3),
+      check('errors + non-2xx', audited.errors + audited.non2xx + bare.errors + bare.non2xx, '<=', 0),
+    );
+    await Promise.all(targets.splice(0).map((t) => t.stop()));
+
+    // (b) Export.
+    const seedStarted = Date.now();
+    await ctx.scratch.pool.query(
+      `INSERT INTO audit_logs (id, organization_id, seq, action, actor_type, actor_id, actor_member_id, target_type, target_id, changes, request_id, ip, user_agent, created_at, prev_hash, hash)
+       SELECT 'aud_01' || lpad(g::text, 24, '0'), $1, g + 1, 'team.created', 'member', 'usr_bench', $2, 'team', 'tem_01' || lpad(g::text, 24, '0'),
+         jsonb_build_object('name', jsonb_build_object('from', null, 'to', 'Team number ' || g), 'memberIds', jsonb_build_object('from', null, 'to', '[]'::jsonb)),
+         'req-' || g, '127.0.0.1', 'bench/1.0', now() - make_interval(secs => ($3 - g) / 1000.0), repeat('0', 64), repeat('0', 64)
+       FROM generate_series(1, $3) AS g`,
+      [exportOrg.organizationId, exportOrg.callerMemberId, EXPORT_ENTRIES],
+    );
+    await ctx.scratch.analyze();
+    result.notes.push(`export seed: ${EXPORT_ENTRIES.toLocaleString('en')} rows in ${((Date.now() - seedStarted) / 1000).toFixed(0)} s`);
+    const service = await ctx.startService('s8-export');
+    targets.push(service);
+    // Idle: after one small request (so lazy start-up work is done), sampled for 2 s.
+    await fetch(`${service.url}/v1/audit-logs?limit=1`, { headers: { authorization: `Bearer ${exportOrg.callerToken}` } });
+    const idleSampler = sampleProcesses([service.pid]);
+    await new Promise((r) => setTimeout(r, 2000));
+    const idle = idleSampler.stop()[0]!;
+    const sampler = sampleProcesses([service.pid]);
+    const started = process.hrtime.bigint();
+    const res = await fetch(`${service.url}/v1/audit-logs/export?format=ndjson`, { headers: { authorization: `Bearer ${exportOrg.callerToken}` } });
+    if (res.status !== 200 || !res.body) throw new Error(`export answered ${res.status}`);
+    let bytes = 0;
+    let lines = 0;
+    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+      bytes += chunk.length;
+      for (const b of chunk) if (b === 10) lines++;
+    }
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const during = sampler.stop()[0]!;
+    const exported: Measurement = {
+      label: 'export 1M entries (NDJSON)',
+      rps: lines / seconds,
+      p50: NaN,
+      p99: NaN,
+      requests: 1,
+      errors: 0,
+      non2xx: 0,
+      statusCodes: { '200': 1 },
+      peakRssMb: during.peakRssMb,
+      cpuCores: during.cpuCores,
+      extra: { entries: lines, seconds: Number(seconds.toFixed(1)), 'MB/s': Number((bytes / 1e6 / seconds).toFixed(1)), 'idle RSS MB': Number(idle.peakRssMb.toFixed(0)) },
+    };
+    result.rows.push(exported);
+    result.notes.push(`export: ${lines.toLocaleString('en')} entries, ${(bytes / 1e6).toFixed(0)} MB in ${seconds.toFixed(1)} s (${(lines / seconds).toFixed(0)} entries/s); service RSS idle ${idle.peakRssMb.toFixed(0)} MB, peak ${during.peakRssMb.toFixed(0)} MB`);
+    result.checks.push(
+      check('export entries', lines, '>=', EXPORT_ENTRIES),
+      check('export peak RSS above idle, MB', during.peakRssMb - idle.peakRssMb, '<=', 100),
+    );
+  } finally {
+    await Promise.all(targets.map((t) => t.stop()));
+  }
+  return result;
+}
