@@ -186,13 +186,13 @@ describe('webhook delivery', () => {
     const org = await createOrganization(t, 'Slow');
     const hook = await endpoint(org, '/slow', ['webhook.updated']);
     const previous = receiver.respond;
-    receiver.respond = (r) => (r.path === '/slow' ? { status: 200, delayMs: 1500 } : previous(r));
+    receiver.respond = (r) => (r.path === '/slow' ? { status: 200, delayMs: 3000 } : previous(r));
     try {
       await touch(org, hook.id, 'x');
       const started = Date.now();
       await dispatcher.runOnce();
-      expect(Date.now() - started).toBeLessThan(1400);
-      expect((await deliveries(org, hook.id))[0]).toMatchObject({ status: 'pending', attempts: 1, lastStatusCode: null, lastError: 'no answer within 400 ms' });
+      expect(Date.now() - started).toBeLessThan(2900);
+      expect((await deliveries(org, hook.id))[0]).toMatchObject({ status: 'pending', attempts: 1, lastStatusCode: null, lastError: 'no answer within 1000 ms' });
     } finally {
       receiver.respond = previous;
     }
@@ -256,7 +256,7 @@ describe('webhook delivery', () => {
     const org = await createOrganization(t, 'Stuck');
     const stuck = await endpoint(org, '/stuck', ['webhook.updated']);
     const previous = receiver.respond;
-    receiver.respond = (r) => (r.path === '/stuck' ? { delayMs: 1000 } : previous(r));
+    receiver.respond = (r) => (r.path === '/stuck' ? { delayMs: 2500 } : previous(r));
     try {
       // Six events for the stuck endpoint; the fast one, created after four of them, gets the last two.
       for (let i = 0; i < 4; i++) await touch(org, stuck.id, `s${i}`);
@@ -276,7 +276,7 @@ describe('webhook delivery', () => {
       const thirdStuck = at('/stuck')[2]!.at;
       expect(Math.max(...at('/fast').map((r) => r.at))).toBeLessThan(thirdStuck);
       const stuckDeliveries = await deliveries(org, stuck.id);
-      expect(stuckDeliveries.every((d: { status: string; lastError: string }) => d.status === 'pending' && d.lastError === 'no answer within 400 ms')).toBe(true);
+      expect(stuckDeliveries.every((d: { status: string; lastError: string }) => d.status === 'pending' && d.lastError === 'no answer within 1000 ms')).toBe(true);
     } finally {
       receiver.respond = previous;
     }

@@ -19,5 +19,5 @@ export function testDispatcher(t: TestApp, outbound: Outbound = createOutbound({
 /** Test settings: the local receiver (127.0.0.1) is inside the allowed networks; attempts time out fast. */
 export const WEBHOOK_TEST_ENV: Record<string, string> = {
   OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8',
-  WEBHOOK_TIMEOUT_MS: '400',
+  WEBHOOK_TIMEOUT_MS: '1000',
 };
