@@ -10,6 +10,7 @@ import type { AppDeps } from '../domain/deps';
 import { contract, createBackend, initBackend, toBackendRequest } from './openapi';
 import { installFastRouting } from './fast-router';
 import { nulInRequest } from '../protection/nul';
+import { malformedEncoding } from './encoding';
 import { errorToResult, validationDetails } from './errors';
 import { sessionLoaders } from './registry';
 import { contextOfRequest, withAuditContext } from '../audit';
@@ -129,7 +130,12 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
 
   return (req: Request, res: Response, next: NextFunction) => {
     ready
-      .then(() => api.handleRequest(toBackendRequest(req), req, res))
+      .then(() => {
+        const matched = api.router.matchOperation({ method: req.method, path: req.path } as never);
+        const malformed = matched ? malformedEncoding(req.path, matched.path, req.originalUrl) : null;
+        if (malformed) return { status: 400, body: new Invalid([malformed], `${malformed.path.join('.')} is not valid percent-encoding.`).body() };
+        return api.handleRequest(toBackendRequest(req), req, res);
+      })
       .then((result: HttpResult) => send(res, result))
       .catch((err: unknown) => next(err));
   };

@@ -12,6 +12,8 @@ export interface GenRequest {
   method: SpecOperation['method'];
   url: string;
   query?: Record<string, string>;
+  /** Sent as it is after `?` (supertest's .query() would encode it), e.g. a malformed encoding. */
+  rawQuery?: string;
   headers?: Record<string, string>;
   body?: unknown;
   raw?: { contentType: string; data: Buffer | string };
@@ -19,6 +21,9 @@ export interface GenRequest {
   /** Also accepted: a 400 naming the body (the handler checked a rule of the body before looking the id up). */
   orBody?: boolean;
 }
+
+/** A truncated UTF-8 sequence: decodeURIComponent throws on it (issue: it used to answer 500). */
+export const MALFORMED_ENCODING = '%E0%A4%A';
 
 /** Requests per operation in the bad-input suite (deterministic; the seed is fixed). */
 export const BAD_REQUESTS_PER_OPERATION = 30;
@@ -43,9 +48,9 @@ export function ownerCredential(op: SpecOperation, world: OrgWorld): Record<stri
 }
 
 export function send(t: TestApp, req: GenRequest, auth: Record<string, string> = {}): Promise<Response> {
-  let r = t.http[req.method](req.url);
+  let r = t.http[req.method](req.rawQuery === undefined ? req.url : `${req.url}?${req.rawQuery}`);
   for (const [k, v] of Object.entries({ ...auth, ...req.headers })) r = r.set(k, v);
-  if (req.query) r = r.query(req.query);
+  if (req.query && req.rawQuery === undefined) r = r.query(req.query);
   if (req.raw) return r.set('content-type', req.raw.contentType).send(req.raw.data as never);
   if (req.body !== undefined) return r.send(req.body as never);
   return r;
@@ -107,13 +112,18 @@ export function badRequests(op: SpecOperation, world: OrgWorld, bodyLimitBytes: 
   for (const param of op.parameters.filter((p) => p.in === 'path')) {
     const good = values[param.name]!;
     const typed = prefixForParam(op, param);
+    // A malformed percent-encoding goes into the URL as it is (fillPath would encode it).
+    const malformed = fillPath(op.path, { ...values, [param.name]: 'MALFORMED' }).replace('MALFORMED', MALFORMED_ENCODING);
     const cases: [string, string][] = [
       ['wrong prefix', good.replace(/^[a-z]+_/, typed === 'usr' ? 'org_' : 'usr_')],
       ['one character short', good.slice(0, -1)],
       ['300 characters', 'a'.repeat(300)],
       ['a NUL and a quote', "x\u0000'\"--"],
     ];
-    groups.push(cases.map(([label, v]) => ({ ...base, label: `path.${param.name}: ${label}`, url: fillPath(op.path, { ...values, [param.name]: v }), expectPath: ['path', param.name] })));
+    groups.push([
+      { ...base, label: `path.${param.name}: malformed percent-encoding`, url: malformed, expectPath: ['path', param.name] },
+      ...cases.map(([label, v]) => ({ ...base, label: `path.${param.name}: ${label}`, url: fillPath(op.path, { ...values, [param.name]: v }), expectPath: ['path', param.name] })),
+    ]);
   }
 
   // Query parameters.
@@ -122,7 +132,12 @@ export function badRequests(op: SpecOperation, world: OrgWorld, bodyLimitBytes: 
     const isString = concrete(param.schema).type === 'string';
     const bad = badValuesFor(param.schema).filter((b) => (typeof b.value === 'string' || typeof b.value === 'number') && !(isString && typeof b.value === 'number'));
     if (param.name === 'cursor') bad.push({ label: 'a forged cursor', value: 'eyJmb3JnZWQiOnRydWV9.AAAAAAAAAAAAAAAAAAAAAA' });
-    groups.push(bad.map((b) => ({ ...base, label: `query.${param.name}: ${b.label}`, query: { ...requiredQuery, [param.name]: String(b.value) }, expectPath: ['query', param.name] })));
+    const others = Object.entries(requiredQuery).filter(([name]) => name !== param.name);
+    const rawQuery = [...others.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`), `${param.name}=${MALFORMED_ENCODING}`].join('&');
+    groups.push([
+      { ...base, label: `query.${param.name}: malformed percent-encoding`, rawQuery, expectPath: ['query', param.name] },
+      ...bad.map((b) => ({ ...base, label: `query.${param.name}: ${b.label}`, query: { ...requiredQuery, [param.name]: String(b.value) }, expectPath: ['query', param.name] })),
+    ]);
   }
 
   if (op.body) {
