@@ -1609,11 +1609,10 @@ export interface components {
                 path: string[];
             }[];
         };
-        /** @description E-unauth. The caller is not authenticated. */
+        /** @description E-unauth. The caller is not authenticated. The body is exactly `{"error":"unauthorized"}` (no message, whatever the reason). */
         UnauthorizedError: {
             /** @constant */
             error: "unauthorized";
-            message?: string;
         };
         SignedIn: {
             ok: components["schemas"]["OkTrue"];
@@ -2012,6 +2011,7 @@ export interface components {
             items: components["schemas"]["McpConnection"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
+        /** @description A tenant-supplied URL, checked by the egress policy (README "Outbound calls"); a literal loopback, private, link-local or otherwise non-public address is refused with 400. */
         HttpUrl: string;
         Secret: string;
         Scopes: string[];

@@ -171,8 +171,8 @@ function checkUrls(deps: AppDeps, input: { url?: string; oauthClient?: { authori
 
 export async function createConnection(deps: AppDeps, membership: Membership, input: CreateInput): Promise<McpConnection> {
   authorize(membership, 'mcpConnections.manage');
-  checkShape(input);
   checkUrls(deps, input);
+  checkShape(input);
   const access = normalizeAccess(input.access);
   await checkAccessTargets(deps, membership.organizationId, access);
   const id = newId('mcpConnection');
@@ -236,13 +236,13 @@ export interface UpdateInput {
 
 export async function updateConnection(deps: AppDeps, membership: Membership, connectionId: string, input: UpdateInput): Promise<McpConnection> {
   authorize(membership, 'mcpConnections.manage');
+  checkUrls(deps, input);
   const current = await store.findConnection(deps.db, membership.organizationId, membership.memberId, connectionId);
   if (!current) throw notFound();
   if (input.apiKey !== undefined && !(current.credential_mode === 'shared' && current.auth_type === 'apikey')) {
     throw Invalid.at(['body', 'apiKey'], 'only a shared apikey connection stores an apiKey');
   }
   if (input.oauthClient && current.auth_type !== 'oauth') throw Invalid.at(['body', 'oauthClient'], 'only an oauth connection takes oauthClient');
-  checkUrls(deps, input);
   const access = input.access ? normalizeAccess(input.access) : null;
   if (access) await checkAccessTargets(deps, membership.organizationId, access);
   const patch: ConnectionPatch = {};
