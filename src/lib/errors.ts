@@ -29,13 +29,17 @@ export class Invalid extends AppError {
   }
 }
 
+/**
+ * 401 E-unauth. The body is exactly `{error: 'unauthorized'}` (interface-spec §7); the message
+ * stays on the error for logs and is never sent.
+ */
 export class Unauthorized extends AppError {
   readonly status = 401;
   constructor(message = 'Authentication is required.') {
     super(message);
   }
   body() {
-    return { error: 'unauthorized', message: this.message };
+    return { error: 'unauthorized' };
   }
 }
 

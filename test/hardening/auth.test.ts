@@ -104,7 +104,8 @@ describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id,
     await expectUnchanged(async () => {
       for (const [label, headers] of Object.entries(dead)) {
         const res = await send(t, req, headers);
-        if (res.status !== 401 || res.body.error !== 'unauthorized') wrong.push(`${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 160)}`);
+        // interface-spec §7 E-unauth: exactly {error: 'unauthorized'}, nothing else.
+        if (res.status !== 401 || JSON.stringify(res.body) !== '{"error":"unauthorized"}') wrong.push(`${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 160)}`);
       }
       // Expired: the same owner session and an expiring key, seen after their end.
       const expiring = await createKey(world.owner.token, { name: 'short', expiresAt: new Date(clock.now().getTime() + 3_600_000).toISOString() });
