@@ -209,6 +209,11 @@ export function isExpired(deps: AppDeps, account: LoadedAccount): boolean {
 /**
  * Replaces the account's tokens with ones from its refresh token (`refresh` does the provider
  * call). A refresh token the provider rotated is kept; one it did not return stays the old one.
+ *
+ * Serialized per account across processes (outbound-calls.md §3): the account row is locked
+ * (SELECT … FOR UPDATE) for the refresh, so a second caller waits, then finds an access token
+ * other than the one it saw expire and uses it instead of spending the refresh token again
+ * (providers that rotate refresh tokens revoke the whole family on reuse).
  */
 export async function refreshAccount(
   deps: AppDeps,
@@ -216,16 +221,27 @@ export async function refreshAccount(
   account: LoadedAccount,
   refresh: (refreshToken: string) => Promise<TokenSet>,
 ): Promise<string> {
-  const refreshToken = account.secrets.refreshToken;
-  if (!refreshToken) throw new TokenEndpointError('unreadable', 'the access token expired and no refresh token is stored');
-  const tokens = await refresh(refreshToken);
-  const secrets: AccountSecrets = { accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken };
-  await store.updateAccountTokens(deps.db, target.organizationId, account.row.id, {
-    secretsSealed: seal(deps, JSON.stringify(secrets)),
-    accessExpiresAt: tokens.expiresAt,
-    scopes: tokens.scopes.join(' '),
-    now: deps.clock.now(),
+  const seen = account.secrets.accessToken;
+  return deps.db.transaction().execute(async (trx) => {
+    const row = await store.lockAccount(trx, target.organizationId, account.row.id);
+    if (!row) throw new TokenEndpointError('unreadable', 'the account was disconnected meanwhile');
+    const current = JSON.parse(unseal(deps, row.secrets_sealed)) as AccountSecrets;
+    if (current.accessToken && current.accessToken !== seen) {
+      account.row = row;
+      account.secrets = current;
+      return current.accessToken;
+    }
+    const refreshToken = current.refreshToken;
+    if (!refreshToken) throw new TokenEndpointError('unreadable', 'the access token expired and no refresh token is stored');
+    const tokens = await refresh(refreshToken);
+    const secrets: AccountSecrets = { accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken };
+    await store.updateAccountTokens(trx, target.organizationId, account.row.id, {
+      secretsSealed: seal(deps, JSON.stringify(secrets)),
+      accessExpiresAt: tokens.expiresAt,
+      scopes: tokens.scopes.join(' '),
+      now: deps.clock.now(),
+    });
+    account.secrets = secrets;
+    return tokens.accessToken;
   });
-  account.secrets = secrets;
-  return tokens.accessToken;
 }

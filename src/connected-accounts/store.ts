@@ -159,6 +159,11 @@ export async function upsertAccount(db: Db, target: AccountTarget, account: Acco
 }
 
 /** Stores refreshed tokens of one account (it may have been deleted meanwhile: then nothing). */
+/** The account row, locked until the transaction ends (one refresh per account at a time). */
+export async function lockAccount(trx: Db, organizationId: string, accountId: string): Promise<AccountRow | undefined> {
+  return trx.selectFrom('connected_accounts').select(ACCOUNT_COLUMNS).where('organization_id', '=', organizationId).where('id', '=', accountId).forUpdate().executeTakeFirst();
+}
+
 export async function updateAccountTokens(
   db: Db,
   organizationId: string,

@@ -243,6 +243,26 @@ describe('sending a chat message', () => {
     }
   });
 
+  it('two processes sending with one expired token: one refresh reaches the provider, both sends succeed', async () => {
+    const owner = await orgWithClient();
+    await connect(owner.token);
+    // A second app instance on the same database and clock: another process of the service.
+    const other = await createTestApp({ database: t.database, clock: t.clock, settings: t.settings });
+    clock().advance(2 * 3600_000);
+    identity.refreshDelayMs = 300;
+    try {
+      identity.revokeAccessTokens();
+      const refreshesBefore = identity.tokenRequests.filter((r) => r.params.grant_type === 'refresh_token').length;
+      const [a, b] = await Promise.all([send(owner.token, 'from process one'), other.http.post(`/v1/capabilities/suite-365/suite-chats/${encodeURIComponent(CHAT)}/messages`).set(...bearer(owner.token)).send({ content: 'from process two' })]);
+      expect([a.status, b.status]).toEqual([200, 200]);
+      expect(identity.tokenRequests.filter((r) => r.params.grant_type === 'refresh_token').length).toBe(refreshesBefore + 1);
+    } finally {
+      identity.refreshDelayMs = 0;
+      clock().advance(-2 * 3600_000);
+      await other.close();
+    }
+  }, 120_000);
+
   it('answers 502 when the refresh fails, without tokens in the message', async () => {
     const owner = await orgWithClient();
     await connect(owner.token);

@@ -45,6 +45,8 @@ export class FakeOAuthServer {
   failNextToken: { status: number; body: unknown } | null = null;
   /** When set, every refresh_token grant answers this. */
   failRefresh: { status: number; body: unknown } | null = null;
+  /** A refresh answers this much later (the refresh token is spent at once, as a rotating server does). */
+  refreshDelayMs = 0;
 
   constructor(private readonly options: FakeOAuthOptions) {
     if (options.clientSecret) this.issuedSecrets.push(options.clientSecret);
@@ -147,7 +149,12 @@ export class FakeOAuthServer {
       if (this.failRefresh) return json(res, this.failRefresh.status, this.failRefresh.body);
       if (!params.refresh_token || !this.refreshTokens.has(params.refresh_token)) return json(res, 400, { error: 'invalid_grant' });
       this.refreshTokens.delete(params.refresh_token);
-      return json(res, 200, this.issue(params.scope ?? ''));
+      const issued = this.issue(params.scope ?? '');
+      if (this.refreshDelayMs > 0) {
+        setTimeout(() => json(res, 200, issued), this.refreshDelayMs);
+        return;
+      }
+      return json(res, 200, issued);
     }
     return json(res, 400, { error: 'unsupported_grant_type' });
   }
