@@ -2045,6 +2045,12 @@ export interface components {
         Ok: {
             ok: components["schemas"]["OkTrue"];
         };
+        /** @description The authorization server redirected back with `error`; the message names its code. */
+        OAuthError: {
+            /** @constant */
+            error: "oauth_error";
+            message: string;
+        };
         /** @description Fields given replace the stored ones; the others are kept. */
         OAuthClientPatch: {
             authorizationUrl?: components["schemas"]["HttpUrl"];
@@ -2499,6 +2505,8 @@ export interface components {
         /** @description Set by the provider when the member refused or the request was rejected. */
         CallbackError: string;
         CallbackErrorDescription: string;
+        /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+        CallbackIss: string;
         /** @description Entries created at or after this time (inclusive). */
         AuditFrom: string;
         /** @description Entries created before this time (exclusive). */
@@ -4455,6 +4463,8 @@ export interface operations {
                 /** @description Set by the provider when the member refused or the request was rejected. */
                 error?: components["parameters"]["CallbackError"];
                 error_description?: components["parameters"]["CallbackErrorDescription"];
+                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+                iss?: components["parameters"]["CallbackIss"];
             };
             header?: never;
             path?: never;
@@ -4471,7 +4481,15 @@ export interface operations {
                     "application/json": components["schemas"]["Ok"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description `invalid_request` (a bad, expired or reused `state`, a missing `code`, an `iss` that is not the flow's issuer) or `oauth_error` when the provider redirected with `error` (its code is in the message; the `state` is consumed). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidRequestError"] | components["schemas"]["OAuthError"];
+                };
+            };
             /** @description The token endpoint refused or failed the exchange. */
             502: {
                 headers: {
@@ -4759,6 +4777,8 @@ export interface operations {
                 /** @description Set by the provider when the member refused or the request was rejected. */
                 error?: components["parameters"]["CallbackError"];
                 error_description?: components["parameters"]["CallbackErrorDescription"];
+                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+                iss?: components["parameters"]["CallbackIss"];
             };
             header?: never;
             path?: never;
@@ -4775,7 +4795,15 @@ export interface operations {
                     "application/json": components["schemas"]["Ok"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description `invalid_request` (a bad, expired or reused `state`, a missing `code`, an `iss` that is not the flow's issuer) or `oauth_error` when the provider redirected with `error` (its code is in the message; the `state` is consumed). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidRequestError"] | components["schemas"]["OAuthError"];
+                };
+            };
             /** @description The token endpoint refused or failed the exchange. */
             502: {
                 headers: {

@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
 import { deriveKey } from '../lib/crypto';
-import { Invalid } from '../lib/errors';
+import { CodedError, Invalid } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { authorizeUrl, newPkce, newState, verifyState, TokenEndpointError, type TokenSet } from './oauth';
 import * as store from './store';
@@ -86,6 +86,9 @@ export interface CallbackQuery {
   state: string;
   code?: string;
   error?: string;
+  error_description?: string;
+  /** RFC 9207: the issuer of the authorization server that redirected here. */
+  iss?: string;
 }
 
 export interface PendingAuthorization {
@@ -94,6 +97,7 @@ export interface PendingAuthorization {
   code: string;
   codeVerifier: string;
   redirectUri: string;
+  iss: string | undefined;
 }
 
 const badState = () => Invalid.at(['query', 'state'], 'state is not valid, has expired or was already used');
@@ -104,7 +108,10 @@ export async function takeAuthorization(deps: AppDeps, provider: Provider, query
   if (!hash) throw badState();
   const row = await store.consumeState(deps.db, provider, hash, deps.clock.now());
   if (!row) throw badState();
-  if (query.error) throw Invalid.at(['query', 'error'], `the provider refused the sign-in (${query.error.slice(0, 64)})`);
+  if (query.error) {
+    const description = query.error_description ? `: ${query.error_description.slice(0, 200)}` : '';
+    throw new CodedError(400, 'oauth_error', `The authorization server ended the sign-in with ${query.error.slice(0, 64)}${description}`);
+  }
   if (!query.code) throw Invalid.at(['query', 'code'], 'is required');
   return {
     target: { organizationId: row.organization_id, memberId: row.member_id, provider: row.provider, connectionId: row.connection_id },
@@ -112,7 +119,19 @@ export async function takeAuthorization(deps: AppDeps, provider: Provider, query
     code: query.code,
     codeVerifier: unseal(deps, row.code_verifier_sealed),
     redirectUri: row.redirect_uri,
+    iss: query.iss,
   };
+}
+
+/**
+ * RFC 9207: an `iss` in the callback must be the issuer the flow was started with (a mix-up
+ * attack sends another server's code here otherwise). Absent `iss` is accepted (most servers do
+ * not send it). Checked before the code is exchanged, so nothing is stored.
+ */
+export function checkIssuer(pending: PendingAuthorization, expected: (iss: string) => boolean): void {
+  if (pending.iss !== undefined && !expected(pending.iss)) {
+    throw Invalid.at(['query', 'iss'], 'is not the issuer of the authorization server this sign-in was started with');
+  }
 }
 
 export interface StoreInput {

@@ -134,7 +134,13 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
         const matched = api.router.matchOperation({ method: req.method, path: req.path } as never);
         const malformed = matched ? malformedEncoding(req.path, matched.path, req.originalUrl) : null;
         if (malformed) return { status: 400, body: new Invalid([malformed], `${malformed.path.join('.')} is not valid percent-encoding.`).body() };
-        return api.handleRequest(toBackendRequest(req), req, res);
+        const request = toBackendRequest(req);
+        // OAuth callbacks ignore response parameters they do not know (RFC 6749 §4.1.2).
+        if (matched && (matched as unknown as Record<string, unknown>)['x-unknown-query-parameters'] === 'ignore') {
+          const known = new Set((matched.parameters ?? []).filter((p) => 'in' in p && p.in === 'query').map((p) => (p as { name: string }).name));
+          for (const name of Object.keys(request.query)) if (!known.has(name)) delete request.query[name];
+        }
+        return api.handleRequest(request, req, res);
       })
       .then((result: HttpResult) => send(res, result))
       .catch((err: unknown) => next(err));

@@ -44,7 +44,7 @@ export const mcpHandlers: HandlerMap<McpOperations> = {
   }),
 
   completeMcpOAuth: async (ctx) => {
-    await mcp.completeOAuth(ctx.deps, { state: ctx.query.state, code: ctx.query.code, error: ctx.query.error });
+    await mcp.completeOAuth(ctx.deps, { state: ctx.query.state, code: ctx.query.code, error: ctx.query.error, error_description: ctx.query.error_description, iss: ctx.query.iss });
     return { status: 200, body: { ok: true } };
   },
 

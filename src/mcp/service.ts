@@ -310,12 +310,28 @@ export async function startConnect(deps: AppDeps, membership: Membership, connec
   });
 }
 
+function issuerOf(iss: string, authorizationUrl: string | null): boolean {
+  if (!authorizationUrl) return false;
+  try {
+    const issuer = new URL(iss);
+    const endpoint = new URL(authorizationUrl);
+    const base = issuer.pathname.replace(/\/+$/, '');
+    return issuer.origin === endpoint.origin && !issuer.search && !issuer.hash && (base === '' || endpoint.pathname === base || endpoint.pathname.startsWith(`${base}/`));
+  } catch {
+    return false;
+  }
+}
+
 /** The callback: consume the state, exchange the code at the connection's token URL, store. */
 export async function completeOAuth(deps: AppDeps, query: accounts.CallbackQuery): Promise<void> {
   const pending = await accounts.takeAuthorization(deps, 'mcp', query);
   const { organizationId, connectionId } = pending.target;
   const client = connectionId ? await store.findOAuthClient(deps.db, organizationId, connectionId) : undefined;
   if (!client?.oauth_token_url || !client.oauth_client_id) throw Invalid.at(['query', 'state'], 'the connection of this sign-in no longer exists');
+  // The connection stores no issuer: an RFC 9207 issuer is the authorization endpoint's origin
+  // and a leading part of its path (https://as.example/tenant → https://as.example/tenant/authorize).
+  const authorization = connectionId ? await store.findConnection(deps.db, organizationId, pending.target.memberId, connectionId) : undefined;
+  accounts.checkIssuer(pending, (iss) => issuerOf(iss, authorization?.oauth_authorization_url ?? null));
   const params: Record<string, string> = {
     grant_type: 'authorization_code',
     code: pending.code,

@@ -19,7 +19,7 @@ export const suiteHandlers: HandlerMap<SuiteOperations> = {
   startSuiteConnect: async (ctx) => ({ status: 200, body: { ok: true, authorizeUrl: await suite.startConnect(ctx.deps, membershipOf(ctx)) } }),
 
   completeSuiteOAuth: async (ctx) => {
-    await suite.completeOAuth(ctx.deps, { state: ctx.query.state, code: ctx.query.code, error: ctx.query.error });
+    await suite.completeOAuth(ctx.deps, { state: ctx.query.state, code: ctx.query.code, error: ctx.query.error, error_description: ctx.query.error_description, iss: ctx.query.iss });
     return { status: 200, body: { ok: true } };
   },
 

@@ -122,6 +122,8 @@ export async function completeOAuth(deps: AppDeps, query: accounts.CallbackQuery
   const pending = await accounts.takeAuthorization(deps, 'suite-365', query);
   const client = await store.findClient(deps.db, pending.target.organizationId);
   if (!client) throw needsConnection('The organization no longer has a suite OAuth client.');
+  // The identity platform's issuer for the tenant (its v2.0 endpoints, RFC 9207 `iss`).
+  accounts.checkIssuer(pending, (iss) => iss.replace(/\/+$/, '') === `${deps.settings.suiteLoginBaseUrl}/${client.tenant_id}/v2.0`);
   let tokens: TokenSet;
   try {
     tokens = await tokenCall(deps, client, {

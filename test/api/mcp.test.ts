@@ -335,7 +335,8 @@ describe('MCP connections: OAuth connect', () => {
     const denied = await authorizeRedirect(owner.token, id);
     const refused = await t.http.get(denied.replace(/code=[^&]+/, 'error=access_denied'));
     expect(refused.status).toBe(400);
-    expect(refused.body.details[0].path).toEqual(['query', 'error']);
+    // A provider error redirect ends the flow with oauth_error (outbound-calls.md §2).
+    expect(refused.body).toEqual({ error: 'oauth_error', message: expect.stringContaining('access_denied') });
   });
 
   it('a state from the suite flow is not accepted by the MCP callback', async () => {

@@ -200,6 +200,48 @@ describe('connecting a member account', () => {
   });
 });
 
+describe('the callback as the identity platform sends it (outbound-calls.md §2)', () => {
+  const connected = async (token: string) => (await t.http.get('/v1/capabilities/suite-365/connection').set(...bearer(token))).body.connected;
+
+  it('ignores session_state and other unknown parameters', async () => {
+    const owner = await orgWithClient();
+    const callback = await authorizeRedirect(owner.token);
+    expect(new URL(callback, PUBLIC_BASE).searchParams.get('session_state')).toBeTruthy();
+    const res = await t.http.get(`${callback}&unknown_extension=1`);
+    expect(res.status).toBe(200);
+    expect(await connected(owner.token)).toBe(true);
+  });
+
+  it('accepts the tenant issuer in iss (RFC 9207) and refuses another issuer, storing nothing', async () => {
+    const owner = await orgWithClient();
+    identity.issOverride = identity.issuer(TENANT);
+    try {
+      expect((await t.http.get(await authorizeRedirect(owner.token))).status).toBe(200);
+      const other = await orgWithClient();
+      identity.issOverride = 'https://attacker.example/v2.0';
+      const res = await t.http.get(await authorizeRedirect(other.token));
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: 'invalid_request', message: expect.any(String), details: [{ path: ['query', 'iss'], message: expect.any(String) }] });
+      expect(await connected(other.token)).toBe(false);
+    } finally {
+      identity.issOverride = null;
+    }
+  });
+
+  it('turns a provider error redirect into 400 oauth_error and consumes the state', async () => {
+    const owner = await orgWithClient();
+    identity.denyNext = { error: 'access_denied', error_description: 'AADSTS65004: User declined to consent to access the app.' };
+    const callback = await authorizeRedirect(owner.token);
+    const res = await t.http.get(callback);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'oauth_error', message: expect.stringContaining('access_denied') });
+    const again = await t.http.get(callback);
+    expect(again.status).toBe(400);
+    expect(again.body.details[0].path).toEqual(['query', 'state']);
+    expect(await connected(owner.token)).toBe(false);
+  });
+});
+
 describe('sending a chat message', () => {
   it('posts a chatMessage to the existing chat as the member and maps the reply', async () => {
     const owner = await orgWithClient();

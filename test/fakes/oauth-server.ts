@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -14,6 +14,8 @@ export interface FakeOAuthOptions {
   tenantPaths?: boolean;
   /** Seconds in `expires_in` of every token reply. */
   expiresIn?: number;
+  /** RFC 9207: add `iss` (this server's issuer) to every authorization response. */
+  sendIss?: boolean;
 }
 
 interface IssuedCode {
@@ -45,6 +47,10 @@ export class FakeOAuthServer {
   failNextToken: { status: number; body: unknown } | null = null;
   /** When set, every refresh_token grant answers this. */
   failRefresh: { status: number; body: unknown } | null = null;
+  /** When set, the next authorization redirects back with this error instead of a code (as a refused consent does). */
+  denyNext: { error: string; error_description?: string } | null = null;
+  /** When set, the `iss` sent instead of the real issuer (a mix-up attack). */
+  issOverride: string | null = null;
   /** A refresh answers this much later (the refresh token is spent at once, as a rotating server does). */
   refreshDelayMs = 0;
 
@@ -83,6 +89,11 @@ export class FakeOAuthServer {
     this.validAccessTokens.clear();
   }
 
+  /** The issuer identifier: the identity platform's `{base}/{tenant}/v2.0`, else the base URL. */
+  issuer(tenant: string | null): string {
+    return this.options.tenantPaths ? `${this.baseUrl}/${tenant}/v2.0` : this.baseUrl;
+  }
+
   private route(pathname: string): { tenant: string | null; endpoint: string } | null {
     const match = this.options.tenantPaths ? /^\/([^/]+)\/oauth2\/v2\.0\/(authorize|token)$/.exec(pathname) : /^\/()(authorize|token)$/.exec(pathname);
     return match ? { tenant: match[1] || null, endpoint: match[2]! } : null;
@@ -105,6 +116,22 @@ export class FakeOAuthServer {
     if (q.get('response_type') !== 'code' || q.get('client_id') !== this.options.clientId || !redirectUri || !q.get('code_challenge')) {
       return json(res, 400, { error: 'invalid_request' });
     }
+    const back = new URL(redirectUri);
+    // What real servers add: the identity platform always sends session_state; RFC 9207 servers iss.
+    const extras = (): void => {
+      if (this.options.tenantPaths) back.searchParams.set('session_state', randomUUID());
+      if (this.options.sendIss || this.issOverride) back.searchParams.set('iss', this.issOverride ?? this.issuer(tenant));
+    };
+    if (this.denyNext) {
+      back.searchParams.set('error', this.denyNext.error);
+      if (this.denyNext.error_description) back.searchParams.set('error_description', this.denyNext.error_description);
+      back.searchParams.set('state', q.get('state') ?? '');
+      extras();
+      this.denyNext = null;
+      res.writeHead(302, { location: back.toString() });
+      res.end();
+      return;
+    }
     const code = `code_${randomBytes(12).toString('hex')}`;
     this.codes.set(code, {
       clientId: q.get('client_id')!,
@@ -114,9 +141,9 @@ export class FakeOAuthServer {
       scope: q.get('scope') ?? '',
       tenant,
     });
-    const back = new URL(redirectUri);
     back.searchParams.set('code', code);
     back.searchParams.set('state', q.get('state') ?? '');
+    extras();
     res.writeHead(302, { location: back.toString() });
     res.end();
   }
