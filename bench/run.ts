@@ -19,6 +19,7 @@ import { scenarioIngest } from './scenarios/s5-ingest';
 import { scenarioMixed } from './scenarios/s6-mixed';
 import { scenarioWebhooks } from './scenarios/s7-webhooks';
 import { scenarioAudit } from './scenarios/s8-audit';
+import { scenarioHeartbeat } from './scenarios/s9-heartbeat';
 
 const HARD_LIMIT_MS = 9.5 * 60_000;
 
@@ -59,6 +60,7 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['6', scenarioMixed],
   ['7', scenarioWebhooks],
   ['8', scenarioAudit],
+  ['9', scenarioHeartbeat],
 ];
 
 async function main(): Promise<number> {

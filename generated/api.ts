@@ -1197,6 +1197,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workers/{id}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Heartbeat (called by the worker)
+         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key); a missing or wrong token, or a token of another worker, is 401. The service stamps the time with its own clock (a worker cannot choose it): the worker is `online` until `WORKER_STALE_AFTER` after its last heartbeat. The heartbeat also extends the worker's metered online time (`GET /v1/billing/usage`). A stopped worker is 409 `worker_stopped` and nothing is recorded.
+         */
+        post: operations["workerHeartbeat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workers/{id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a worker (its creator or an admin)
+         * @description The worker's status becomes `stopped`: its heartbeats answer 409 `worker_stopped`, its runtime route 409 `worker_runtime_unavailable`, and its metered online time ends now. It still counts against the plan's `workers` limit. Stopping a stopped worker changes nothing.
+         */
+        post: operations["stopWorker"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workers/{id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a stopped worker (its creator or an admin)
+         * @description Heartbeats are accepted again; the status is `offline` (or `pending` if it never sent one) until the next heartbeat. Starting a running worker changes nothing.
+         */
+        post: operations["startWorker"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workers/{id}/tokens/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the worker's host token (its creator or an admin)
+         * @description Issues a new host token, shown only in this response. The old token stops working at once (for heartbeats, activity and the service's calls to the runtime).
+         */
+        post: operations["rotateWorkerToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workers/{id}/activity": {
         parameters: {
             query?: never;
@@ -1217,6 +1305,46 @@ export interface paths {
          * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key). A missing or wrong token, or a token of another worker, is 401. All events are stored or none.
          */
         post: operations["reportWorkerActivity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's plan, its limits and current usage (admin)
+         * @description The plan with its limits (`null` = unlimited) and features, how much of each limit is in use, and the current billing period (the calendar month, UTC). With `PLAN_GATING=off` the plan is shown as it is, but nothing is enforced.
+         */
+        get: operations["getBilling"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Metered usage of one month (admin)
+         * @description Worker online hours and active members of a calendar month (UTC). A heartbeat counts its worker online until the next heartbeat or until `WORKER_STALE_AFTER` after it, whichever comes first; a stop ends it at once; time after the request is not counted. Hours are rounded to 0.000001. `activeMembers` counts distinct members with telemetry in the month, as analytics counts active members. Workers deleted since keep their hours (`name` null).
+         */
+        get: operations["getBillingUsage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2130,6 +2258,11 @@ export interface components {
             };
             webUrl: string;
         };
+        /**
+         * @description `pending`: created, never heard from; `online`: a heartbeat within `WORKER_STALE_AFTER`; `offline`: heartbeats stopped; `stopped`: stopped by a member.
+         * @enum {string}
+         */
+        WorkerStatus: "pending" | "online" | "offline" | "stopped";
         Worker: {
             /** @description Worker id (`wrk_` TypeID). */
             id: string;
@@ -2142,6 +2275,14 @@ export interface components {
             updatedAt: components["schemas"]["Timestamp"];
             /** @description When the worker last reported activity, or null. */
             lastActivityAt: components["schemas"]["NullableTimestamp"];
+            status: components["schemas"]["WorkerStatus"];
+            /**
+             * Format: date-time
+             * @description When the service received the worker's last heartbeat (its own clock), or null.
+             */
+            lastHeartbeatAt: string | null;
+            /** @description The version the worker sent in its last heartbeat that had one, or null. */
+            version: string | null;
         };
         WorkerList: {
             items: components["schemas"]["Worker"][];
@@ -2175,6 +2316,21 @@ export interface components {
             description?: string | null;
             runtimeUrl?: components["schemas"]["RuntimeUrl"] | null;
         };
+        HeartbeatBody: {
+            /** @description The worker's software version; kept until a later heartbeat sends another. */
+            version?: string;
+            /** @description Sessions the worker has open now. */
+            openSessions?: number;
+        };
+        HeartbeatAccepted: {
+            ok: components["schemas"]["OkTrue"];
+            status: components["schemas"]["WorkerStatus"];
+        };
+        WorkerTokenRotated: {
+            ok: components["schemas"]["OkTrue"];
+            /** @description The new host token, shown only in this response. */
+            hostToken: string;
+        };
         WorkerActivity: {
             /** @description Activity event id (`wac_` TypeID). */
             id: string;
@@ -2203,6 +2359,48 @@ export interface components {
         ActivityAccepted: {
             ok: components["schemas"]["OkTrue"];
             accepted: number;
+        };
+        /** @description Each limit, or null for unlimited. */
+        PlanLimits: {
+            members: number | null;
+            workers: number | null;
+            llmProviders: number | null;
+        };
+        PlanFeatures: {
+            analytics: boolean;
+            sso: boolean;
+            scim: boolean;
+            auditLog: boolean;
+        };
+        Billing: {
+            plan: components["schemas"]["Plan"];
+            limits: components["schemas"]["PlanLimits"];
+            features: components["schemas"]["PlanFeatures"];
+            /** @description What counts against each limit now (stopped workers count). */
+            usage: {
+                members: number;
+                workers: number;
+                llmProviders: number;
+            };
+            /** @description The current calendar month (UTC); `end` is the start of the next month. */
+            period: {
+                start: components["schemas"]["Timestamp"];
+                end: components["schemas"]["Timestamp"];
+            };
+        };
+        BillingUsage: {
+            /** @description `YYYY-MM`. */
+            month: string;
+            /** @description The sum of `onlineHours` over workers. */
+            workerHours: number;
+            activeMembers: number;
+            /** @description Workers online at some time in the month, by id. */
+            perWorker: {
+                workerId: string;
+                /** @description The worker's name; null when it has been deleted since. */
+                name: string | null;
+                onlineHours: number;
+            }[];
         };
         /** @enum {string} */
         TelemetryEventType: "user.active" | "session.active" | "session.started" | "session.ended" | "task.started" | "task.completed" | "task.failed";
@@ -5118,7 +5316,7 @@ export interface operations {
                     "application/json": components["schemas"]["GenericError"];
                 };
             };
-            /** @description `worker_runtime_unavailable`: the worker has no runtime URL. */
+            /** @description `worker_runtime_unavailable`: the worker has no runtime URL, or it is stopped. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5136,6 +5334,150 @@ export interface operations {
                     "application/json": components["schemas"]["GenericError"];
                 };
             };
+            default: components["responses"]["Error"];
+        };
+    };
+    workerHeartbeat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        /** @description Optional; an empty POST is a heartbeat too. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatBody"];
+            };
+        };
+        responses: {
+            /** @description Recorded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeartbeatAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `worker_stopped`: a member stopped the worker; start it first. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    stopWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stopped worker. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description Reason `worker_creator_or_admin_required`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    startWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The started worker. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description Reason `worker_creator_or_admin_required`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    rotateWorkerToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new host token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerTokenRotated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description Reason `worker_creator_or_admin_required`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };
     };
@@ -5196,6 +5538,58 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getBilling: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The billing overview. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Billing"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getBillingUsage: {
+        parameters: {
+            query?: {
+                /** @description The month as `YYYY-MM`; the current one by default. */
+                month?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The month's usage. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };
     };

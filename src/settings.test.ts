@@ -15,7 +15,15 @@ describe('loadSettings', () => {
     expect(s.corsOrigins).toEqual(['https://a.test', 'https://b.test']);
   });
 
+  it('reads WORKER_STALE_AFTER as seconds or a duration (default 120 s)', () => {
+    expect(loadSettings({}).workerStaleAfterMs).toBe(120_000);
+    expect(loadSettings({ WORKER_STALE_AFTER: '90' }).workerStaleAfterMs).toBe(90_000);
+    expect(loadSettings({ WORKER_STALE_AFTER: '2m' }).workerStaleAfterMs).toBe(120_000);
+  });
+
   it.each([
+    ['WORKER_STALE_AFTER', '0'],
+    ['WORKER_STALE_AFTER', 'soon'],
     ['PORT', 'abc'],
     ['PORT', '70000'],
     ['SESSION_TTL', 'forever'],

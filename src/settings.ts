@@ -21,6 +21,8 @@ export interface Settings {
   workerRuntimeTimeoutMs: number;
   /** OUTBOUND_ALLOWED_NETWORKS: CIDRs tenant-supplied URLs may reach besides public addresses (src/outbound). */
   outboundAllowedNetworks: string[];
+  /** A worker is online until this long after its last heartbeat (WORKER_STALE_AFTER). */
+  workerStaleAfterMs: number;
   logLevel: string;
   corsOrigins: string[];
   bodyLimitBytes: number;
@@ -154,6 +156,7 @@ export function loadSettings(env: Env = process.env): Settings {
     mcpOAuthTimeoutMs: int(env, 'MCP_OAUTH_TIMEOUT_MS', 10_000, 1),
     workerRuntimeTimeoutMs: int(env, 'WORKER_RUNTIME_TIMEOUT_MS', 5_000, 1),
     outboundAllowedNetworks: networks(env, 'OUTBOUND_ALLOWED_NETWORKS'),
+    workerStaleAfterMs: duration(env, 'WORKER_STALE_AFTER', 120_000),
     logLevel,
     corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024),

@@ -41,6 +41,7 @@ export const PERMISSION_CATALOGUE = {
   'analytics.read': { description: 'Read usage analytics.', minimum: 'admin', reason: ADMIN },
   'webhooks.manage': { description: 'Manage webhook endpoints, see their deliveries and read the events feed.', minimum: 'admin', reason: 'permission_required' },
   'audit.read': { description: 'Search, export and verify the audit log.', minimum: 'admin', reason: ADMIN },
+  'billing.read': { description: "Read the organization's plan, limits and metered usage.", minimum: 'admin', reason: ADMIN },
 } as const satisfies Record<string, PermissionDefinition>;
 
 export type Permission = keyof typeof PERMISSION_CATALOGUE;

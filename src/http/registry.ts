@@ -18,6 +18,7 @@ import { mcpHandlers } from '../mcp/handlers';
 import { suiteHandlers } from '../suite/handlers';
 import { webhookHandlers } from '../webhooks/handlers';
 import { auditHandlers } from '../audit/handlers';
+import { billingHandlers } from '../plans/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -41,6 +42,7 @@ export const handlers: Handlers = {
   ...suiteHandlers,
   ...webhookHandlers,
   ...auditHandlers,
+  ...billingHandlers,
 };
 
 /**

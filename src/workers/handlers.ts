@@ -1,9 +1,21 @@
 import type { HandlerMap } from '../http/types';
 import { membershipOf, workerOf } from '../access/roles';
 import * as workers from './service';
+import * as lifecycle from './lifecycle';
 
 export const workerHandlers: HandlerMap<
-  'createWorker' | 'listWorkers' | 'getWorker' | 'updateWorker' | 'deleteWorker' | 'getWorkerRuntime' | 'reportWorkerActivity' | 'listWorkerActivity'
+  | 'createWorker'
+  | 'listWorkers'
+  | 'getWorker'
+  | 'updateWorker'
+  | 'deleteWorker'
+  | 'getWorkerRuntime'
+  | 'reportWorkerActivity'
+  | 'listWorkerActivity'
+  | 'workerHeartbeat'
+  | 'stopWorker'
+  | 'startWorker'
+  | 'rotateWorkerToken'
 > = {
   createWorker: async (ctx) => {
     const created = await workers.createWorker(ctx.deps, membershipOf(ctx), ctx.body);
@@ -35,4 +47,15 @@ export const workerHandlers: HandlerMap<
     status: 200,
     body: await workers.listActivity(ctx.deps, membershipOf(ctx), ctx.params.id, ctx.query),
   }),
+
+  workerHeartbeat: async (ctx) => ({
+    status: 200,
+    body: { ok: true, status: await lifecycle.heartbeat(ctx.deps, workerOf(ctx), ctx.params.id, ctx.body ?? {}) },
+  }),
+
+  stopWorker: async (ctx) => ({ status: 200, body: { ok: true, item: await lifecycle.setStopped(ctx.deps, membershipOf(ctx), ctx.params.id, true) } }),
+
+  startWorker: async (ctx) => ({ status: 200, body: { ok: true, item: await lifecycle.setStopped(ctx.deps, membershipOf(ctx), ctx.params.id, false) } }),
+
+  rotateWorkerToken: async (ctx) => ({ status: 200, body: { ok: true, hostToken: await lifecycle.rotateToken(ctx.deps, membershipOf(ctx), ctx.params.id) } }),
 };

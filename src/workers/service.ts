@@ -14,9 +14,22 @@ import { changed, created, deleted, recordChange } from '../audit';
 
 type Schemas = components['schemas'];
 
-const workerNotFound = () => new NotFound('worker_not_found', 'The worker could not be found.');
+export const workerNotFound = () => new NotFound('worker_not_found', 'The worker could not be found.');
 
-export function toWorker(row: store.WorkerRow): Schemas['Worker'] {
+export type WorkerStatus = Schemas['Worker']['status'];
+
+/**
+ * org-resources §4: `stopped` by a member; `pending` before the first heartbeat; `online` while
+ * the last heartbeat is at most WORKER_STALE_AFTER old (and not from before a stop); else `offline`.
+ */
+export function workerStatus(row: Pick<store.WorkerRow, 'stopped_at' | 'last_heartbeat_at' | 'online_since'>, now: Date, staleAfterMs: number): WorkerStatus {
+  if (row.stopped_at) return 'stopped';
+  if (!row.last_heartbeat_at) return 'pending';
+  if (row.online_since && now.getTime() - row.last_heartbeat_at.getTime() <= staleAfterMs) return 'online';
+  return 'offline';
+}
+
+export function toWorker(row: store.WorkerRow, deps: Pick<AppDeps, 'clock' | 'settings'>): Schemas['Worker'] {
   return {
     id: row.id,
     organizationId: row.organization_id,
@@ -27,6 +40,9 @@ export function toWorker(row: store.WorkerRow): Schemas['Worker'] {
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
     lastActivityAt: row.last_activity_at ? row.last_activity_at.toISOString() : null,
+    status: workerStatus(row, deps.clock.now(), deps.settings.workerStaleAfterMs),
+    lastHeartbeatAt: row.last_heartbeat_at ? row.last_heartbeat_at.toISOString() : null,
+    version: row.version,
   };
 }
 
@@ -42,7 +58,7 @@ function toActivity(row: store.ActivityRow): Schemas['WorkerActivity'] {
 }
 
 /** Writes and runtime calls: the worker's creator, or a member holding `workers.manage`. */
-function requireCreatorOrAdmin(membership: Membership, worker: store.WorkerRow): void {
+export function requireCreatorOrAdmin(membership: Membership, worker: store.WorkerRow): void {
   if (worker.created_by_member_id === membership.memberId || can(membership, 'workers.manage')) return;
   throw missingPermission('workers.manage');
 }
@@ -70,17 +86,17 @@ export async function createWorker(deps: AppDeps, membership: Membership, input:
     });
     return inserted;
   });
-  return { item: toWorker(row), hostToken };
+  return { item: toWorker(row, deps), hostToken };
 }
 
 export async function listWorkers(deps: AppDeps, membership: Membership, page: PageRequest): Promise<Page<Schemas['Worker']>> {
-  return deps.cursors.page<store.WorkerRow & Position, Schemas['Worker']>('workers', page, (after, take) => store.listWorkers(deps.db, membership.organizationId, after, take), toWorker);
+  return deps.cursors.page<store.WorkerRow & Position, Schemas['Worker']>('workers', page, (after, take) => store.listWorkers(deps.db, membership.organizationId, after, take), (row) => toWorker(row, deps));
 }
 
 export async function getWorker(deps: AppDeps, membership: Membership, workerId: string) {
   const row = await store.findWorker(deps.db, membership.organizationId, workerId);
   if (!row) throw workerNotFound();
-  return toWorker(row);
+  return toWorker(row, deps);
 }
 
 export async function updateWorker(deps: AppDeps, membership: Membership, workerId: string, changes: Schemas['UpdateWorkerBody']) {
@@ -101,7 +117,7 @@ export async function updateWorker(deps: AppDeps, membership: Membership, worker
       target: { type: 'worker', id: workerId },
       changes: changed({ name: current.name, description: current.description, runtimeUrl: current.runtime_url }, changes),
     });
-    return toWorker(row);
+    return toWorker(row, deps);
   });
 }
 
@@ -120,6 +136,7 @@ export async function getWorkerRuntime(deps: AppDeps, membership: Membership, wo
   const worker = await store.findWorkerWithSealedToken(deps.db, membership.organizationId, workerId);
   if (!worker) throw workerNotFound();
   requireCreatorOrAdmin(membership, worker);
+  if (worker.stopped_at) throw new Conflict('worker_runtime_unavailable', 'The worker is stopped; start it to reach its runtime.');
   if (!worker.runtime_url) throw new Conflict('worker_runtime_unavailable', 'The worker has no runtime URL.');
   return fetchRuntimeVersions({
     outbound: deps.outbound,

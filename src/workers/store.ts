@@ -11,10 +11,14 @@ export interface WorkerRow {
   created_at: Date;
   updated_at: Date;
   last_activity_at: Date | null;
+  last_heartbeat_at: Date | null;
+  online_since: Date | null;
+  version: string | null;
+  stopped_at: Date | null;
 }
 
 /** Never the token hash or the sealed token: those are read only where they are needed. */
-const WORKER_COLUMNS = [
+export const WORKER_COLUMNS = [
   'id',
   'organization_id',
   'name',
@@ -24,6 +28,10 @@ const WORKER_COLUMNS = [
   'created_at',
   'updated_at',
   'last_activity_at',
+  'last_heartbeat_at',
+  'online_since',
+  'version',
+  'stopped_at',
 ] as const;
 
 export async function insertWorker(

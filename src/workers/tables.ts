@@ -1,4 +1,8 @@
+import type { ColumnType, Generated } from 'kysely';
 import type { Json, Timestamp } from '../db/columns';
+
+/** A nullable timestamp the insert may leave out (added by the lifecycle migration). */
+type OptionalTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
 export interface WorkersTable {
   id: string;
@@ -13,6 +17,20 @@ export interface WorkersTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   last_activity_at: Timestamp | null;
+  last_heartbeat_at: OptionalTimestamp;
+  /** Start of the current online interval; null when offline long enough or stopped. */
+  online_since: OptionalTimestamp;
+  version: Generated<string | null>;
+  open_sessions: Generated<number | null>;
+  stopped_at: OptionalTimestamp;
+}
+
+/** One continuous online run of a worker (see the 20261123_0500_worker_lifecycle migration). */
+export interface WorkerOnlineIntervalsTable {
+  worker_id: string;
+  organization_id: string;
+  started_at: Timestamp;
+  ended_at: Timestamp;
 }
 
 export interface WorkerActivityTable {
@@ -28,4 +46,5 @@ export interface WorkerActivityTable {
 export interface WorkerTables {
   workers: WorkersTable;
   worker_activity: WorkerActivityTable;
+  worker_online_intervals: WorkerOnlineIntervalsTable;
 }

@@ -37,6 +37,9 @@ describe('workers CRUD', () => {
         createdAt: '2026-11-20T12:00:00.000Z',
         updatedAt: '2026-11-20T12:00:00.000Z',
         lastActivityAt: null,
+        status: 'pending',
+        lastHeartbeatAt: null,
+        version: null,
       },
     });
     const row = await t.db.selectFrom('workers').select(['host_token_hash', 'host_token_sealed']).where('id', '=', res.body.item.id).executeTakeFirstOrThrow();

@@ -223,6 +223,9 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
     await step('reportWorkerActivity', 'worker activity', () =>
       t.http.post(`/v1/workers/${workerId}/activity`).set('x-worker-token', worker.body.hostToken).send({ events: [{ type: 'started', at: t.clock.now().toISOString() }] }),
     );
+    await step('workerHeartbeat', 'worker heartbeat', () =>
+      t.http.post(`/v1/workers/${workerId}/heartbeat`).set('x-worker-token', worker.body.hostToken).send({ version: '1.0.0', openSessions: 1 }),
+    );
   }
   await step('ingestTelemetry', 'telemetry', () =>
     ownerApi.post('/v1/telemetry/ingest', { events: [{ type: 'session.started', timestamp: t.clock.now().toISOString(), sessionId: `${label}-s1` }] }),

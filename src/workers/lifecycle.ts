@@ -1,0 +1,72 @@
+import type { components } from '../../generated/api';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
+import type { WorkerPrincipal } from '../domain/principal';
+import { randomSecret, sha256Hex } from '../lib/crypto';
+import { Conflict, Unauthorized } from '../lib/errors';
+import { changed, recordChange } from '../audit';
+import * as lifecycle from './lifecycle-store';
+import { requireCreatorOrAdmin, toWorker, workerNotFound } from './service';
+
+type Schemas = components['schemas'];
+
+/**
+ * Called by the worker (the `workerToken` scheme resolved its token). The time is the service's
+ * own clock, never the worker's. A token of another worker is 401; a stopped worker is 409.
+ */
+export async function heartbeat(deps: AppDeps, worker: WorkerPrincipal, workerId: string, body: Schemas['HeartbeatBody']): Promise<'online'> {
+  const invalid = () => new Unauthorized('The worker token is not valid for this worker.');
+  if (worker.workerId !== workerId) throw invalid();
+  const result = await lifecycle.recordHeartbeat(deps.db, {
+    workerId,
+    organizationId: worker.organizationId,
+    now: deps.clock.now(),
+    staleAfterMs: deps.settings.workerStaleAfterMs,
+    version: body.version ?? null,
+    openSessions: body.openSessions ?? null,
+  });
+  // Deleted between the token check and now.
+  if (!result) throw invalid();
+  if (result.stopped) throw new Conflict('worker_stopped', 'The worker is stopped; a member must start it before it reports again.');
+  return 'online';
+}
+
+/** Stopping an already stopped worker (or starting a running one) changes nothing and answers the worker. */
+export async function setStopped(deps: AppDeps, membership: Membership, workerId: string, stopped: boolean): Promise<Schemas['Worker']> {
+  const now = deps.clock.now();
+  return deps.db.transaction().execute(async (trx) => {
+    const current = await lifecycle.findWorkerForUpdate(trx, membership.organizationId, workerId);
+    if (!current) throw workerNotFound();
+    requireCreatorOrAdmin(membership, current);
+    if ((current.stopped_at !== null) === stopped) return toWorker(current, deps);
+    const row = stopped
+      ? await lifecycle.stopWorker(trx, membership.organizationId, workerId, now)
+      : await lifecycle.startWorker(trx, membership.organizationId, workerId, now);
+    if (!row) throw workerNotFound();
+    await recordChange(trx, {
+      action: stopped ? 'worker.stopped' : 'worker.started',
+      target: { type: 'worker', id: workerId },
+      changes: changed({ stoppedAt: current.stopped_at }, { stoppedAt: row.stopped_at }),
+    });
+    return toWorker(row, deps);
+  });
+}
+
+/** A new host token, shown once; the old one stops matching at once (only its hash was stored). */
+export async function rotateToken(deps: AppDeps, membership: Membership, workerId: string): Promise<string> {
+  const hostToken = randomSecret('cpw');
+  await deps.db.transaction().execute(async (trx) => {
+    const current = await lifecycle.findWorkerForUpdate(trx, membership.organizationId, workerId);
+    if (!current) throw workerNotFound();
+    requireCreatorOrAdmin(membership, current);
+    const replaced = await lifecycle.replaceToken(trx, membership.organizationId, workerId, {
+      hash: sha256Hex(hostToken),
+      sealed: deps.secrets.encrypt(hostToken),
+      now: deps.clock.now(),
+    });
+    if (!replaced) throw workerNotFound();
+    // The token itself is never in the entry (recordChange would redact it anyway).
+    await recordChange(trx, { action: 'worker.token_rotated', target: { type: 'worker', id: workerId } });
+  });
+  return hostToken;
+}
