@@ -1127,6 +1127,246 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/capability-sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List capability sources
+         * @description One list of what the calling member can use right now: the suite capability (when the organization has configured its client; connected when the member has an account and the client has `chatSend`), the MCP connections granted to the member (connected = `connectedForMe`), and the enabled LLM providers the member may use. One query per kind.
+         */
+        get: operations["listCapabilitySources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List templates
+         * @description The organization's templates, newest first, without `content` (read one template for it). Every member sees every template of the organization.
+         */
+        get: operations["listTemplates"];
+        put?: never;
+        /**
+         * Create template
+         * @description Any member creates a template; `version` starts at 1. Content over 256 KiB is 413 and nothing is written.
+         */
+        post: operations["createTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/{templateId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                templateId: components["schemas"]["TemplateId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get template
+         * @description The template with its `content`; `ETag` carries its version.
+         */
+        get: operations["getTemplate"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete template (its creator or an admin)
+         * @description The creator, or a member with `templates.manage` (admins by default). With `If-Match` the template is deleted only at that version (else 412 `version_mismatch`).
+         */
+        delete: operations["deleteTemplate"];
+        options?: never;
+        head?: never;
+        /**
+         * Update template (its creator or an admin)
+         * @description The creator, or a member with `templates.manage` (admins by default); anyone else gets 403 reason `permission_required`. `version` grows by one when anything changes (a PATCH that changes nothing keeps it). With `If-Match: "<version>"` the change applies only to that version: a stale one gets 412 `version_mismatch` and nothing changes (of two concurrent PATCHes with the same `If-Match`, exactly one wins).
+         */
+        patch: operations["updateTemplate"];
+        trace?: never;
+    };
+    "/v1/llm-providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List LLM providers
+         * @description The providers the caller may use (organization admins; all), newest first. Never a key.
+         */
+        get: operations["listLlmProviders"];
+        put?: never;
+        /**
+         * Create LLM provider (admin)
+         * @description Needs `llmProviders.manage` (admins by default). The key is stored encrypted and never returned; the creator receives a manager grant. `defaultModel` must be one of `models`; `baseUrl` follows the egress policy. Over the plan's `llmProviders` limit: 402 `plan_limit_reached`, nothing written.
+         */
+        post: operations["createLlmProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/llm-providers/{providerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        /** Get LLM provider (viewer) */
+        get: operations["getLlmProvider"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete LLM provider (manager)
+         * @description Deletes the provider with its grants; workers stop receiving it at once.
+         */
+        delete: operations["deleteLlmProvider"];
+        options?: never;
+        head?: never;
+        /**
+         * Update LLM provider (manager)
+         * @description Fields left out keep their value; without `apiKey` the stored key is kept. An `apiKey` equal to the item's `keyHint` is refused (400 at `apiKey`).
+         */
+        patch: operations["updateLlmProvider"];
+        trace?: never;
+    };
+    "/v1/llm-providers/{providerId}/api-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Rotate the API key (manager)
+         * @description Replaces the stored key; `keyHint` and `keyUpdatedAt` change. The key is never returned.
+         */
+        put: operations["setLlmProviderKey"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/llm-providers/{providerId}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test the provider (manager)
+         * @description Calls the provider's model-list endpoint with the stored key under the egress policy (`openai`/`openai-compatible`: `GET {baseUrl}/models` with `Authorization: Bearer`; `anthropic`: `GET {baseUrl}/v1/models` with `x-api-key` and `anthropic-version: 2023-06-01`; `azure-openai`: `GET {baseUrl}/openai/models?api-version=…` with `api-key`; `google`: `GET {baseUrl}/v1beta/models` with `x-goog-api-key`), bounded by `LLM_PROVIDER_TIMEOUT_MS`. Any failure is 502 `llm_provider_error` naming the status; the key is never echoed.
+         */
+        post: operations["testLlmProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/llm-providers/{providerId}/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List LLM provider access grants (manager)
+         * @description Direct, team and org-wide grants (revoked ones included), newest first.
+         */
+        get: operations["listLlmProviderAccess"];
+        put?: never;
+        /**
+         * Grant LLM provider access (manager)
+         * @description viewer = may use the provider (it reaches the member's workers), manager = may edit it. Exactly one target; re-granting a target updates its role (200).
+         */
+        post: operations["grantLlmProviderAccess"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/llm-providers/{providerId}/access/{grantId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+                grantId: components["schemas"]["LlmProviderGrantId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke LLM provider access (manager)
+         * @description Soft-revokes one grant (takes effect at once, workers included); revoking twice keeps the first `removedAt`.
+         */
+        delete: operations["revokeLlmProviderAccess"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workers/{id}/llm-config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * LLM configuration for a worker (called by the worker)
+         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key; a missing or wrong token is 401). The enabled providers the worker's creator may use now, with their keys decrypted: the one place a key leaves the service. A revoked grant takes effect at once.
+         */
+        get: operations["getWorkerLlmConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workers": {
         parameters: {
             query?: never;
@@ -2258,6 +2498,170 @@ export interface components {
             };
             webUrl: string;
         };
+        CapabilitySource: {
+            /** @enum {string} */
+            kind: "suite-365" | "mcp-connection" | "llm-provider";
+            /** @description `suite-365` for the suite capability; else the connection's or provider's id. */
+            id: string;
+            name: string;
+            /** @description The member can use it now without doing anything. */
+            connected: boolean;
+            /**
+             * @description What the member must do first: `connect` (sign in: the suite or an OAuth MCP connection), `credential` (store a personal API key on a per-member MCP connection), or null (nothing the member can do: connected, or waiting on an admin).
+             * @enum {string|null}
+             */
+            needsAction: "connect" | "credential" | null;
+        };
+        CapabilitySourceList: {
+            items: components["schemas"]["CapabilitySource"][];
+        };
+        /** @description What the template configures, e.g. `worker` or `workspace.setup`. */
+        TemplateKind: string;
+        /** Format: typeid */
+        TemplateId: string;
+        /** @description A template as lists show it (without `content`). */
+        TemplateSummary: {
+            id: components["schemas"]["TemplateId"];
+            name: string;
+            description: string;
+            kind: string;
+            /** @description Starts at 1 and grows by one with every change; also sent as the ETag header (the version in double quotes). */
+            version: number;
+            createdByOrgMembershipId: string | null;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        TemplateList: {
+            items: components["schemas"]["TemplateSummary"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /** @description The configuration itself, any JSON object of at most 256 KiB (262144 bytes) as compact JSON. Larger content is refused with 413 `payload_too_large` and nothing is written. */
+        TemplateContent: {
+            [key: string]: unknown;
+        };
+        CreateTemplateRequest: {
+            name: string;
+            description?: string;
+            kind: components["schemas"]["TemplateKind"];
+            content: components["schemas"]["TemplateContent"];
+        };
+        Template: components["schemas"]["TemplateSummary"] & {
+            content: {
+                [key: string]: unknown;
+            };
+        };
+        TemplateItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["Template"];
+        };
+        VersionMismatchError: {
+            /** @constant */
+            error: "version_mismatch";
+            message: string;
+            /** @description The template's current version. */
+            version: number;
+        };
+        UpdateTemplateRequest: {
+            name?: string;
+            description?: string;
+            content?: components["schemas"]["TemplateContent"];
+        };
+        /** Format: typeid */
+        LlmProviderId: string;
+        /** @enum {string} */
+        LlmProviderKind: "openai" | "anthropic" | "azure-openai" | "google" | "openai-compatible";
+        LlmProvider: {
+            id: components["schemas"]["LlmProviderId"];
+            name: string;
+            provider: components["schemas"]["LlmProviderKind"];
+            /** @description As configured; null means the provider's public API. */
+            baseUrl: string | null;
+            apiVersion: string | null;
+            models: string[];
+            defaultModel: string | null;
+            enabled: boolean;
+            /** @constant */
+            keyConfigured: true;
+            /** @description '…' followed by the key's last four characters ('…' alone for a key shorter than 8). */
+            keyHint: string;
+            keyUpdatedAt: components["schemas"]["Timestamp"];
+            createdByOrgMembershipId: string | null;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        LlmProviderList: {
+            items: components["schemas"]["LlmProvider"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /**
+         * Format: uri
+         * @description The provider's API base (for `azure-openai` the resource endpoint). `https:` only, unless the host is inside `OUTBOUND_ALLOWED_NETWORKS`; a literal private, loopback or link-local address is refused (egress policy). Required for `azure-openai` and `openai-compatible`; the others default to the provider's public API.
+         */
+        LlmBaseUrl: string;
+        LlmApiVersion: string;
+        /** @description Write-only. Stored encrypted; never returned (see `keyHint`). */
+        LlmApiKey: string;
+        LlmModels: string[];
+        CreateLlmProviderRequest: {
+            name: string;
+            provider: components["schemas"]["LlmProviderKind"];
+            baseUrl?: components["schemas"]["LlmBaseUrl"];
+            apiVersion?: components["schemas"]["LlmApiVersion"];
+            apiKey: components["schemas"]["LlmApiKey"];
+            models?: components["schemas"]["LlmModels"];
+            /** @description One of `models`. */
+            defaultModel?: string;
+            /** @default true */
+            enabled: boolean;
+        };
+        LlmProviderItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["LlmProvider"];
+        };
+        /** @description Fields left out keep their value; without `apiKey` the stored key is kept. An `apiKey` equal to the item's `keyHint` is refused (400): the masked value is never saved over the real key. */
+        UpdateLlmProviderRequest: {
+            name?: string;
+            baseUrl?: components["schemas"]["LlmBaseUrl"] | null;
+            apiVersion?: components["schemas"]["LlmApiVersion"] | null;
+            apiKey?: components["schemas"]["LlmApiKey"];
+            models?: components["schemas"]["LlmModels"];
+            defaultModel?: string | null;
+            enabled?: boolean;
+        };
+        SetLlmProviderKeyRequest: {
+            apiKey: components["schemas"]["LlmApiKey"];
+        };
+        LlmProviderTestResult: {
+            ok: components["schemas"]["OkTrue"];
+            /** @constant */
+            reachable: true;
+            /** @description Model ids the provider lists (Google's without the `models/` prefix). */
+            models: string[];
+        };
+        LlmProviderError: {
+            /** @constant */
+            error: "llm_provider_error";
+            /** @description Names the provider's HTTP status (or the timeout); never carries the key. */
+            message: string;
+        };
+        /** Format: typeid */
+        LlmProviderGrantId: string;
+        /** @description A worker id (`wrk_…` as minted; the contract does not fix its format). */
+        WorkerId: string;
+        WorkerLlmProvider: {
+            id: components["schemas"]["LlmProviderId"];
+            provider: components["schemas"]["LlmProviderKind"];
+            /** @description The base URL to call (the provider's public API when none is configured). */
+            baseUrl: string;
+            apiVersion: string | null;
+            models: string[];
+            defaultModel: string | null;
+            /** @description The decrypted key: the one place a key leaves the service. */
+            apiKey: string;
+        };
+        WorkerLlmConfig: {
+            items: components["schemas"]["WorkerLlmProvider"][];
+        };
         /**
          * @description `pending`: created, never heard from; `online`: a heartbeat within `WORKER_STALE_AFTER`; `offline`: heartbeats stopped; `stopped`: stopped by a member.
          * @enum {string}
@@ -2304,8 +2708,6 @@ export interface components {
             /** @description The worker's secret: it authenticates the worker's own calls (`x-worker-token`) and is what the service presents to the worker's runtime. Shown only in this response. */
             hostToken: string;
         };
-        /** @description A worker id (`wrk_…` as minted; the contract does not fix its format). */
-        WorkerId: string;
         WorkerItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Worker"];
@@ -2705,13 +3107,18 @@ export interface components {
         CallbackErrorDescription: string;
         /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
         CallbackIss: string;
+        /** @description `"<version>"` (a template's ETag; a bare number is accepted too): apply only at that version, else 412 `version_mismatch`. `*` matches any version. */
+        IfMatchParameter: string;
         /** @description Entries created at or after this time (inclusive). */
         AuditFrom: string;
         /** @description Entries created before this time (exclusive). */
         AuditTo: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The template's version as a strong entity tag, e.g. `"3"`. */
+        TemplateETagHeader: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -5107,6 +5514,530 @@ export interface operations {
                     "application/json": components["schemas"]["SuiteApiError"];
                 };
             };
+            default: components["responses"]["Error"];
+        };
+    };
+    listCapabilitySources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The capability sources. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CapabilitySourceList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listTemplates: {
+        parameters: {
+            query?: {
+                /** @description Only templates of this kind. */
+                kind?: components["schemas"]["TemplateKind"];
+                /** @description Case-insensitive substring of the name. */
+                q?: string;
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of templates. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    ETag: components["headers"]["TemplateETagHeader"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                templateId: components["schemas"]["TemplateId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The template. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["TemplateETagHeader"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteTemplate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description `"<version>"` (a template's ETag; a bare number is accepted too): apply only at that version, else 412 `version_mismatch`. `*` matches any version. */
+                "If-Match"?: components["parameters"]["IfMatchParameter"];
+            };
+            path: {
+                templateId: components["schemas"]["TemplateId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The template is not at the version `If-Match` names. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionMismatchError"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    updateTemplate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description `"<version>"` (a template's ETag; a bare number is accepted too): apply only at that version, else 412 `version_mismatch`. `*` matches any version. */
+                "If-Match"?: components["parameters"]["IfMatchParameter"];
+            };
+            path: {
+                templateId: components["schemas"]["TemplateId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["TemplateETagHeader"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The template is not at the version `If-Match` names. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionMismatchError"];
+                };
+            };
+            413: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listLlmProviders: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of providers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LlmProviderList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createLlmProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateLlmProviderRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LlmProviderItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["Error"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getLlmProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LlmProviderItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteLlmProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateLlmProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateLlmProviderRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LlmProviderItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    setLlmProviderKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetLlmProviderKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Rotated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LlmProviderItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    testLlmProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider answered with its models. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LlmProviderTestResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The provider failed (its HTTP status, a timeout, an unreadable reply, or an address the egress policy refuses). */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LlmProviderError"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listLlmProviderAccess: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of grants. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    grantLlmProviderAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GrantAccessRequest"];
+            };
+        };
+        responses: {
+            /** @description The target's active grant got the new role. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
+                };
+            };
+            /** @description Granted. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    revokeLlmProviderAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                providerId: components["schemas"]["LlmProviderId"];
+                grantId: components["schemas"]["LlmProviderGrantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGrantItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getWorkerLlmConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The providers the worker's creator may use. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerLlmConfig"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             default: components["responses"]["Error"];
         };
     };

@@ -19,6 +19,8 @@ export interface Settings {
   /** Bound on each call to an MCP connection's OAuth token endpoint. */
   mcpOAuthTimeoutMs: number;
   workerRuntimeTimeoutMs: number;
+  /** Bound on each call to an LLM provider's API (the model-list test). */
+  llmProviderTimeoutMs: number;
   /** OUTBOUND_ALLOWED_NETWORKS: CIDRs tenant-supplied URLs may reach besides public addresses (src/outbound). */
   outboundAllowedNetworks: string[];
   /** A worker is online until this long after its last heartbeat (WORKER_STALE_AFTER). */
@@ -155,6 +157,7 @@ export function loadSettings(env: Env = process.env): Settings {
     suiteTimeoutMs: int(env, 'SUITE_TIMEOUT_MS', 30_000, 1),
     mcpOAuthTimeoutMs: int(env, 'MCP_OAUTH_TIMEOUT_MS', 10_000, 1),
     workerRuntimeTimeoutMs: int(env, 'WORKER_RUNTIME_TIMEOUT_MS', 5_000, 1),
+    llmProviderTimeoutMs: int(env, 'LLM_PROVIDER_TIMEOUT_MS', 10_000, 1),
     outboundAllowedNetworks: networks(env, 'OUTBOUND_ALLOWED_NETWORKS'),
     workerStaleAfterMs: duration(env, 'WORKER_STALE_AFTER', 120_000),
     logLevel,

@@ -8,7 +8,7 @@ import type { IdKind } from '../lib/ids';
  */
 export interface GrantedResource {
   /** Reason prefix and message word: `marketplace_manager_required`. */
-  name: 'marketplace' | 'plugin' | 'connector_instance' | 'mcp_connection';
+  name: 'marketplace' | 'plugin' | 'connector_instance' | 'mcp_connection' | 'llm_provider';
   label: string;
   ref: GrantTableRef;
   grantIdKind: IdKind;
@@ -52,4 +52,12 @@ export const MCP_CONNECTION: GrantedResource = {
   ref: { table: 'mcp_connection_grants', resourceColumn: 'connection_id' },
   grantIdKind: 'mcpConnectionGrant',
   listName: 'mcp_connection_grants',
+};
+
+export const LLM_PROVIDER: GrantedResource = {
+  name: 'llm_provider',
+  label: 'LLM provider',
+  ref: { table: 'llm_provider_grants', resourceColumn: 'llm_provider_id' },
+  grantIdKind: 'llmProviderGrant',
+  listName: 'llm_provider_grants',
 };

@@ -19,6 +19,9 @@ import { suiteHandlers } from '../suite/handlers';
 import { webhookHandlers } from '../webhooks/handlers';
 import { auditHandlers } from '../audit/handlers';
 import { billingHandlers } from '../plans/handlers';
+import { templateHandlers } from '../templates/handlers';
+import { llmProviderHandlers } from '../llm-providers/handlers';
+import { capabilitySourceHandlers } from '../capability-sources/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -43,6 +46,9 @@ export const handlers: Handlers = {
   ...webhookHandlers,
   ...auditHandlers,
   ...billingHandlers,
+  ...templateHandlers,
+  ...llmProviderHandlers,
+  ...capabilitySourceHandlers,
 };
 
 /**

@@ -26,6 +26,9 @@ export const ID_PREFIXES = {
   event: 'evt',
   webhook: 'whk',
   webhookDelivery: 'whd',
+  template: 'tpl',
+  llmProvider: 'llp',
+  llmProviderGrant: 'lpg',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -127,9 +127,9 @@ describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id,
     expect(wrong).toEqual([]);
   });
 
-  it(op.auth === 'session' ? 'refuses a valid API key (session only)' : 'accepts a valid API key', async () => {
+  it(op.auth === 'session' || op.auth === 'worker' ? `refuses a valid API key (${op.auth} only)` : 'accepts a valid API key', async () => {
     const req = requestFor(op);
-    if (op.auth === 'session') {
+    if (op.auth === 'session' || op.auth === 'worker') {
       const res = await expectUnchanged(() => send(t, req, { 'x-api-key': liveKey }));
       expect(res.status).toBe(401);
     } else if (op.method === 'get') {

@@ -214,6 +214,22 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
   );
   if (suite) secrets[`${label}.suiteClientSecret`] = suiteSecret;
 
+  // Organization resources: a template.
+  const template = await step('createTemplate', 'template', () => ownerApi.post('/v1/templates', { name: `${label} Template`, kind: 'worker', content: { image: 'node:20' } }));
+  put('tpl', template?.body.item?.id);
+  // An LLM provider holding a key, which the target may use (viewer).
+  const llmKey = `sk-hardening-${randomBytes(24).toString('hex')}`;
+  const llm = await step('createLlmProvider', 'LLM provider', () =>
+    ownerApi.post('/v1/llm-providers', { name: `${label} LLM`, provider: 'openai', apiKey: llmKey, models: ['gpt-4o'], defaultModel: 'gpt-4o' }),
+  );
+  const llmId: string | undefined = llm?.body.item?.id;
+  put('llp', llmId);
+  if (llm) secrets[`${label}.llmProviderKey`] = llmKey;
+  if (llmId) {
+    const g = await step('grantLlmProviderAccess', 'LLM provider grant', () => ownerApi.post(`/v1/llm-providers/${llmId}/access`, { orgMembershipId: target.memberId, role: 'viewer' }));
+    put('lpg', g?.body.item?.id);
+  }
+
   // Workers and telemetry.
   const worker = await step('createWorker', 'worker', () => ownerApi.post('/v1/workers', { name: `${label} Worker`, runtimeUrl: 'https://runtime.example.test/' }));
   const workerId: string | undefined = worker?.body.item?.id;

@@ -1,0 +1,7 @@
+import type { HandlerMap } from '../http/types';
+import { membershipOf } from '../access/roles';
+import { listCapabilitySources } from './service';
+
+export const capabilitySourceHandlers: HandlerMap<'listCapabilitySources'> = {
+  listCapabilitySources: async (ctx) => ({ status: 200, body: await listCapabilitySources(ctx.deps, membershipOf(ctx)) }),
+};

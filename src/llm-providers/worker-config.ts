@@ -1,0 +1,34 @@
+import type { components } from '../../generated/api';
+import type { AppDeps } from '../domain/deps';
+import type { WorkerPrincipal } from '../domain/principal';
+import { builtInPermissions, isBuiltInRole } from '../access/roles';
+import { managesAllResources } from '../access/resource-roles';
+import { Unauthorized } from '../lib/errors';
+import { effectiveApiVersion, effectiveBaseUrl } from './model-list';
+import * as store from './store';
+
+/**
+ * GET /v1/workers/{id}/llm-config (the worker's own token, `workerToken` scheme): the enabled
+ * providers the worker's creator may use at this moment, keys decrypted. Nothing is cached, so a
+ * revoked grant, a disabled provider or the creator leaving the organization applies at once.
+ */
+export async function workerLlmConfig(deps: AppDeps, worker: WorkerPrincipal, workerId: string): Promise<components['schemas']['WorkerLlmConfig']> {
+  if (worker.workerId !== workerId) throw new Unauthorized('The worker token is not valid for this worker.');
+  const creator = await store.workerCreator(deps.db, worker.organizationId, worker.workerId);
+  if (!creator) throw new Unauthorized('The worker token is not valid for this worker.');
+  if (creator.role === null) return { items: [] };
+  // A custom role's permissions are not known here: its grants alone decide.
+  const admin = isBuiltInRole(creator.role) && managesAllResources(builtInPermissions(creator.role));
+  const rows = await store.usableProviders(deps.db, { organizationId: worker.organizationId, memberId: creator.member_id, admin }, { withKeys: true });
+  return {
+    items: rows.map((row) => ({
+      id: row.id,
+      provider: row.provider,
+      baseUrl: effectiveBaseUrl(row.provider, row.base_url),
+      apiVersion: effectiveApiVersion(row.provider, row.api_version),
+      models: row.models,
+      defaultModel: row.default_model,
+      apiKey: deps.secrets.decrypt(row.api_key_sealed),
+    })),
+  };
+}
