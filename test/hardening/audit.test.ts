@@ -24,6 +24,7 @@ const EXEMPT: Record<string, string> = {
   startMcpConnect: 'starts an OAuth flow (a short-lived state row); the callback that connects the account is audited',
   startSuiteConnect: 'starts an OAuth flow (a short-lived state row); the callback that connects the account is audited',
   sendSuiteChatMessage: 'posts a message to the external suite; nothing of the organization changes',
+  testLlmProvider: "reads the provider's model list with the stored key; nothing of the organization changes",
 };
 
 type Prepared = { req: GenRequest; auth?: Record<string, string> };
@@ -56,6 +57,14 @@ const REQUESTS: Record<string, Builder> = {
   grantMarketplaceAccess: grantBody,
   grantPluginAccess: grantBody,
   grantConnectorInstanceAccess: grantBody,
+  grantLlmProviderAccess: grantBody,
+  createLlmProvider: async (t, w, op) => {
+    // The world's free plan holds its one provider already: give the organization room for another.
+    await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', w.owner.organizationId).execute();
+    return { req: { label: 'an admin adds a provider', method: op.method, url: op.path, body: { name: 'Audited LLM', provider: 'anthropic', apiKey: 'sk-ant-audited-0123456789' } } };
+  },
+  updateLlmProvider: async (_t, w, op) => ({ req: { label: 'rename the provider', method: op.method, url: urlFor(op, w), body: { name: 'Renamed LLM' } } }),
+  setLlmProviderKey: async (_t, w, op) => ({ req: { label: 'rotate the key', method: op.method, url: urlFor(op, w), body: { apiKey: 'sk-rotated-0123456789' } } }),
   addMarketplacePlugin: async (t, w, op) => {
     const plugin = await t.http.post('/v1/plugins').set(...bearer(w.owner.token)).send({ name: `Listed ${uniqueEmail('p')}` });
     return { req: { label: 'publish a plugin', method: op.method, url: urlFor(op, w), body: { pluginId: plugin.body.item.id } } };
