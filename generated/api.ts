@@ -1893,6 +1893,274 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/scim/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List SCIM tokens (admin)
+         * @description Tokens not revoked, newest first. Never a token or a hash.
+         */
+        get: operations["listScimTokens"];
+        put?: never;
+        /**
+         * Create a SCIM token (admin, session only)
+         * @description A bearer token for the organization's identity provider to call `/scim/v2`. Shown only in this response (as `token`); only its SHA-256 hash is stored. Needs `scim.manage`, a signed-in session, and the plan feature `scim` (402 `enterprise_plan_required`).
+         */
+        post: operations["createScimToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/scim/tokens/{tokenId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tokenId: components["schemas"]["ScimTokenId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a SCIM token (admin, session only)
+         * @description The token stops working at once. 404 `scim_token_not_found` for an unknown or already revoked token.
+         */
+        delete: operations["revokeScimToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ServiceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * SCIM service provider configuration
+         * @description What the endpoint supports (RFC 7643 §5): PATCH and filters yes; bulk, sort, ETags and password change no.
+         */
+        get: operations["scimGetServiceProviderConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * SCIM resource types
+         * @description A ListResponse of the User (with the enterprise extension) and Group resource types.
+         */
+        get: operations["scimListResourceTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * One SCIM resource type
+         * @description `User` or `Group`; anything else is 404.
+         */
+        get: operations["scimGetResourceType"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * SCIM schemas
+         * @description A ListResponse of the core User and Group schemas and the enterprise User extension (RFC 7643 §7).
+         */
+        get: operations["scimListSchemas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas/{schemaId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schemaId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * One SCIM schema
+         * @description By its URN; an unknown URN is 404.
+         */
+        get: operations["scimGetSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List or filter SCIM Users (members)
+         * @description The organization's members as Users, oldest first, paged by `startIndex`/`count` in the database; `totalResults` counts every match.
+         */
+        get: operations["scimListUsers"];
+        put?: never;
+        /**
+         * Provision a member (SCIM create)
+         * @description Creates the user account (without a password) and the member, role `member`. `userName` is the e-mail. 409 `uniqueness` when a member has that e-mail, or when an account with that e-mail exists and its domain is not verified by the organization. `password` is accepted and ignored. Plan seat limits apply.
+         */
+        post: operations["scimCreateUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The member id; any other value is 404. */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a SCIM User
+         * @description One member as a User.
+         */
+        get: operations["scimGetUser"];
+        /**
+         * Replace a SCIM User
+         * @description Full replace (Okta). `active: false` suspends; the owner cannot be suspended (400 `mutability`). A changed `userName` is 400 `mutability` unless its domain is verified by the organization and the user belongs to no other organization.
+         */
+        put: operations["scimReplaceUser"];
+        post?: never;
+        /**
+         * Deprovision a member
+         * @description Removes the member as `DELETE /v1/members/{memberId}` does (the user account stays). The owner cannot be deleted (400 `mutability`).
+         */
+        delete: operations["scimDeleteUser"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch a SCIM User
+         * @description add / replace / remove with or without `path` (Entra ID and Okta forms). Answers 200 with the User.
+         */
+        patch: operations["scimPatchUser"];
+        trace?: never;
+    };
+    "/scim/v2/Groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List or filter SCIM Groups (teams)
+         * @description Teams as Groups, oldest first. `excludedAttributes=members` skips reading members.
+         */
+        get: operations["scimListGroups"];
+        put?: never;
+        /**
+         * Create a team (SCIM create)
+         * @description `displayName` is the team name (unique ignoring case: 409 `uniqueness`); `members[].value` must be member ids of the organization (else 400 `invalidValue`, nothing created).
+         */
+        post: operations["scimCreateGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups/{groupId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The team id; any other value is 404. */
+                groupId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a SCIM Group
+         * @description One team as a Group.
+         */
+        get: operations["scimGetGroup"];
+        /**
+         * Replace a SCIM Group
+         * @description Full replace of `displayName`, `externalId` and `members`.
+         */
+        put: operations["scimReplaceGroup"];
+        post?: never;
+        /**
+         * Delete a team (SCIM)
+         * @description Deletes the team; its members stay members.
+         */
+        delete: operations["scimDeleteGroup"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch a SCIM Group
+         * @description Add and remove members (`path: members`, `members[value eq "…"]`), replace `displayName`. A member id that is not a member of the organization is 400 `invalidValue` and nothing changes.
+         */
+        patch: operations["scimPatchGroup"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1958,6 +2226,11 @@ export interface components {
             organizationId: components["schemas"]["OrganizationId"];
             userId: components["schemas"]["UserId"];
             role: components["schemas"]["Role"];
+            /**
+             * @description `suspended` while the organization's identity provider has the member `active: false` through SCIM: their sessions no longer reach the organization and their API keys are revoked.
+             * @enum {string}
+             */
+            status: "active" | "suspended";
             createdAt: components["schemas"]["Timestamp"];
             user: components["schemas"]["MemberUser"];
         };
@@ -3018,6 +3291,99 @@ export interface components {
             /** @description The first entry, in chain order, whose hash or link does not match; null when `ok`. */
             firstBrokenId: string | null;
         };
+        /** Format: typeid */
+        ScimTokenId: string;
+        ScimToken: {
+            id: components["schemas"]["ScimTokenId"];
+            name: string;
+            /** @description The token's first characters, to recognise it in a list. */
+            prefix: string;
+            createdAt: components["schemas"]["Timestamp"];
+            lastUsedAt: components["schemas"]["NullableTimestamp"];
+        };
+        ScimTokenList: {
+            items: components["schemas"]["ScimToken"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /** @description RFC 7644 §3.12 error. `status` is the HTTP status as a string. */
+        ScimError: {
+            schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+            status: string;
+            /** @enum {string} */
+            scimType?: "invalidFilter" | "tooMany" | "uniqueness" | "mutability" | "invalidSyntax" | "invalidPath" | "noTarget" | "invalidValue" | "invalidVers" | "sensitive";
+            detail?: string;
+        };
+        ScimServiceProviderConfig: {
+            [key: string]: unknown;
+        };
+        ScimListResponse: {
+            schemas: "urn:ietf:params:scim:api:messages:2.0:ListResponse"[];
+            totalResults: number;
+            startIndex: number;
+            /** @description The number of resources on this page. */
+            itemsPerPage: number;
+            Resources: Record<string, never>[];
+        };
+        ScimResourceType: {
+            [key: string]: unknown;
+        };
+        ScimSchema: {
+            [key: string]: unknown;
+        };
+        ScimMeta: {
+            resourceType: string;
+            created?: components["schemas"]["Timestamp"];
+            lastModified?: components["schemas"]["Timestamp"];
+            location?: string;
+            version?: string;
+        };
+        /** @description A member as a SCIM User: `id` = member id, `userName` = e-mail, `active` = not suspended, plus `externalId`, `name`, `displayName`, `emails`, the enterprise extension and any attribute the identity provider sent, returned as given. `password` is never returned. */
+        ScimUser: {
+            schemas: string[];
+            id: string;
+            externalId?: string;
+            userName?: string;
+            active?: boolean;
+            meta?: components["schemas"]["ScimMeta"];
+        } & {
+            [key: string]: unknown;
+        };
+        ScimUserList: components["schemas"]["ScimListResponse"] & {
+            Resources?: components["schemas"]["ScimUser"][];
+        };
+        /** @description A SCIM User or Group as the identity provider sends it. Attribute names are matched ignoring case; `"True"`/`"False"` are read as booleans; `null` is an absent value; `password` is accepted and ignored. */
+        ScimResourceWrite: {
+            [key: string]: unknown;
+        };
+        /** @description RFC 7644 §3.5.2 PatchOp. `op` is add, replace or remove in any case; `path` may be an attribute (`active`, `name.givenName`, the enterprise URN and a sub-attribute), a filtered value path (`emails[type eq "work"].value`, `members[value eq "…"]`), or absent (then `value` is an object whose keys are attribute paths). */
+        ScimPatchOp: {
+            schemas?: string[];
+            Operations: {
+                op: string;
+                path?: string;
+                value?: unknown;
+            }[];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A team as a SCIM Group; `members[].value` are member ids. */
+        ScimGroup: {
+            schemas: string[];
+            id: string;
+            externalId?: string;
+            displayName?: string;
+            members?: {
+                value: string;
+                display?: string;
+                $ref?: string;
+            }[];
+            meta?: components["schemas"]["ScimMeta"];
+        } & {
+            [key: string]: unknown;
+        };
+        ScimGroupList: components["schemas"]["ScimListResponse"] & {
+            Resources?: components["schemas"]["ScimGroup"][];
+        };
     };
     responses: {
         /** @description Any other failure (413, 415, 429, 5xx, 503 `service_unavailable`). */
@@ -3093,6 +3459,66 @@ export interface components {
                 "application/json": components["schemas"]["PlanLimitReachedError"];
             };
         };
+        /** @description A SCIM error (RFC 7644 §3.12) with `scimType` where one applies. */
+        ScimError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/scim+json": components["schemas"]["ScimError"];
+                "application/json": components["schemas"]["ScimError"];
+            };
+        };
+        /** @description A ListResponse. */
+        ListResponse: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/scim+json": components["schemas"]["ScimListResponse"];
+                "application/json": components["schemas"]["ScimListResponse"];
+            };
+        };
+        /** @description A ListResponse of Users. */
+        UserList: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/scim+json": components["schemas"]["ScimUserList"];
+                "application/json": components["schemas"]["ScimUserList"];
+            };
+        };
+        /** @description The User. */
+        User: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/scim+json": components["schemas"]["ScimUser"];
+                "application/json": components["schemas"]["ScimUser"];
+            };
+        };
+        /** @description A ListResponse of Groups. */
+        GroupList: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/scim+json": components["schemas"]["ScimGroupList"];
+                "application/json": components["schemas"]["ScimGroupList"];
+            };
+        };
+        /** @description The Group. */
+        Group: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/scim+json": components["schemas"]["ScimGroup"];
+                "application/json": components["schemas"]["ScimGroup"];
+            };
+        };
     };
     parameters: {
         /** @description Page size. */
@@ -3113,6 +3539,10 @@ export interface components {
         AuditFrom: string;
         /** @description Entries created before this time (exclusive). */
         AuditTo: string;
+        /** @description Comma-separated attribute paths to return (`id` and `schemas` always come back). */
+        AttributesParam: string;
+        /** @description Comma-separated attribute paths to leave out. */
+        ExcludedAttributesParam: string;
     };
     requestBodies: never;
     headers: {
@@ -7064,6 +7494,508 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
+        };
+    };
+    listScimTokens: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of SCIM tokens. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimTokenList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createScimToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        item: components["schemas"]["ScimToken"];
+                        /** @description The token; the identity provider sends it as `Authorization: Bearer <token>`. Shown only here. */
+                        token: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["Error"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    revokeScimToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tokenId: components["schemas"]["ScimTokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    scimGetServiceProviderConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configuration. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimServiceProviderConfig"];
+                    "application/json": components["schemas"]["ScimServiceProviderConfig"];
+                };
+            };
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimListResourceTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ListResponse"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimGetResourceType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource type. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimResourceType"];
+                    "application/json": components["schemas"]["ScimResourceType"];
+                };
+            };
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            404: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimListSchemas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ListResponse"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimGetSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schemaId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schema. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimSchema"];
+                    "application/json": components["schemas"]["ScimSchema"];
+                };
+            };
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            404: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimListUsers: {
+        parameters: {
+            query?: {
+                /** @description RFC 7644 §3.4.2.2 filter: eq ne co sw ew pr gt ge lt le, and, or, not, parentheses and value paths (`emails[type eq "work"]`). Attribute names, and `userName`, `emails.value` and `displayName` values, compare ignoring case. */
+                filter?: string;
+                /** @description 1-based index of the first result (below 1 is read as 1). */
+                startIndex?: number;
+                /** @description Results per page (negative is read as 0; at most `maxResults` of the ServiceProviderConfig). */
+                count?: number;
+                /** @description Comma-separated attribute paths to return (`id` and `schemas` always come back). */
+                attributes?: components["parameters"]["AttributesParam"];
+                /** @description Comma-separated attribute paths to leave out. */
+                excludedAttributes?: components["parameters"]["ExcludedAttributesParam"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["UserList"];
+            400: components["responses"]["ScimError"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimCreateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/scim+json": components["schemas"]["ScimResourceWrite"];
+                "application/json": components["schemas"]["ScimResourceWrite"];
+            };
+        };
+        responses: {
+            201: components["responses"]["User"];
+            400: components["responses"]["ScimError"];
+            401: components["responses"]["ScimError"];
+            402: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            409: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimGetUser: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated attribute paths to return (`id` and `schemas` always come back). */
+                attributes?: components["parameters"]["AttributesParam"];
+                /** @description Comma-separated attribute paths to leave out. */
+                excludedAttributes?: components["parameters"]["ExcludedAttributesParam"];
+            };
+            header?: never;
+            path: {
+                /** @description The member id; any other value is 404. */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["User"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            404: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimReplaceUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The member id; any other value is 404. */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/scim+json": components["schemas"]["ScimResourceWrite"];
+                "application/json": components["schemas"]["ScimResourceWrite"];
+            };
+        };
+        responses: {
+            200: components["responses"]["User"];
+            400: components["responses"]["ScimError"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            404: components["responses"]["ScimError"];
+            409: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimDeleteUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The member id; any other value is 404. */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ScimError"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            404: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimPatchUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The member id; any other value is 404. */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/scim+json": components["schemas"]["ScimPatchOp"];
+                "application/json": components["schemas"]["ScimPatchOp"];
+            };
+        };
+        responses: {
+            200: components["responses"]["User"];
+            400: components["responses"]["ScimError"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            404: components["responses"]["ScimError"];
+            409: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimListGroups: {
+        parameters: {
+            query?: {
+                /** @description RFC 7644 §3.4.2.2 filter: eq ne co sw ew pr gt ge lt le, and, or, not, parentheses and value paths (`emails[type eq "work"]`). Attribute names, and `userName`, `emails.value` and `displayName` values, compare ignoring case. */
+                filter?: string;
+                /** @description 1-based index of the first result (below 1 is read as 1). */
+                startIndex?: number;
+                /** @description Results per page (negative is read as 0; at most `maxResults` of the ServiceProviderConfig). */
+                count?: number;
+                /** @description Comma-separated attribute paths to return (`id` and `schemas` always come back). */
+                attributes?: components["parameters"]["AttributesParam"];
+                /** @description Comma-separated attribute paths to leave out. */
+                excludedAttributes?: components["parameters"]["ExcludedAttributesParam"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["GroupList"];
+            400: components["responses"]["ScimError"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimCreateGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/scim+json": components["schemas"]["ScimResourceWrite"];
+                "application/json": components["schemas"]["ScimResourceWrite"];
+            };
+        };
+        responses: {
+            201: components["responses"]["Group"];
+            400: components["responses"]["ScimError"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            409: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimGetGroup: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated attribute paths to return (`id` and `schemas` always come back). */
+                attributes?: components["parameters"]["AttributesParam"];
+                /** @description Comma-separated attribute paths to leave out. */
+                excludedAttributes?: components["parameters"]["ExcludedAttributesParam"];
+            };
+            header?: never;
+            path: {
+                /** @description The team id; any other value is 404. */
+                groupId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Group"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            404: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimReplaceGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The team id; any other value is 404. */
+                groupId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/scim+json": components["schemas"]["ScimResourceWrite"];
+                "application/json": components["schemas"]["ScimResourceWrite"];
+            };
+        };
+        responses: {
+            200: components["responses"]["Group"];
+            400: components["responses"]["ScimError"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            404: components["responses"]["ScimError"];
+            409: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimDeleteGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The team id; any other value is 404. */
+                groupId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            404: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
+        };
+    };
+    scimPatchGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The team id; any other value is 404. */
+                groupId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/scim+json": components["schemas"]["ScimPatchOp"];
+                "application/json": components["schemas"]["ScimPatchOp"];
+            };
+        };
+        responses: {
+            200: components["responses"]["Group"];
+            400: components["responses"]["ScimError"];
+            401: components["responses"]["ScimError"];
+            403: components["responses"]["ScimError"];
+            404: components["responses"]["ScimError"];
+            409: components["responses"]["ScimError"];
+            default: components["responses"]["ScimError"];
         };
     };
 }

@@ -36,6 +36,8 @@ export interface Settings {
   auditBenchDisable: boolean;
   /** Webhook delivery (src/webhooks/). */
   webhooks: WebhookSettings;
+  /** SCIM: the most resources one /scim/v2 list returns (`count` above it is cut to it). */
+  scimMaxResults: number;
   /** Rate limits (src/protection/rate-limit.ts); null turns one off. */
   rateLimits: RateLimitSettings;
 }
@@ -134,6 +136,12 @@ function networks(env: Env, name: string): string[] {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+function scimMaxResults(env: Env): number {
+  const value = int(env, 'SCIM_MAX_RESULTS', 200, 1);
+  if (value > 1000) throw new SettingsError(`SCIM_MAX_RESULTS must be at most 1000, got "${env.SCIM_MAX_RESULTS}"`);
+  return value;
+}
+
 export function loadSettings(env: Env = process.env): Settings {
   const port = int(env, 'PORT', 3000);
   if (port > 65535) throw new SettingsError(`PORT must be at most 65535, got "${env.PORT}"`);
@@ -175,6 +183,7 @@ export function loadSettings(env: Env = process.env): Settings {
       endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1),
       pollMs: int(env, 'WEBHOOK_POLL_MS', 100, 10),
     },
+    scimMaxResults: scimMaxResults(env),
     rateLimits: {
       signInEmail: rateLimit(env, 'RATE_LIMIT_SIGN_IN_EMAIL', '10/15m'),
       signInIp: rateLimit(env, 'RATE_LIMIT_SIGN_IN_IP', '100/15m'),

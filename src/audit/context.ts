@@ -33,8 +33,7 @@ export interface AuditContext {
  */
 export function actorOf(principal: AnyPrincipal | null): Actor {
   if (!principal) return { type: 'system', id: null, memberId: null };
-  // Kinds other areas add (SCIM tokens) join the AnyPrincipal union and get their case here.
-  const p = principal as AnyPrincipal | { kind: 'scim'; scimTokenId?: string | null };
+  const p = principal;
   switch (p.kind) {
     case 'apiKey':
       return { type: 'api_key', id: p.apiKeyId, memberId: p.membership?.memberId ?? null };
@@ -43,14 +42,14 @@ export function actorOf(principal: AnyPrincipal | null): Actor {
     case 'worker':
       return { type: 'worker', id: p.workerId, memberId: null };
     case 'scim':
-      return { type: 'scim', id: p.scimTokenId ?? null, memberId: null };
+      return { type: 'scim', id: p.scimTokenId, memberId: null };
   }
 }
 
 /** The organization a principal acts in. */
 function organizationOf(principal: AnyPrincipal | null): string | null {
   if (!principal) return null;
-  if (principal.kind === 'worker') return principal.organizationId;
+  if (principal.kind === 'worker' || principal.kind === 'scim') return principal.organizationId;
   return principal.membership?.organizationId ?? principal.activeOrganizationId ?? null;
 }
 

@@ -51,7 +51,7 @@ export async function findUserById(db: Db, id: string): Promise<UserRow | undefi
 }
 
 /** The only read of a password hash; it never leaves the auth service. */
-export async function findCredentials(db: Db, email: string): Promise<(UserRow & { password_hash: string }) | undefined> {
+export async function findCredentials(db: Db, email: string): Promise<(UserRow & { password_hash: string | null }) | undefined> {
   return db
     .selectFrom('users')
     .select([...USER_COLUMNS, 'password_hash'])

@@ -1,4 +1,4 @@
-import type { Generated, Kysely, Transaction } from 'kysely';
+import type { ColumnType, Generated, Kysely, Transaction } from 'kysely';
 import type { Timestamp } from './columns';
 import type { ConnectedAccountTables } from '../connected-accounts/tables';
 import type { PeopleTables } from '../invitations/tables';
@@ -10,6 +10,7 @@ import type { AuditTables } from '../audit/tables';
 import type { PlanTables } from '../plans/tables';
 import type { WebhookTables } from '../webhooks/tables';
 import type { ResourceTables } from '../templates/tables';
+import type { ScimTables } from '../scim/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -30,7 +31,8 @@ export interface UsersTable {
   email_normalized: string;
   name: string | null;
   image: string | null;
-  password_hash: string;
+  /** Null for a user provisioned by SCIM: they sign in through SSO, never with a password. */
+  password_hash: string | null;
   is_platform_admin: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -51,6 +53,12 @@ export interface MembersTable {
   role: string;
   created_at: Timestamp;
   removed_at: Timestamp | null;
+  /** Set while SCIM has the member `active: false`: their sessions and keys stop reaching the organization. */
+  suspended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** SCIM `externalId` and the SCIM attributes the service does not model, as the IdP sent them. */
+  external_id: ColumnType<string | null, string | null | undefined, string | null>;
+  scim_attributes: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  updated_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface SessionsTable {
@@ -69,6 +77,8 @@ export interface TeamsTable {
   name: string;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** SCIM Group `externalId`. */
+  external_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface TeamMembersTable {
@@ -103,7 +113,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

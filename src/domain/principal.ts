@@ -41,8 +41,15 @@ export interface WorkerPrincipal {
   organizationId: string;
 }
 
-/** Any authenticated caller; new credential kinds (SCIM tokens) join this union. */
-export type AnyPrincipal = Principal | WorkerPrincipal;
+/** An organization's identity provider calling /scim/v2 with a SCIM token. */
+export interface ScimPrincipal {
+  kind: 'scim';
+  scimTokenId: string;
+  organizationId: string;
+}
+
+/** Any authenticated caller; new credential kinds join this union. */
+export type AnyPrincipal = Principal | WorkerPrincipal | ScimPrincipal;
 
 export function isUserPrincipal(principal: AnyPrincipal): principal is Principal {
   return principal.kind === 'session' || principal.kind === 'apiKey';

@@ -22,6 +22,7 @@ import { billingHandlers } from '../plans/handlers';
 import { templateHandlers } from '../templates/handlers';
 import { llmProviderHandlers } from '../llm-providers/handlers';
 import { capabilitySourceHandlers } from '../capability-sources/handlers';
+import { scimProtocolHandlers, scimTokenHandlers } from '../scim/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -49,6 +50,8 @@ export const handlers: Handlers = {
   ...templateHandlers,
   ...llmProviderHandlers,
   ...capabilitySourceHandlers,
+  ...scimTokenHandlers,
+  ...scimProtocolHandlers,
 };
 
 /**

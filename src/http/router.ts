@@ -11,7 +11,7 @@ import { contract, createBackend, initBackend, toBackendRequest } from './openap
 import { installFastRouting } from './fast-router';
 import { nulInRequest } from '../protection/nul';
 import { malformedEncoding } from './encoding';
-import { errorToResult, validationDetails } from './errors';
+import { errorToResult, shapeForRoute, validationDetails } from './errors';
 import { sessionLoaders } from './registry';
 import { contextOfRequest, withAuditContext } from '../audit';
 import type { HandlerContext, Handlers, HttpResult, OperationId } from './types';
@@ -107,6 +107,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       } catch (err) {
         result = errorToResult(err, req.log ?? deps.logger);
       }
+      result = shapeForRoute(c.request.path, result);
       return options.validateResponses ? checkResponse(operationId, result, req) : result;
     });
   }
@@ -147,8 +148,9 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
   };
 }
 
-export function send(res: Response, result: HttpResult): void {
+export function send(res: Response, answer: HttpResult): void {
   if (res.headersSent) return;
+  const result = shapeForRoute(res.req.path, answer);
   for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
   if (result.stream) {
     res.status(result.status);

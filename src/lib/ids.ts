@@ -29,6 +29,7 @@ export const ID_PREFIXES = {
   template: 'tpl',
   llmProvider: 'llp',
   llmProviderGrant: 'lpg',
+  scimToken: 'sct',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

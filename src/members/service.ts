@@ -38,7 +38,11 @@ export async function changeRole(deps: AppDeps, membership: Membership, memberId
  */
 export async function removeMember(deps: AppDeps, membership: Membership, memberId: string): Promise<void> {
   if (memberId !== membership.memberId) authorize(membership, 'members.remove');
-  const { organizationId } = membership;
+  await removeFromOrganization(deps, membership.organizationId, memberId);
+}
+
+/** The removal itself, for the members route and SCIM deprovisioning alike. */
+export async function removeFromOrganization(deps: AppDeps, organizationId: string, memberId: string): Promise<void> {
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
     const removed = await store.markRemoved(trx, organizationId, memberId, now);

@@ -15,6 +15,7 @@ function memberQuery(db: Db, organizationId: string) {
       'm.user_id',
       sql<Role>`m.role`.as('role'),
       'm.created_at',
+      'm.suspended_at',
       'u.name as user_name',
       'u.email as user_email',
       'u.image as user_image',

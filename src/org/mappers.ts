@@ -30,6 +30,7 @@ export function toMember(row: MemberRow): Schemas['Member'] {
     organizationId: row.organization_id,
     userId: row.user_id,
     role: row.role,
+    status: row.suspended_at ? 'suspended' : 'active',
     createdAt: row.created_at.toISOString(),
     user: { id: row.user_id, name: row.user_name, email: row.user_email, image: row.user_image },
   };

@@ -29,6 +29,8 @@ export interface MemberRow {
   user_name: string | null;
   user_email: string;
   user_image: string | null;
+  /** Set while SCIM has suspended the member; absent where only active members are read. */
+  suspended_at?: Date | null;
 }
 
 export interface TeamRow {
@@ -178,7 +180,7 @@ export async function organizationContext(db: Db, organizationId: string, member
   const result = await sql<ContextColumns>`${preparedAs('org_context')}
     SELECT ${CONTEXT_COLUMNS}
     FROM members m JOIN users u ON u.id = m.user_id ${CONTEXT_JOINS}
-    WHERE m.organization_id = ${organizationId} AND m.id = ${memberId} AND m.removed_at IS NULL`.execute(db);
+    WHERE m.organization_id = ${organizationId} AND m.id = ${memberId} AND m.removed_at IS NULL AND m.suspended_at IS NULL`.execute(db);
   return result.rows[0] ? toContextRows(result.rows[0]) : undefined;
 }
 
@@ -201,6 +203,7 @@ export async function membershipsOfUser(db: Db, userId: string): Promise<{ id: s
     .select(['o.id', 'o.name', sql<Role>`m.role`.as('role'), 'm.created_at as joinedAt'])
     .where('m.user_id', '=', userId)
     .where('m.removed_at', 'is', null)
+    .where('m.suspended_at', 'is', null)
     .orderBy('m.created_at', 'desc')
     .orderBy('m.id', 'desc')
     .execute();

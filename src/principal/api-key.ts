@@ -18,6 +18,7 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
     .where('k.key_hash', '=', sha256Hex(key))
     .where('k.revoked_at', 'is', null)
     .where('m.removed_at', 'is', null)
+    .where('m.suspended_at', 'is', null)
     .where((eb) => eb.or([eb('k.expires_at', 'is', null), eb('k.expires_at', '>', now)]))
     .executeTakeFirst();
   if (!row) return null;

@@ -3,3 +3,4 @@ export { CREDENTIAL_RESOLVERS, credentialReader, type SchemeDefinition, type Ses
 export { principalFromSession, principalFromSessionWith, type SessionPreload } from './session';
 export { principalFromApiKey } from './api-key';
 export { principalFromWorkerToken } from './worker-token';
+export { principalFromScimToken } from './scim-token';

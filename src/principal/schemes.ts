@@ -3,6 +3,7 @@ import type { AnyPrincipal, Principal } from '../domain/principal';
 import { principalFromApiKey } from './api-key';
 import { principalFromSession } from './session';
 import { principalFromWorkerToken } from './worker-token';
+import { principalFromScimToken } from './scim-token';
 
 /**
  * Every kind of credential the service accepts, by the name of its security scheme in the spec
@@ -27,6 +28,7 @@ export const CREDENTIAL_RESOLVERS: Record<string, CredentialResolver> = {
   bearerAuth: ({ db, secret, now, sessionLoader }) => (sessionLoader ?? principalFromSession)(db, secret, now),
   orgApiKey: ({ db, secret, now }) => principalFromApiKey(db, secret, now),
   workerToken: ({ db, secret }) => principalFromWorkerToken(db, secret),
+  scimBearer: ({ db, secret, now }) => principalFromScimToken(db, secret, now),
 };
 
 /** A security scheme as the spec declares it (the subset the service supports). */

@@ -29,7 +29,8 @@ interface SessionColumns {
 
 /**
  * The one definition of a live session: its token hash matches, it is not revoked or expired;
- * its membership counts only in the session's active organization and only while not removed.
+ * its membership counts only in the session's active organization and only while not removed or
+ * suspended (a member SCIM set `active: false` keeps the session, which no longer reaches the organization).
  * Every session check (every request with a session, and GET /v1/org's preload) runs this query.
  */
 function sessionQuery(tokenHash: string, now: Date, preload?: SessionPreload<unknown>) {
@@ -38,7 +39,7 @@ function sessionQuery(tokenHash: string, now: Date, preload?: SessionPreload<unk
       m.id AS principal_member_id, m.role AS principal_role ${preload ? sql`, ${preload.columns}` : sql``}
     FROM sessions s
     JOIN users u ON u.id = s.user_id
-    LEFT JOIN members m ON m.organization_id = s.active_organization_id AND m.user_id = s.user_id AND m.removed_at IS NULL
+    LEFT JOIN members m ON m.organization_id = s.active_organization_id AND m.user_id = s.user_id AND m.removed_at IS NULL AND m.suspended_at IS NULL
     ${preload ? preload.joins : sql``}
     WHERE s.token_hash = ${tokenHash} AND s.revoked_at IS NULL AND s.expires_at > ${now}`;
 }

@@ -12,6 +12,7 @@ import * as workerLifecycle from './20261123_0500_worker_lifecycle';
 import * as audit from './20261123_0600_audit';
 import * as webhooks from './20261123_0700_webhooks';
 import * as auditHeadTime from './20261123_0710_audit_head_time';
+import * as scim from './20261123_0800_scim';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '20261123_0600_audit': audit,
   '20261123_0700_webhooks': webhooks,
   '20261123_0710_audit_head_time': auditHeadTime,
+  '20261123_0800_scim': scim,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,61 @@
+import type { components } from '../../generated/api';
+import type { AppDeps, Membership, Principal } from '../http/types';
+import { CodedError, NotFound } from '../lib/errors';
+import { newId } from '../lib/ids';
+import { randomSecret, sha256Hex } from '../lib/crypto';
+import type { PageRequest } from '../lib/pagination';
+import { authorize, requireSession } from '../access/roles';
+import { hasScimFeature } from './plan';
+import * as store from './token-store';
+import type { ScimTokenRow } from './token-store';
+
+const TOKEN_PREFIX = 'cpscim';
+/** Enough of the token to recognise it in a list, far too little to guess the rest. */
+const VISIBLE_PREFIX_LENGTH = 14;
+
+export function toScimToken(row: ScimTokenRow): components['schemas']['ScimToken'] {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    createdAt: row.created_at.toISOString(),
+    lastUsedAt: row.last_used_at?.toISOString() ?? null,
+  };
+}
+
+export async function createToken(deps: AppDeps, principal: Principal, membership: Membership, input: { name: string }) {
+  requireSession(principal);
+  authorize(membership, 'scim.manage');
+  if (!(await hasScimFeature(deps.db, deps.settings, membership.organizationId))) {
+    throw new CodedError(402, 'enterprise_plan_required', 'SCIM provisioning needs the enterprise plan.', { feature: 'scim' });
+  }
+  const token = randomSecret(TOKEN_PREFIX);
+  const row = await store.insertToken(deps.db, {
+    id: newId('scimToken'),
+    organizationId: membership.organizationId,
+    memberId: membership.memberId,
+    name: input.name,
+    prefix: token.slice(0, VISIBLE_PREFIX_LENGTH),
+    tokenHash: sha256Hex(token),
+    now: deps.clock.now(),
+  });
+  return { item: toScimToken(row), token };
+}
+
+export async function listTokens(deps: AppDeps, membership: Membership, page: PageRequest) {
+  authorize(membership, 'scim.manage');
+  return deps.cursors.page(
+    'scim-tokens',
+    page,
+    async (after, take) => (await store.listTokens(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    (row) => toScimToken(row),
+  );
+}
+
+export async function revokeToken(deps: AppDeps, principal: Principal, membership: Membership, tokenId: string): Promise<void> {
+  requireSession(principal);
+  authorize(membership, 'scim.manage');
+  if (!(await store.revokeToken(deps.db, membership.organizationId, tokenId, deps.clock.now()))) {
+    throw new NotFound('scim_token_not_found', 'The SCIM token could not be found.');
+  }
+}
