@@ -20,6 +20,7 @@ import { scenarioMixed } from './scenarios/s6-mixed';
 import { scenarioWebhooks } from './scenarios/s7-webhooks';
 import { scenarioAudit } from './scenarios/s8-audit';
 import { scenarioHeartbeat } from './scenarios/s9-heartbeat';
+import { scenarioScim } from './scenarios/s10-scim';
 
 const HARD_LIMIT_MS = 9.5 * 60_000;
 
@@ -61,6 +62,7 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['7', scenarioWebhooks],
   ['8', scenarioAudit],
   ['9', scenarioHeartbeat],
+  ['10', scenarioScim],
 ];
 
 async function main(): Promise<number> {

@@ -3313,7 +3313,21 @@ export interface components {
             scimType?: "invalidFilter" | "tooMany" | "uniqueness" | "mutability" | "invalidSyntax" | "invalidPath" | "noTarget" | "invalidValue" | "invalidVers" | "sensitive";
             detail?: string;
         };
+        ScimSupported: {
+            supported: boolean;
+        } & {
+            [key: string]: unknown;
+        };
         ScimServiceProviderConfig: {
+            schemas: string[];
+            patch: components["schemas"]["ScimSupported"];
+            bulk: components["schemas"]["ScimSupported"];
+            filter: components["schemas"]["ScimSupported"];
+            changePassword: components["schemas"]["ScimSupported"];
+            sort: components["schemas"]["ScimSupported"];
+            etag: components["schemas"]["ScimSupported"];
+            authenticationSchemes: Record<string, never>[];
+        } & {
             [key: string]: unknown;
         };
         ScimListResponse: {
@@ -3325,9 +3339,19 @@ export interface components {
             Resources: Record<string, never>[];
         };
         ScimResourceType: {
+            schemas: string[];
+            id: string;
+            name: string;
+            endpoint: string;
+            schema: string;
+        } & {
             [key: string]: unknown;
         };
         ScimSchema: {
+            schemas: string[];
+            id: string;
+            attributes: Record<string, never>[];
+        } & {
             [key: string]: unknown;
         };
         ScimMeta: {

@@ -17,6 +17,7 @@ let t: TestApp;
 let world: OrgWorld;
 let clock: ManualClock;
 const dead: Record<string, Record<string, string>> = {};
+const deadForScim: Record<string, Record<string, string>> = {};
 let liveKey: string;
 
 /**
@@ -71,6 +72,13 @@ beforeAll(async () => {
   const adminKey = await createKey(world.admin.token);
   expect((await t.http.delete(`/v1/members/${world.admin.memberId}`).set(...bearer(world.owner.token))).status).toBe(204);
   dead["a removed member's API key"] = { 'x-api-key': adminKey.key };
+
+  // SCIM routes: a revoked SCIM token; and a live session or API key is no SCIM credential.
+  const revokedScim = await t.http.post('/v1/scim/tokens').set(...bearer(world.owner.token)).send({ name: 'revoked' });
+  expect((await t.http.delete(`/v1/scim/tokens/${revokedScim.body.item.id}`).set(...bearer(world.owner.token))).status).toBe(204);
+  deadForScim['a revoked SCIM token'] = { authorization: `Bearer ${revokedScim.body.token}` };
+  deadForScim['a live session (not a SCIM token)'] = { authorization: `Bearer ${world.owner.token}` };
+  deadForScim['a live API key as a bearer token'] = { authorization: `Bearer ${liveKey}` };
 }, 180_000);
 afterAll(() => t.close());
 
@@ -102,10 +110,12 @@ describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id,
     const req = requestFor(op);
     const wrong: string[] = [];
     await expectUnchanged(async () => {
-      for (const [label, headers] of Object.entries(dead)) {
+      const credentials = op.auth === 'scim' ? { ...dead, ...deadForScim } : dead;
+      for (const [label, headers] of Object.entries(credentials)) {
         const res = await send(t, req, headers);
-        // interface-spec §7 E-unauth: exactly {error: 'unauthorized'}, nothing else.
-        if (res.status !== 401 || JSON.stringify(res.body) !== '{"error":"unauthorized"}') wrong.push(`${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 160)}`);
+        // /scim/v2 answers a SCIM error body (status as a string); everything else exactly {error: 'unauthorized'} (interface-spec §7).
+        const unauthorized = op.auth === 'scim' ? res.body.status === '401' && res.body.schemas?.[0] === 'urn:ietf:params:scim:api:messages:2.0:Error' : JSON.stringify(res.body) === '{"error":"unauthorized"}';
+        if (res.status !== 401 || !unauthorized) wrong.push(`${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 160)}`);
       }
       // Expired: the same owner session and an expiring key, seen after their end.
       const expiring = await createKey(world.owner.token, { name: 'short', expiresAt: new Date(clock.now().getTime() + 3_600_000).toISOString() });
@@ -127,9 +137,9 @@ describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id,
     expect(wrong).toEqual([]);
   });
 
-  it(op.auth === 'session' || op.auth === 'worker' ? `refuses a valid API key (${op.auth} only)` : 'accepts a valid API key', async () => {
+  it(op.auth === 'session' || op.auth === 'worker' || op.auth === 'scim' ? `refuses a valid API key (${op.auth} only)` : 'accepts a valid API key', async () => {
     const req = requestFor(op);
-    if (op.auth === 'session' || op.auth === 'worker') {
+    if (op.auth === 'session' || op.auth === 'worker' || op.auth === 'scim') {
       const res = await expectUnchanged(() => send(t, req, { 'x-api-key': liveKey }));
       expect(res.status).toBe(401);
     } else if (op.method === 'get') {

@@ -24,9 +24,10 @@ function startsWith(path: unknown, prefix: string[]): boolean {
 }
 
 /** What is wrong with the answer to a bad request, or null when it is right. */
-export function problemWith(req: GenRequest, res: Response): string | null {
+export function problemWith(req: GenRequest, res: Response, errorFormat: 'default' | 'scim' = 'default'): string | null {
   if (res.status >= 500) return `${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
   if (res.status < 400) return `accepted with ${res.status}`;
+  if (errorFormat === 'scim') return scimProblem(req, res);
   const body = res.body as Record<string, unknown>;
   if (typeof body?.error !== 'string' && typeof body?.reason !== 'string') return `${res.status} without an error code: ${res.text.slice(0, 200)}`;
   if (res.status === 400) {
@@ -38,6 +39,19 @@ export function problemWith(req: GenRequest, res: Response): string | null {
     if (req.expectPath && !named) {
       return `400 details ${JSON.stringify(details.map((d) => d.path))} do not name ${JSON.stringify(req.expectPath)}`;
     }
+  }
+  return null;
+}
+
+/** /scim/v2 answers SCIM errors: the status as a string, a scimType on 400, the location in `detail`. */
+function scimProblem(req: GenRequest, res: Response): string | null {
+  const body = res.body as { schemas?: string[]; status?: string; scimType?: string; detail?: string };
+  if (!String(res.headers['content-type']).includes('application/scim+json')) return `${res.status} not application/scim+json`;
+  if (!body.schemas?.includes('urn:ietf:params:scim:api:messages:2.0:Error') || body.status !== String(res.status)) return `${res.status} without a SCIM error body: ${res.text.slice(0, 200)}`;
+  if (res.status === 400) {
+    if (!body.scimType) return '400 without a scimType';
+    const where = (req.expectPath ?? []).join('.');
+    if (where && !(body.detail ?? '').includes(where) && !(req.orBody && (body.detail ?? '').includes('body'))) return `400 detail ${JSON.stringify(body.detail)} does not name ${where}`;
   }
   return null;
 }
@@ -56,7 +70,7 @@ describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id,
     const problems: string[] = [];
     for (const req of requests) {
       const res = await send(t, req, auth);
-      const problem = problemWith(req, res);
+      const problem = problemWith(req, res, op.auth === 'scim' ? 'scim' : 'default');
       if (problem) problems.push(`${req.label}: ${problem}`);
     }
     const changes = snapshotDiff(before, await snapshot(t.db));

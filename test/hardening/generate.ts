@@ -44,6 +44,7 @@ export function ownerCredential(op: SpecOperation, world: OrgWorld): Record<stri
     if (!token) throw new Error(`${op.operationId} needs a worker token, and the world has none`);
     return { 'x-worker-token': token };
   }
+  if (op.auth === 'scim') return { authorization: `Bearer ${world.scimToken}` };
   return { authorization: `Bearer ${world.owner.token}` };
 }
 

@@ -53,7 +53,7 @@ function bodyIdProps(op: SpecOperation): BodyIdProp[] {
   }
   return out;
 }
-const bodyScoped = operations.filter((op) => op.auth !== 'public' && op.auth !== 'worker' && bodyIdProps(op).length > 0);
+const bodyScoped = operations.filter((op) => op.auth !== 'public' && op.auth !== 'worker' && op.auth !== 'scim' && bodyIdProps(op).length > 0);
 
 function semanticBody(op: SpecOperation, world: OrgWorld): object | undefined {
   if (/^grant\w+Access$/.test(op.operationId)) return { orgMembershipId: world.target.memberId, role: 'editor' };
@@ -83,7 +83,9 @@ describe.each(pathScoped.map((op) => [op.operationId, op] as const))('%s with id
     const answers: string[] = [];
     const changes = await unchanged(async () => {
       const callers: [string, Record<string, string>][] =
-        op.auth === 'worker'
+        op.auth === 'scim'
+          ? [["B's SCIM token", { authorization: `Bearer ${b.scimToken}` }]]
+          : op.auth === 'worker'
           ? [["B's worker token", { 'x-worker-token': b.secrets['B.workerToken'] ?? 'none' }]]
           : [["B's owner session", { authorization: `Bearer ${b.owner.token}` }], ...(op.auth === 'any' ? ([["B's owner API key", { 'x-api-key': b.ownerKey }]] as [string, Record<string, string>][]) : [])];
       for (const [label, headers] of callers) {

@@ -20,6 +20,8 @@ export interface OrgWorld {
   target: OrgMember;
   /** An API key of the owner, if the API-key route exists (else inserted directly). */
   ownerKey: string;
+  /** A SCIM token of the organization (the credential of the /scim/v2 routes). */
+  scimToken: string;
   /** Ids by TypeID prefix ('mkt', 'mag', 'wrk', ...), the most specific first. */
   ids: Record<string, string[]>;
   /** Every secret handed out while building the world, labelled (for the plain-text scans). */
@@ -153,6 +155,16 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
   }
   secrets[`${label}.ownerApiKey`] = ownerKey;
 
+  // SCIM: a token (the plan needs the scim feature), used once so its last-used time is recorded now.
+  await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
+  const scim = await step('createScimToken', 'SCIM token', () => ownerApi.post('/v1/scim/tokens', { name: `${label} IdP` }));
+  const scimToken: string = scim?.body.token ?? '';
+  put('sct', scim?.body.item?.id);
+  if (scimToken) {
+    secrets[`${label}.scimToken`] = scimToken;
+    await t.http.get('/scim/v2/ServiceProviderConfig').set('authorization', `Bearer ${scimToken}`);
+  }
+
   // Plugin system: a custom marketplace, a plugin published to it, grants on each, a connector instance.
   const marketplace = await step('createMarketplace', 'marketplace', () => ownerApi.post('/v1/marketplaces', { name: `${label} Market`, description: 'hardening' }));
   const marketplaceId: string | undefined = marketplace?.body.item?.id;
@@ -262,7 +274,7 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
   for (const prefix of new Set([...Object.keys(primary), ...Object.keys(seen)])) {
     ids[prefix] = [...new Set([...(primary[prefix] ?? []), ...(seen[prefix] ?? [])])];
   }
-  return { owner, admin, member, target, ownerKey, ids, secrets, notes, label };
+  return { owner, admin, member, target, ownerKey, scimToken, ids, secrets, notes, label };
 }
 
 /** External ids (another system's) get this value: well-formed for their schema, ours nowhere. */

@@ -43,8 +43,8 @@ export interface SpecOperation {
   summary: string;
   description: string;
   tags: string[];
-  /** `public`: security []; `session`: bearer only; `any`: a session or an API key; `worker`: a worker's token. */
-  auth: 'public' | 'session' | 'any' | 'worker';
+  /** `public`: security []; `session`: bearer only; `any`: a session or an API key; `worker`: a worker's token; `scim`: a SCIM token. */
+  auth: 'public' | 'session' | 'any' | 'worker' | 'scim';
   parameters: SpecParameter[];
   body: { required: boolean; schema: Schema } | null;
   /** Declared statuses ('200', '404', 'default', ...). */
@@ -96,6 +96,7 @@ function authOf(security: unknown): SpecOperation['auth'] {
   const list = (security ?? []) as Record<string, unknown>[];
   if (list.length === 0) return 'public';
   const schemes = new Set(list.flatMap((s) => Object.keys(s)));
+  if (schemes.has('scimBearer')) return 'scim';
   if (schemes.has('workerToken')) return 'worker';
   return schemes.has('orgApiKey') ? 'any' : 'session';
 }

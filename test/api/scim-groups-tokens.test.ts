@@ -1,0 +1,125 @@
+import { createTestApp, type TestApp } from '../support/app';
+import { addMember, bearer, createOrganization } from '../support/factories';
+import { sha256Hex } from '../../src/lib/crypto';
+import { ENTERPRISE, PATCH_OP, scimClient, scimError, scimOrganization, type ScimOrg } from '../support/scim';
+
+let t: TestApp;
+let org: ScimOrg;
+let scim: ReturnType<typeof scimClient>;
+beforeAll(async () => {
+  t = await createTestApp();
+  org = await scimOrganization(t, 'Groups');
+  scim = scimClient(t, org.token);
+}, 120_000);
+afterAll(() => t.close());
+
+describe('SCIM tokens', () => {
+  it('shows a token once, stores its hash, lists it without secrets and revokes it at once', async () => {
+    const res = await t.http.post('/v1/scim/tokens').set(...bearer(org.owner.token)).send({ name: 'Okta' });
+    expect(res.status).toBe(201);
+    const token: string = res.body.token;
+    expect(res.body.item).toEqual({ id: expect.stringMatching(/^sct_/), name: 'Okta', prefix: token.slice(0, 14), createdAt: t.clock.now().toISOString(), lastUsedAt: null });
+    const row = await t.db.selectFrom('scim_tokens').select(['token_hash', 'organization_id']).where('id', '=', res.body.item.id).executeTakeFirstOrThrow();
+    expect(row).toEqual({ token_hash: sha256Hex(token), organization_id: org.owner.organizationId });
+
+    expect((await scimClient(t, token).get('/ServiceProviderConfig')).status).toBe(200);
+    const list = await t.http.get('/v1/scim/tokens').set(...bearer(org.owner.token));
+    expect(list.status).toBe(200);
+    const listed = list.body.items.find((i: { id: string }) => i.id === res.body.item.id);
+    expect(listed).toEqual({ ...res.body.item, lastUsedAt: t.clock.now().toISOString() });
+    expect(JSON.stringify(list.body)).not.toContain(token);
+
+    expect((await t.http.delete(`/v1/scim/tokens/${res.body.item.id}`).set(...bearer(org.owner.token))).status).toBe(204);
+    scimError(await scimClient(t, token).get('/Users'), 401);
+    const after = await t.http.get('/v1/scim/tokens').set(...bearer(org.owner.token));
+    expect(after.body.items.map((i: { id: string }) => i.id)).not.toContain(res.body.item.id);
+    expect((await t.http.delete(`/v1/scim/tokens/${res.body.item.id}`).set(...bearer(org.owner.token))).body.error).toBe('scim_token_not_found');
+  });
+
+  it('needs scim.manage, a session and the enterprise plan', async () => {
+    const member = await addMember(t, org.owner.organizationId, 'member');
+    const denied = await t.http.post('/v1/scim/tokens').set(...bearer(member.token)).send({ name: 'x' });
+    expect({ status: denied.status, reason: denied.body.reason }).toEqual({ status: 403, reason: 'org_admin_required' });
+    const key = (await t.http.post('/v1/api-keys').set(...bearer(org.owner.token)).send({ name: 'k' })).body.key;
+    expect((await t.http.post('/v1/scim/tokens').set('x-api-key', key).send({ name: 'x' })).status).toBe(401);
+    const free = await createOrganization(t, 'Free');
+    const refused = await t.http.post('/v1/scim/tokens').set(...bearer(free.token)).send({ name: 'x' });
+    expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 402, error: 'enterprise_plan_required' });
+    const other = await t.http.get('/v1/scim/tokens').set(...bearer(free.token));
+    expect(other.body.items).toEqual([]);
+    expect((await t.http.delete(`/v1/scim/tokens/${org.tokenId}`).set(...bearer(free.token))).status).toBe(404);
+  });
+});
+
+describe('discovery', () => {
+  it('describes the endpoint, its resource types and schemas', async () => {
+    const config = await scim.get('/ServiceProviderConfig');
+    expect(config.body).toMatchObject({ patch: { supported: true }, filter: { supported: true, maxResults: 200 }, bulk: { supported: false }, sort: { supported: false }, etag: { supported: false }, changePassword: { supported: false } });
+    const types = await scim.get('/ResourceTypes');
+    expect(types.body).toMatchObject({ totalResults: 2, itemsPerPage: 2 });
+    expect(types.body.Resources.map((r: { id: string }) => r.id)).toEqual(['User', 'Group']);
+    expect(types.body.Resources[0].schemaExtensions).toEqual([{ schema: ENTERPRISE, required: false }]);
+    const schemas = await scim.get('/Schemas');
+    expect(schemas.body.Resources.map((s: { id: string }) => s.id)).toEqual(['urn:ietf:params:scim:schemas:core:2.0:User', 'urn:ietf:params:scim:schemas:core:2.0:Group', ENTERPRISE]);
+    expect((await scim.get(`/Schemas/${ENTERPRISE}`)).body.name).toBe('EnterpriseUser');
+    expect((await scim.get('/ResourceTypes/group')).body.endpoint).toBe('/Groups');
+    scimError(await scim.get('/Schemas/urn:nope'), 404);
+  });
+});
+
+describe('Groups', () => {
+  async function user(name: string) {
+    return (await scim.post('/Users', { userName: `${name}@groups.example` })).body as { id: string };
+  }
+
+  it('keeps names unique ignoring case', async () => {
+    expect((await scim.post('/Groups', { displayName: 'Platform' })).status).toBe(201);
+    scimError(await scim.post('/Groups', { displayName: 'PLATFORM' }), 409, 'uniqueness');
+    const other = (await scim.post('/Groups', { displayName: 'Other' })).body;
+    scimError(await scim.patch(`/Groups/${other.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'displayName', value: 'platform' }] }), 409, 'uniqueness');
+    scimError(await scim.post('/Groups', { externalId: 'no-name' }), 400, 'invalidValue');
+  });
+
+  it('refuses a member id that is not a member, changing nothing', async () => {
+    const a = await user('g-a');
+    const group = (await scim.post('/Groups', { displayName: 'Strict', members: [{ value: a.id }] })).body;
+    scimError(await scim.patch(`/Groups/${group.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [{ value: 'om_01h2xcejqtf2nbrexx3vqjhp41' }] }] }), 400, 'invalidValue');
+    scimError(await scim.post('/Groups', { displayName: 'Never', members: [{ value: 'nobody' }] }), 400, 'invalidValue');
+    scimError(await scim.put(`/Groups/${group.id}`, { displayName: 'Renamed', members: [{ value: a.id }, { value: 'nobody' }] }), 400, 'invalidValue');
+    expect((await scim.get(`/Groups/${group.id}`)).body).toMatchObject({ displayName: 'Strict', members: [{ value: a.id }] });
+    expect((await scim.get('/Groups', { filter: 'displayName eq "never"' })).body.totalResults).toBe(0);
+  });
+
+  it('filters by displayName, externalId and members, pages, and keeps suspended members in teams', async () => {
+    const a = await user('g-filter-a');
+    const b = await user('g-filter-b');
+    const g1 = (await scim.post('/Groups', { displayName: 'Filter One', externalId: 'ext-1', members: [{ value: a.id }] })).body;
+    const g2 = (await scim.post('/Groups', { displayName: 'Filter Two', externalId: 'ext-2', members: [{ value: a.id }, { value: b.id }] })).body;
+    const find = async (filter: string) => (await scim.get('/Groups', { filter })).body.Resources.map((g: { id: string }) => g.id);
+    expect(await find('displayName sw "filter "')).toEqual([g1.id, g2.id]);
+    expect(await find('externalId eq "ext-2"')).toEqual([g2.id]);
+    expect(await find(`members[value eq "${b.id}"]`)).toEqual([g2.id]);
+    expect(await find(`members.value eq "${a.id}" and not (displayName eq "filter one")`)).toEqual([g2.id]);
+    const page = await scim.get('/Groups', { filter: 'displayName sw "Filter"', startIndex: 2, count: 1, attributes: 'displayName' });
+    expect(page.body).toMatchObject({ totalResults: 2, itemsPerPage: 1, Resources: [{ id: g2.id, displayName: 'Filter Two' }] });
+    expect(page.body.Resources[0]).not.toHaveProperty('members');
+
+    await scim.patch(`/Users/${b.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] });
+    expect((await scim.get(`/Groups/${g2.id}`)).body.members.map((m: { value: string }) => m.value)).toEqual([a.id, b.id]);
+    // Deleting a User takes it out of its teams, as DELETE /v1/members does.
+    expect((await scim.delete(`/Users/${a.id}`)).status).toBe(204);
+    expect((await scim.get(`/Groups/${g2.id}`)).body.members.map((m: { value: string }) => m.value)).toEqual([b.id]);
+  });
+
+  it('replaces a group with PUT', async () => {
+    const a = await user('g-put-a');
+    const b = await user('g-put-b');
+    const group = (await scim.post('/Groups', { displayName: 'Put me', externalId: 'old', members: [{ value: a.id }] })).body;
+    const replaced = await scim.put(`/Groups/${group.id}`, { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'Put done', members: [{ value: b.id }] });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body).toMatchObject({ displayName: 'Put done', members: [{ value: b.id }] });
+    expect(replaced.body).not.toHaveProperty('externalId');
+    const team = await t.http.get(`/v1/teams/${group.id}`).set(...bearer(org.owner.token));
+    expect(team.body.item).toMatchObject({ name: 'Put done', memberIds: [b.id] });
+  });
+});

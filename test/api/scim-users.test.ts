@@ -1,0 +1,222 @@
+import { createTestApp, type TestApp } from '../support/app';
+import { addMember, bearer, signUp } from '../support/factories';
+import { ENTERPRISE, PATCH_OP, scimClient, scimError, scimOrganization, type ScimOrg } from '../support/scim';
+
+let t: TestApp;
+let org: ScimOrg;
+let scim: ReturnType<typeof scimClient>;
+beforeAll(async () => {
+  t = await createTestApp();
+  org = await scimOrganization(t, 'Users');
+  scim = scimClient(t, org.token);
+}, 120_000);
+afterAll(() => t.close());
+
+async function provision(userName: string, extra: Record<string, unknown> = {}) {
+  const res = await scim.post('/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName, ...extra });
+  if (res.status !== 201) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as { id: string; userName: string };
+}
+
+const ids = (res: { body: { Resources: { id: string }[] } }) => res.body.Resources.map((r) => r.id);
+
+describe('filters', () => {
+  let ann: { id: string };
+  let bob: { id: string };
+  let cid: { id: string };
+  beforeAll(async () => {
+    ann = await provision('ann.filter@corp.example', { externalId: 'ext-Ann', displayName: 'Ann Arbor', title: 'Engineer', emails: [{ value: 'ann@home.example', type: 'home' }, { value: 'ann.filter@corp.example', type: 'work', primary: true }], [ENTERPRISE]: { employeeNumber: '1001' } });
+    (t.clock as { advance?: (ms: number) => void }).advance?.(1000);
+    bob = await provision('bob.filter@corp.example', { externalId: 'ext-Bob', displayName: 'Bob Builder', title: 'Manager', [ENTERPRISE]: { employeeNumber: '1002' } });
+    (t.clock as { advance?: (ms: number) => void }).advance?.(1000);
+    cid = await provision('cid.filter@other.example', { externalId: 'ext-Cid', displayName: 'Cid Ctrl', active: false });
+  });
+
+  it.each([
+    ['userName eq "ANN.FILTER@corp.example"', () => [ann]],
+    ['USERNAME Eq "ann.filter@corp.example"', () => [ann]],
+    ['userName co "FILTER"', () => [ann, bob, cid]],
+    ['userName sw "bob."', () => [bob]],
+    ['userName ew "@other.example"', () => [cid]],
+    ['userName ne "ann.filter@corp.example" and userName co "filter"', () => [bob, cid]],
+    ['externalId eq "ext-Ann"', () => [ann]],
+    ['externalId eq "ext-ann"', () => []],
+    ['displayName eq "bob builder"', () => [bob]],
+    ['emails.value eq "ANN@home.example"', () => [ann]],
+    ['emails[type eq "work" and value co "bob.filter"]', () => [bob]],
+    ['emails co "home.example"', () => [ann]],
+    ['active eq false', () => [cid]],
+    ['active eq true and userName co "filter"', () => [ann, bob]],
+    ['title pr and not (title eq "manager")', () => [ann]],
+    ['(userName sw "ann" or userName sw "cid") and active eq true', () => [ann]],
+    ['not (userName co "filter") and userName co "corp.example"', () => []],
+    [`${ENTERPRISE}:employeeNumber eq "1002"`, () => [bob]],
+    ['urn:ietf:params:scim:schemas:core:2.0:User:userName eq "cid.filter@other.example"', () => [cid]],
+    ['name.givenName pr', () => []],
+  ])('%s', async (filter, expected) => {
+    const res = await scim.get('/Users', { filter });
+    expect(res.status).toBe(200);
+    expect(ids(res).filter((id) => [ann.id, bob.id, cid.id].includes(id))).toEqual(expected().map((u) => u.id));
+  });
+
+  it('compares meta.lastModified and meta.created as times', async () => {
+    const all = await scim.get('/Users', { filter: 'userName co "filter"' });
+    const bobCreated = all.body.Resources.find((r: { id: string }) => r.id === bob.id).meta.created;
+    expect(ids(await scim.get('/Users', { filter: `meta.created gt "${bobCreated}" and userName co "filter"` }))).toEqual([cid.id]);
+    expect(ids(await scim.get('/Users', { filter: `meta.lastModified le "${bobCreated}" and userName co "filter"` }))).toEqual([ann.id, bob.id]);
+  });
+
+  it.each([
+    ['userName eq', 'invalidFilter'],
+    ['userName xx "a"', 'invalidFilter'],
+    ['active gt true', 'invalidFilter'],
+    ['meta.created gt "yesterday"', 'invalidFilter'],
+    ['password eq "x"', 'invalidFilter'],
+  ])('refuses %s with 400 %s', async (filter, scimType) => {
+    scimError(await scim.get('/Users', { filter }), 400, scimType);
+  });
+});
+
+describe('paging and projection', () => {
+  it('pages with startIndex and count in creation order, with totalResults', async () => {
+    const made = [];
+    for (let i = 0; i < 5; i++) {
+      made.push(await provision(`page-${i}@paging.example`));
+      (t.clock as { advance?: (ms: number) => void }).advance?.(10);
+    }
+    const filter = 'userName ew "@paging.example"';
+    const page = await scim.get('/Users', { filter, startIndex: 2, count: 2 });
+    expect(page.body).toMatchObject({ totalResults: 5, startIndex: 2, itemsPerPage: 2 });
+    expect(ids(page)).toEqual([made[1]!.id, made[2]!.id]);
+    const last = await scim.get('/Users', { filter, startIndex: 5, count: 10 });
+    expect(ids(last)).toEqual([made[4]!.id]);
+    const beyond = await scim.get('/Users', { filter, startIndex: 9, count: 10 });
+    expect(beyond.body).toMatchObject({ totalResults: 5, itemsPerPage: 0, Resources: [] });
+    const zero = await scim.get('/Users', { filter, count: 0 });
+    expect(zero.body).toMatchObject({ totalResults: 5, startIndex: 1, itemsPerPage: 0 });
+    const lenient = await scim.get('/Users', { filter, startIndex: -3, count: -1 });
+    expect(lenient.body).toMatchObject({ startIndex: 1, itemsPerPage: 0 });
+    scimError(await scim.get('/Users', { startIndex: 'abc' }), 400, 'invalidValue');
+  });
+
+  it('applies attributes and excludedAttributes (ignoring case), always keeping id and schemas', async () => {
+    const user = await provision('projection@paging.example', { name: { givenName: 'Pro', familyName: 'Jection' }, title: 'X' });
+    const only = await scim.get(`/Users/${user.id}`, { attributes: 'USERNAME,name.givenName' });
+    expect(only.body).toEqual({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], id: user.id, userName: 'projection@paging.example', name: { givenName: 'Pro' } });
+    const without = await scim.get('/Users', { filter: `id eq "${user.id}"`, excludedAttributes: 'emails,Name,meta,id' });
+    expect(without.body.Resources[0]).toEqual({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], id: user.id, userName: 'projection@paging.example', active: true, title: 'X', displayName: 'Pro Jection' });
+  });
+});
+
+describe('create', () => {
+  it('refuses a user without a usable userName and stores nothing', async () => {
+    const before = await t.db.selectFrom('members').select(t.db.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    scimError(await scim.post('/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], displayName: 'No name' }), 400, 'invalidValue');
+    scimError(await scim.post('/Users', { userName: 'not an e-mail' }), 400, 'invalidValue');
+    scimError(await scim.post('/Users', { userName: 'x@y.example', active: 'perhaps' }), 400, 'invalidValue');
+    scimError(await scim.post('/Users', [{ userName: 'x@y.example' }]), 400, 'invalidSyntax');
+    expect(await t.db.selectFrom('members').select(t.db.fn.countAll().as('n')).executeTakeFirstOrThrow()).toEqual(before);
+  });
+
+  it('accepts attribute names in any case and application/json', async () => {
+    const res = await t.http.post('/scim/v2/Users').set('authorization', `Bearer ${org.token}`).set('content-type', 'application/json').send({ UserName: 'Case@Any.example', Name: { GivenName: 'Case' }, ACTIVE: 'True', CostCentreCode: 'Kept as given' });
+    expect(res.status).toBe(201);
+    expect(res.headers['content-type']).toContain('application/scim+json');
+    expect(res.body).toMatchObject({ userName: 'Case@Any.example', name: { givenName: 'Case' }, active: true, CostCentreCode: 'Kept as given' });
+  });
+
+  it('does not link an existing account while the organization has no verified domain', async () => {
+    const outsider = await signUp(t, 'outsider');
+    const res = await scim.post('/Users', { userName: outsider.email.toUpperCase() });
+    const error = scimError(res, 409, 'uniqueness');
+    expect(error.detail).toMatch(/domain is not verified/);
+    const memberOf = await t.db.selectFrom('members').select('id').where('user_id', '=', outsider.userId).execute();
+    expect(memberOf).toEqual([]);
+  });
+
+  it('creates a new member when the same externalId is provisioned after a delete', async () => {
+    const first = await provision('again@corp.example', { externalId: 'same-ext' });
+    expect((await scim.delete(`/Users/${first.id}`)).status).toBe(204);
+    const second = await provision('again@corp.example', { externalId: 'same-ext' });
+    expect(second.id).not.toBe(first.id);
+  });
+});
+
+describe('suspension', () => {
+  it('cuts the member off at once and restores the same member with the same role', async () => {
+    const admin = await addMember(t, org.owner.organizationId, 'admin');
+    const key = (await t.http.post('/v1/api-keys').set(...bearer(admin.token)).send({ name: 'k' })).body.key as string;
+    expect((await t.http.get('/v1/org').set(...bearer(admin.token))).status).toBe(200);
+    expect((await t.http.get('/v1/members').set('x-api-key', key)).status).toBe(200);
+
+    const suspended = await scim.patch(`/Users/${admin.memberId}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] });
+    expect(suspended.body.active).toBe(false);
+    // The session no longer reaches the organization; the API key is revoked.
+    expect((await t.http.get('/v1/org').set(...bearer(admin.token))).status).toBe(404);
+    expect((await t.http.get('/v1/members').set(...bearer(admin.token))).status).toBe(404);
+    expect((await t.http.get('/v1/members').set('x-api-key', key)).status).toBe(401);
+    const listed = await t.http.get('/v1/members').set(...bearer(org.owner.token));
+    expect(listed.body.items.find((m: { id: string }) => m.id === admin.memberId)).toMatchObject({ status: 'suspended', role: 'admin' });
+    expect(listed.body.items.find((m: { id: string }) => m.id === org.owner.memberId)).toMatchObject({ status: 'active' });
+
+    const restored = await scim.put(`/Users/${admin.memberId}`, { userName: admin.email, active: true });
+    expect(restored.body).toMatchObject({ id: admin.memberId, active: true });
+    expect((await t.http.get('/v1/org').set(...bearer(admin.token))).body.currentMember).toMatchObject({ id: admin.memberId, role: 'admin' });
+    // Revoked keys stay revoked.
+    expect((await t.http.get('/v1/members').set('x-api-key', key)).status).toBe(401);
+  });
+
+  it('protects the owner from suspension and deletion', async () => {
+    const owner = org.owner.memberId;
+    scimError(await scim.patch(`/Users/${owner}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] }), 400, 'mutability');
+    scimError(await scim.put(`/Users/${owner}`, { userName: org.owner.email, active: false }), 400, 'mutability');
+    scimError(await scim.delete(`/Users/${owner}`), 400, 'mutability');
+    expect((await scim.get(`/Users/${owner}`)).body.active).toBe(true);
+    expect((await t.http.get('/v1/org').set(...bearer(org.owner.token))).status).toBe(200);
+  });
+
+  it('refuses bad PATCH paths and ops with SCIM errors, changing nothing', async () => {
+    const user = await provision('patch.errors@corp.example', { title: 'Kept' });
+    scimError(await scim.patch(`/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'move', path: 'title', value: 'x' }] }), 400, 'invalidSyntax');
+    scimError(await scim.patch(`/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'emails[type eq', value: 'x' }] }), 400, 'invalidPath');
+    scimError(await scim.patch(`/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove' }] }), 400, 'noTarget');
+    scimError(await scim.patch(`/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'title', value: 'Changed' }, { op: 'replace', path: 'active', value: 'maybe' }] }), 400, 'invalidValue');
+    expect((await scim.get(`/Users/${user.id}`)).body.title).toBe('Kept');
+  });
+});
+
+describe('tokens and tenancy on /scim/v2', () => {
+  it('answers 401 in the SCIM error shape for a missing or unknown token', async () => {
+    const none = await t.http.get('/scim/v2/Users');
+    scimError(none, 401);
+    expect(none.headers['www-authenticate']).toMatch(/^Bearer/);
+    scimError(await t.http.get('/scim/v2/Users').set('authorization', 'Bearer cpscim_unknown'), 401);
+    scimError(await t.http.get('/scim/v2/Users').set('authorization', `Bearer ${org.owner.token}`), 401);
+    scimError(await t.http.get('/scim/v2/Nope').set('authorization', `Bearer ${org.token}`), 404);
+  });
+
+  it("answers 404 for another organization's Users and Groups and changes nothing", async () => {
+    const other = await scimOrganization(t, 'Other');
+    const otherScim = scimClient(t, other.token);
+    const mine = await provision('mine@tenant.example');
+    const group = (await scim.post('/Groups', { displayName: 'Tenant group' })).body;
+    scimError(await otherScim.get(`/Users/${mine.id}`), 404);
+    scimError(await otherScim.patch(`/Users/${mine.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] }), 404);
+    scimError(await otherScim.put(`/Users/${mine.id}`, { userName: 'mine@tenant.example', active: false }), 404);
+    scimError(await otherScim.delete(`/Users/${mine.id}`), 404);
+    scimError(await otherScim.get(`/Groups/${group.id}`), 404);
+    scimError(await otherScim.delete(`/Groups/${group.id}`), 404);
+    expect((await otherScim.get('/Users', { filter: 'userName eq "mine@tenant.example"' })).body.totalResults).toBe(0);
+    // A member of this organization cannot be put in the other one's group.
+    const theirs = (await otherScim.post('/Groups', { displayName: 'Theirs' })).body;
+    scimError(await otherScim.patch(`/Groups/${theirs.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [{ value: mine.id }] }] }), 400, 'invalidValue');
+    expect((await scim.get(`/Users/${mine.id}`)).body.active).toBe(true);
+  });
+
+  it('answers 403 on /scim/v2 once the organization loses the scim feature', async () => {
+    const lapsed = await scimOrganization(t, 'Lapsed');
+    expect((await scimClient(t, lapsed.token).get('/ServiceProviderConfig')).status).toBe(200);
+    await t.db.updateTable('organizations').set({ plan: 'team' }).where('id', '=', lapsed.owner.organizationId).execute();
+    scimError(await scimClient(t, lapsed.token).get('/Users'), 403);
+  });
+});
