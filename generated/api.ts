@@ -2058,7 +2058,7 @@ export interface paths {
         put?: never;
         /**
          * Provision a member (SCIM create)
-         * @description Creates the user account (without a password) and the member, role `member`. `userName` is the e-mail. 409 `uniqueness` when a member has that e-mail, or when an account with that e-mail exists and its domain is not verified by the organization. `password` is accepted and ignored. Plan seat limits apply.
+         * @description Creates the user account (without a password) and the member, role `member`. `userName` is the e-mail. 409 `uniqueness` when a member has that e-mail, or when an account with that e-mail exists and its domain is not verified by the organization (a password-less account this organization provisioned before, and no other organization has, is provisioned again). `password` is accepted and ignored. Plan seat limits apply.
          */
         post: operations["scimCreateUser"];
         delete?: never;

@@ -36,8 +36,9 @@ function memberColumns(db: Db) {
     ]);
 }
 
-/** The resource's e-mails as SQL: the stored ones, or the account's e-mail as the primary work one. */
-export const EMAILS_SQL = sql`coalesce(m.scim_attributes -> 'emails', jsonb_build_array(jsonb_build_object('value', u.email, 'primary', true, 'type', 'work')))`;
+/** The resource's e-mails as SQL, as documentOf shows them (the account's e-mail for a member SCIM never wrote). */
+export const EMAILS_SQL = sql`(CASE WHEN m.scim_attributes IS NULL THEN jsonb_build_array(jsonb_build_object('value', u.email, 'primary', true, 'type', 'work'))
+  ELSE coalesce(m.scim_attributes -> 'emails', '[]'::jsonb) END)`;
 
 export interface MemberSearch {
   where: RawBuilder<SqlBool> | null;
@@ -101,6 +102,23 @@ export async function otherMemberships(db: Db, userId: string, organizationId: s
     .where('removed_at', 'is', null)
     .executeTakeFirstOrThrow();
   return row.n;
+}
+
+/**
+ * A password-less account (made by SCIM, never signed up) that was a member of this organization
+ * and belongs to no other: deprovisioned here, it may be provisioned here again (a new member).
+ */
+export async function provisionedHereBefore(db: Db, userId: string, organizationId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('users as u')
+    .select([
+      sql<boolean>`EXISTS (SELECT 1 FROM members m WHERE m.user_id = u.id AND m.organization_id = ${organizationId})`.as('here'),
+      sql<boolean>`EXISTS (SELECT 1 FROM members m WHERE m.user_id = u.id AND m.organization_id <> ${organizationId} AND m.removed_at IS NULL)`.as('elsewhere'),
+    ])
+    .where('u.id', '=', userId)
+    .where('u.password_hash', 'is', null)
+    .executeTakeFirst();
+  return row !== undefined && row.here && !row.elsewhere;
 }
 
 /** A user provisioned by SCIM: no password (they sign in through SSO). */

@@ -27,12 +27,18 @@ interface UserDocument {
   attributes: JsonObject;
 }
 
+/**
+ * A member's User document. A member SCIM has written returns exactly what was stored (a full
+ * replace that drops an attribute drops it); a member SCIM never touched shows the account's
+ * e-mail and name, so an identity provider can match and adopt existing members.
+ */
 function documentOf(row: ScimMemberRow): JsonObject {
-  const attributes = row.scim_attributes ?? {};
-  const doc: JsonObject = { userName: row.email, active: row.suspended_at === null, ...attributes };
+  const doc: JsonObject = { userName: row.email, active: row.suspended_at === null, ...(row.scim_attributes ?? {}) };
   if (row.external_id !== null) doc.externalId = row.external_id;
-  if (doc.emails === undefined) doc.emails = [{ value: row.email, primary: true, type: 'work' }];
-  if (doc.displayName === undefined && row.user_name) doc.displayName = row.user_name;
+  if (row.scim_attributes === null) {
+    doc.emails = [{ value: row.email, primary: true, type: 'work' }];
+    if (row.user_name) doc.displayName = row.user_name;
+  }
   return doc;
 }
 
@@ -110,7 +116,7 @@ function userResolver(compiler: FilterCompiler, uses: { user: boolean }): Resolv
       case 'displayName':
         if (!one) break;
         uses.user = true;
-        return { kind: 'scalar', sql: sql`coalesce(m.scim_attributes ->> 'displayName', u.name)`, type: 'string' };
+        return { kind: 'scalar', sql: sql`(CASE WHEN m.scim_attributes IS NULL THEN u.name ELSE m.scim_attributes ->> 'displayName' END)`, type: 'string' };
       case 'meta':
         if (rest[0] === 'created' && rest.length === 1) return { kind: 'scalar', sql: sql`m.created_at`, type: 'datetime' };
         if (rest[0] === 'lastModified' && rest.length === 1) return { kind: 'scalar', sql: sql`coalesce(m.updated_at, m.created_at)`, type: 'datetime' };
@@ -163,7 +169,8 @@ export async function createUser(deps: AppDeps, caller: ScimCaller, body: unknow
     await deps.db.transaction().execute(async (trx) => {
       if (await store.findMemberByEmail(trx, caller.organizationId, doc.userName)) throw scimConflict('A member with this userName already exists.');
       let userId = await store.findUserIdByEmail(trx, doc.userName);
-      if (userId && !(await emailDomainVerified(trx, caller.organizationId, doc.userName))) {
+      const linkable = async (id: string) => (await emailDomainVerified(trx, caller.organizationId, doc.userName)) || (await store.provisionedHereBefore(trx, id, caller.organizationId));
+      if (userId && !(await linkable(userId))) {
         throw scimConflict('An account with this e-mail already exists, and its domain is not verified by the organization, so it cannot be linked.');
       }
       if (!userId) {

@@ -16,7 +16,7 @@ beforeAll(async () => {
   t = await createTestApp();
   org = await scimOrganization(t, 'Entra');
   scim = scimClient(t, org.token);
-}, 120_000);
+}, 300_000);
 afterAll(() => t.close());
 
 const entraUser = (suffix: string) => ({

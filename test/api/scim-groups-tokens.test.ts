@@ -10,7 +10,7 @@ beforeAll(async () => {
   t = await createTestApp();
   org = await scimOrganization(t, 'Groups');
   scim = scimClient(t, org.token);
-}, 120_000);
+}, 300_000);
 afterAll(() => t.close());
 
 describe('SCIM tokens', () => {

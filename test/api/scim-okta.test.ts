@@ -16,7 +16,7 @@ beforeAll(async () => {
   t = await createTestApp();
   org = await scimOrganization(t, 'Okta');
   scim = scimClient(t, org.token);
-}, 120_000);
+}, 300_000);
 afterAll(() => t.close());
 
 const oktaUser = (login: string, extra: Record<string, unknown> = {}) => ({

@@ -16,7 +16,7 @@ let world: OrgWorld;
 beforeAll(async () => {
   t = await createTestApp();
   world = await buildWorld(t, 'V');
-}, 120_000);
+}, 240_000);
 afterAll(() => t.close());
 
 /** Reads first, then writes, then what removes things (so earlier operations still find their ids). */
