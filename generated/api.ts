@@ -7993,6 +7993,7 @@ export interface operations {
             401: components["responses"]["ScimError"];
             403: components["responses"]["ScimError"];
             404: components["responses"]["ScimError"];
+            409: components["responses"]["ScimError"];
             default: components["responses"]["ScimError"];
         };
     };

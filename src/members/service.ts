@@ -5,7 +5,7 @@ import type { PageRequest } from '../lib/pagination';
 import { authorize } from '../access/roles';
 import { toMember } from '../org/mappers';
 import * as store from './store';
-import { changed, recordChange } from '../audit';
+    await recordChange(trx, { action, target: { type: 'member', id: memberId }, organizationId });
 
 const memberNotFound = () => new NotFound('member_not_found', 'The member could not be found.');
 
@@ -38,11 +38,11 @@ export async function changeRole(deps: AppDeps, membership: Membership, memberId
  */
 export async function removeMember(deps: AppDeps, membership: Membership, memberId: string): Promise<void> {
   if (memberId !== membership.memberId) authorize(membership, 'members.remove');
-  await removeFromOrganization(deps, membership.organizationId, memberId);
+  await removeFromOrganization(deps, membership.organizationId, memberId, memberId === membership.memberId ? 'member.left' : 'member.removed');
 }
 
-/** The removal itself, for the members route and SCIM deprovisioning alike. */
-export async function removeFromOrganization(deps: AppDeps, organizationId: string, memberId: string): Promise<void> {
+/** The removal itself, for the members route and SCIM deprovisioning alike (audited as `action`). */
+export async function removeFromOrganization(deps: AppDeps, organizationId: string, memberId: string, action: 'member.left' | 'member.removed' = 'member.removed'): Promise<void> {
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
     const removed = await store.markRemoved(trx, organizationId, memberId, now);
@@ -52,6 +52,6 @@ export async function removeFromOrganization(deps: AppDeps, organizationId: stri
     }
     await store.revokeApiKeysOf(trx, organizationId, memberId, now);
     await store.leaveAllTeams(trx, organizationId, memberId);
-    await recordChange(trx, { action: memberId === membership.memberId ? 'member.left' : 'member.removed', target: { type: 'member', id: memberId } });
+    await recordChange(trx, { action, target: { type: 'member', id: memberId }, organizationId });
   });
 }

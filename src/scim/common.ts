@@ -2,7 +2,7 @@ import type { AppDeps, HandlerContext, OperationId } from '../http/types';
 import { SCIM_BASE_PATH } from '../http/errors';
 import { LIST_SCHEMA, type JsonObject } from './attributes';
 import { ScimError } from './errors';
-import { hasScimFeature } from './plan';
+import { FeatureNotInPlan, requireFeature } from '../plans';
 
 /** Who calls a /scim/v2 route: a SCIM token, acting for its organization. */
 export interface ScimCaller {
@@ -24,8 +24,12 @@ export interface ListQuery {
 export async function scimCallerOf<K extends OperationId>(ctx: HandlerContext<K>): Promise<ScimCaller> {
   const principal = ctx.principal;
   if (!principal || principal.kind !== 'scim') throw new ScimError(401, undefined, 'A SCIM token is required.');
-  if (!(await hasScimFeature(ctx.deps.db, ctx.deps.settings, principal.organizationId))) {
-    throw new ScimError(403, undefined, "The organization's plan does not include SCIM provisioning.");
+  try {
+    await requireFeature(ctx.deps.db, ctx.deps.settings, principal.organizationId, 'scim');
+  } catch (err) {
+    // Tokens outlive a plan change: the organization that lost the feature is refused, not unknown.
+    if (err instanceof FeatureNotInPlan) throw new ScimError(403, undefined, "The organization's plan does not include SCIM provisioning.");
+    throw err;
   }
   return {
     organizationId: principal.organizationId,

@@ -10,6 +10,9 @@ import { FilterCompiler, parseFilter, type Resolver } from './filter';
 import { applyPatch, type PatchOperation } from './patch';
 import { listResponse, pageWindow, type ListQuery, type ScimCaller } from './common';
 import * as store from './group-store';
+import { changed, created, deleted, recordChange } from '../audit';
+import { isForeignKeyViolation } from '../db/errors';
+import { ScimError } from './errors';
 import type { ScimTeamRow } from './group-store';
 
 /** A team as a SCIM Group document (the writable part). */
@@ -130,6 +133,7 @@ export async function createGroup(deps: AppDeps, caller: ScimCaller, body: unkno
       await teams.insertTeam(trx, { id, organizationId: caller.organizationId, name: doc.displayName, now });
       await store.updateTeam(trx, caller.organizationId, id, { name: doc.displayName, externalId: doc.externalId, now });
       await teams.addTeamMembers(trx, caller.organizationId, id, doc.memberIds, now);
+      await recordChange(trx, { action: 'team.created', target: { type: 'team', id }, changes: created({ name: doc.displayName, externalId: doc.externalId, memberIds: doc.memberIds }) });
     });
   } catch (err) {
     nameTaken(err);
@@ -151,6 +155,11 @@ async function saveGroup(deps: AppDeps, caller: ScimCaller, id: string, next: (c
       await store.updateTeam(trx, caller.organizationId, id, { name: doc.displayName, externalId: doc.externalId, now });
       await teams.addTeamMembers(trx, caller.organizationId, id, added, now);
       await store.removeTeamMembers(trx, caller.organizationId, id, [...before].filter((m) => !after.has(m)));
+      await recordChange(trx, {
+        action: 'team.updated',
+        target: { type: 'team', id },
+        changes: changed({ name: current.name, externalId: current.external_id, memberIds: current.member_ids }, { name: doc.displayName, externalId: doc.externalId, memberIds: doc.memberIds }),
+      });
     });
   } catch (err) {
     nameTaken(err);
@@ -168,5 +177,15 @@ export async function patchGroup(deps: AppDeps, caller: ScimCaller, id: string, 
 }
 
 export async function deleteGroup(deps: AppDeps, caller: ScimCaller, id: string): Promise<void> {
-  if (!(await teams.deleteTeam(deps.db, caller.organizationId, id))) throw scimNotFound('Group', id);
+  try {
+    await deps.db.transaction().execute(async (trx) => {
+      const before = await requireTeam(deps, caller, id, { forUpdate: true, db: trx });
+      await teams.deleteTeam(trx, caller.organizationId, id);
+      await recordChange(trx, { action: 'team.deleted', target: { type: 'team', id }, changes: deleted({ name: before.name, externalId: before.external_id, memberIds: before.member_ids }) });
+    });
+  } catch (err) {
+    // Another area's row that references the team without a cascade keeps it alive.
+    if (isForeignKeyViolation(err)) throw new ScimError(409, undefined, 'The Group is still referenced and cannot be deleted.');
+    throw err;
+  }
 }

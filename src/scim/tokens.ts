@@ -1,11 +1,12 @@
 import type { components } from '../../generated/api';
 import type { AppDeps, Membership, Principal } from '../http/types';
-import { CodedError, NotFound } from '../lib/errors';
+import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';
 import type { PageRequest } from '../lib/pagination';
 import { authorize, requireSession } from '../access/roles';
-import { hasScimFeature } from './plan';
+import { requireFeature } from '../plans';
+import { created, recordChange } from '../audit';
 import * as store from './token-store';
 import type { ScimTokenRow } from './token-store';
 
@@ -26,18 +27,20 @@ export function toScimToken(row: ScimTokenRow): components['schemas']['ScimToken
 export async function createToken(deps: AppDeps, principal: Principal, membership: Membership, input: { name: string }) {
   requireSession(principal);
   authorize(membership, 'scim.manage');
-  if (!(await hasScimFeature(deps.db, deps.settings, membership.organizationId))) {
-    throw new CodedError(402, 'enterprise_plan_required', 'SCIM provisioning needs the enterprise plan.', { feature: 'scim' });
-  }
+  await requireFeature(deps.db, deps.settings, membership.organizationId, 'scim');
   const token = randomSecret(TOKEN_PREFIX);
-  const row = await store.insertToken(deps.db, {
-    id: newId('scimToken'),
-    organizationId: membership.organizationId,
-    memberId: membership.memberId,
-    name: input.name,
-    prefix: token.slice(0, VISIBLE_PREFIX_LENGTH),
-    tokenHash: sha256Hex(token),
-    now: deps.clock.now(),
+  const row = await deps.db.transaction().execute(async (trx) => {
+    const inserted = await store.insertToken(trx, {
+      id: newId('scimToken'),
+      organizationId: membership.organizationId,
+      memberId: membership.memberId,
+      name: input.name,
+      prefix: token.slice(0, VISIBLE_PREFIX_LENGTH),
+      tokenHash: sha256Hex(token),
+      now: deps.clock.now(),
+    });
+    await recordChange(trx, { action: 'scim_token.created', target: { type: 'scim_token', id: inserted.id }, changes: created({ name: inserted.name, prefix: inserted.prefix }) });
+    return inserted;
   });
   return { item: toScimToken(row), token };
 }
@@ -55,7 +58,10 @@ export async function listTokens(deps: AppDeps, membership: Membership, page: Pa
 export async function revokeToken(deps: AppDeps, principal: Principal, membership: Membership, tokenId: string): Promise<void> {
   requireSession(principal);
   authorize(membership, 'scim.manage');
-  if (!(await store.revokeToken(deps.db, membership.organizationId, tokenId, deps.clock.now()))) {
-    throw new NotFound('scim_token_not_found', 'The SCIM token could not be found.');
-  }
+  await deps.db.transaction().execute(async (trx) => {
+    if (!(await store.revokeToken(trx, membership.organizationId, tokenId, deps.clock.now()))) {
+      throw new NotFound('scim_token_not_found', 'The SCIM token could not be found.');
+    }
+    await recordChange(trx, { action: 'scim_token.revoked', target: { type: 'scim_token', id: tokenId } });
+  });
 }

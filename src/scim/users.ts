@@ -5,6 +5,8 @@ import { CodedError } from '../lib/errors';
 import { isUniqueViolation } from '../db/errors';
 import { revokeApiKeysOf } from '../members/store';
 import { removeFromOrganization } from '../members/service';
+import { enforceLimit } from '../plans';
+import { changed, created, recordChange } from '../audit';
 import { ENTERPRISE_SCHEMA, USER_SCHEMA, isObject, normalize, project, toBoolean, type Json, type JsonObject } from './attributes';
 import { scimConflict, scimInvalid, scimNotFound } from './errors';
 import { FilterCompiler, parseFilter, type Resolver } from './filter';
@@ -177,6 +179,8 @@ export async function createUser(deps: AppDeps, caller: ScimCaller, body: unknow
         userId = newId('user');
         await store.insertPasswordlessUser(trx, { id: userId, email: doc.userName, name: displayNameOf(doc.attributes), now });
       }
+      // Seat limit: counted with the organization row locked, in the transaction that inserts.
+      await enforceLimit(trx, deps.settings, caller.organizationId, 'members');
       await store.insertMember(trx, {
         id: memberId,
         organizationId: caller.organizationId,
@@ -185,6 +189,11 @@ export async function createUser(deps: AppDeps, caller: ScimCaller, body: unknow
         attributes: doc.attributes,
         suspendedAt: doc.active === false ? now : null,
         now,
+      });
+      await recordChange(trx, {
+        action: 'member.provisioned',
+        target: { type: 'member', id: memberId },
+        changes: created({ userName: doc.userName, externalId: doc.externalId, active: doc.active !== false, role: 'member' }),
       });
     });
   } catch (err) {
@@ -216,6 +225,15 @@ async function saveUser(deps: AppDeps, caller: ScimCaller, id: string, next: (cu
       // suspended_at) and the member's API keys are revoked for good.
       if (!active && current.suspended_at === null) await revokeApiKeysOf(trx, caller.organizationId, id, now);
       await store.updateMember(trx, caller.organizationId, id, { externalId: doc.externalId, attributes: doc.attributes, suspendedAt, now });
+      const wasActive = current.suspended_at === null;
+      await recordChange(trx, {
+        action: wasActive === active ? 'member.updated' : active ? 'member.reactivated' : 'member.suspended',
+        target: { type: 'member', id },
+        changes: changed(
+          { userName: current.email, active: wasActive, externalId: current.external_id, attributes: current.scim_attributes ?? {} },
+          { userName: doc.userName, active, externalId: doc.externalId, attributes: doc.attributes },
+        ),
+      });
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw scimConflict('Another account already uses this userName.');

@@ -123,3 +123,35 @@ describe('Groups', () => {
     expect(team.body.item).toMatchObject({ name: 'Put done', memberIds: [b.id] });
   });
 });
+
+describe('plan and audit', () => {
+  it('applies the members seat limit to SCIM creates, writing nothing past it', async () => {
+    const seats = await t.db.selectFrom('members').select(t.db.fn.countAll<string>().as('n')).where('organization_id', '=', org.owner.organizationId).where('removed_at', 'is', null).executeTakeFirstOrThrow();
+    await t.db.updateTable('plans').set({ max_members: Number(seats.n) }).where('key', '=', 'enterprise').execute();
+    try {
+      const res = await scim.post('/Users', { userName: 'over.limit@groups.example' });
+      expect(res.status).toBe(402);
+      expect(res.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '402' });
+      expect(await t.db.selectFrom('users').select('id').where('email_normalized', '=', 'over.limit@groups.example').execute()).toEqual([]);
+    } finally {
+      await t.db.updateTable('plans').set({ max_members: null }).where('key', '=', 'enterprise').execute();
+    }
+    expect((await scim.post('/Users', { userName: 'over.limit@groups.example' })).status).toBe(201);
+  });
+
+  it('audits SCIM writes with the SCIM token as the actor', async () => {
+    const user = (await scim.post('/Users', { userName: 'audited@groups.example' })).body;
+    await scim.patch(`/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] });
+    await scim.delete(`/Users/${user.id}`);
+    const entries = await t.db
+      .selectFrom('audit_logs')
+      .select(['action', 'actor_type', 'actor_id', 'actor_member_id', 'target_id'])
+      .where('organization_id', '=', org.owner.organizationId)
+      .where('target_id', '=', user.id)
+      .orderBy('seq')
+      .execute();
+    expect(entries).toEqual(
+      ['member.provisioned', 'member.suspended', 'member.removed'].map((action) => ({ action, actor_type: 'scim', actor_id: org.tokenId, actor_member_id: null, target_id: user.id })),
+    );
+  });
+});
