@@ -163,6 +163,7 @@ describe('POST /v1/invitations/accept', () => {
         organizationId: owner.organizationId,
         userId: user.userId,
         role: 'admin',
+        status: 'active',
         createdAt: t.clock.now().toISOString(),
         user: { id: user.userId, name: 'joiner', email: user.email, image: null },
       },

@@ -38,6 +38,7 @@ describe('GET /v1/members', () => {
       organizationId: owner.organizationId,
       userId: owner.userId,
       role: 'owner',
+      status: 'active',
       createdAt: expect.any(String),
       user: { id: owner.userId, name: 'owner', email: owner.email, image: null },
     });

@@ -16,7 +16,7 @@ let world: OrgWorld;
 beforeAll(async () => {
   t = await createTestApp({ settings: { bodyLimitBytes: BODY_LIMIT } });
   world = await buildWorld(t, 'A');
-}, 120_000);
+}, 240_000);
 afterAll(() => t.close());
 
 function startsWith(path: unknown, prefix: string[]): boolean {
