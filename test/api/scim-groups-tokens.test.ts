@@ -39,7 +39,7 @@ describe('SCIM tokens', () => {
   it('needs scim.manage, a session and the enterprise plan', async () => {
     const member = await addMember(t, org.owner.organizationId, 'member');
     const denied = await t.http.post('/v1/scim/tokens').set(...bearer(member.token)).send({ name: 'x' });
-    expect({ status: denied.status, reason: denied.body.reason }).toEqual({ status: 403, reason: 'org_admin_required' });
+    expect({ status: denied.status, reason: denied.body.reason }).toEqual({ status: 403, reason: 'permission_required' });
     const key = (await t.http.post('/v1/api-keys').set(...bearer(org.owner.token)).send({ name: 'k' })).body.key;
     expect((await t.http.post('/v1/scim/tokens').set('x-api-key', key).send({ name: 'x' })).status).toBe(401);
     const free = await createOrganization(t, 'Free');
