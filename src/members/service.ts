@@ -5,7 +5,7 @@ import type { PageRequest } from '../lib/pagination';
 import { authorize } from '../access/roles';
 import { toMember } from '../org/mappers';
 import * as store from './store';
-    await recordChange(trx, { action, target: { type: 'member', id: memberId }, organizationId });
+import { changed, recordChange } from '../audit';
 
 const memberNotFound = () => new NotFound('member_not_found', 'The member could not be found.');
 
