@@ -161,6 +161,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/reauthenticate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Renew the session's authentication time (session only)
+         * @description Checks the password again and renews the session's authentication time, for actions that need a fresh session (`FRESH_SESSION_MAX_AGE`). A wrong password is 401 `invalid_credentials`; failures are rate limited like sign-in (429).
+         */
+        post: operations["reauthenticate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/org": {
         parameters: {
             query?: never;
@@ -241,9 +261,53 @@ export interface paths {
         put?: never;
         /**
          * Change a member's role (admin)
-         * @description Makes a member an admin or a plain member. The owner's role cannot be changed (409 `owner_role_immutable`). An API key of the member acts with the new role at once.
+         * @description Gives a member any role of the organization but `owner` (400 naming `role` for `owner` or a key the organization does not have). The owner's role cannot be changed (409 `owner_role_immutable`); ownership moves by transfer. A role holding permissions the caller lacks is 403 `permission_not_held`. An API key of the member acts with the new role at once.
          */
         post: operations["changeMemberRole"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/members/{memberId}/permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memberId: components["schemas"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A member's permissions (the member themself, or members.read)
+         * @description The permission keys the member's current role holds, sorted.
+         */
+        get: operations["getMemberPermissions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/members/{memberId}/transfer-ownership": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memberId: components["schemas"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Transfer ownership to another member (owner only, session only, fresh)
+         * @description The target becomes the owner and the previous owner an admin, in one transaction: there is exactly one owner at every moment, also under concurrent transfers. Only the owner (403 `owner_required`), with a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`); the owner as target is 409 `already_owner`.
+         */
+        post: operations["transferOwnership"];
         delete?: never;
         options?: never;
         head?: never;
@@ -406,7 +470,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key (admin, session only)
-         * @description The key acts as the creating member, with that member's current role, until it is revoked, expires, or the member is removed. It is shown only in this response (as `key`); only its SHA-256 hash is stored. `expiresAt`, when given, must be in the future.
+         * @description The key acts as the creating member, with that member's current role, until it is revoked, expires, or the member is removed. It is shown only in this response (as `key`); only its SHA-256 hash is stored. `expiresAt`, when given, must be in the future. `permissions` scopes the key: it can do only what both the scope and the creator's current role allow (an unknown key is 400 naming its index, one the caller does not hold 403 `permission_not_held`). Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`).
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -435,6 +499,77 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The permission catalogue
+         * @description Every permission key of the service with what it allows (any member; no paging). Roles hold these keys; operations say which one they need (`x-permission`).
+         */
+        get: operations["listPermissions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/roles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's roles
+         * @description The built-in roles (`owner`, `admin`, `member`) and the custom roles, newest first, each with its permissions and `memberCount` (active members holding it). Any member.
+         */
+        get: operations["listRoles"];
+        put?: never;
+        /**
+         * Create a custom role (roles.manage, session only, fresh)
+         * @description `key` is immutable and unique in the organization (409 `role_key_taken`; the built-in keys are taken). An unknown permission is 400 naming its index; a permission the caller does not hold is 403 `permission_not_held` (nothing is written). Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`).
+         */
+        post: operations["createRole"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/roles/{roleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                roleId: components["schemas"]["RoleId"];
+            };
+            cookie?: never;
+        };
+        /** Get a role */
+        get: operations["getRole"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a custom role (roles.manage, session only, fresh)
+         * @description 409 `role_in_use` while active members or pending invitations hold the role, unless `reassignTo` names the role they move to, in the same transaction (an unknown key, `owner` or the role itself → 400; a target role holding permissions the caller lacks → 403 `permission_not_held`). Built-in roles: 409 `builtin_role_immutable`.
+         */
+        delete: operations["deleteRole"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a custom role (roles.manage, session only, fresh)
+         * @description Built-in roles are immutable (409 `builtin_role_immutable`). The role's resulting permissions must all be held by the caller (403 `permission_not_held`). A change applies from the next request of every member holding the role.
+         */
+        patch: operations["updateRole"];
         trace?: never;
     };
     "/v1/marketplaces": {
@@ -2209,11 +2344,8 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
         };
-        /**
-         * @description Organization role. Exactly one owner per organization.
-         * @enum {string}
-         */
-        Role: "owner" | "admin" | "member";
+        /** @description The key of the member's organization role: `owner` (exactly one per organization), `admin`, `member`, or a custom role's key (see `GET /v1/roles`). */
+        Role: string;
         MemberUser: {
             id: components["schemas"]["UserId"];
             name: string | null;
@@ -2307,14 +2439,16 @@ export interface components {
             items: components["schemas"]["Member"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
-        /**
-         * @description A role that can be given; `owner` is never assigned (exactly one per organization).
-         * @enum {string}
-         */
-        AssignableRole: "admin" | "member";
+        /** @description The key of a role of the organization that can be given (`admin`, `member` or a custom role); `owner` is never assigned this way (exactly one per organization; ownership moves by transfer). */
+        AssignableRole: string;
         MemberItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Member"];
+        };
+        /** @description A permission key `area.verb` from `GET /v1/permissions`. */
+        PermissionKey: string;
+        MemberPermissions: {
+            items: components["schemas"]["PermissionKey"][];
         };
         /** Format: typeid */
         InvitationId: string;
@@ -2373,6 +2507,8 @@ export interface components {
             /** @description The first 12 characters of the key, to recognise it. */
             prefix: string;
             memberId: components["schemas"]["MemberId"];
+            /** @description The key's scope: it can do only what both these permissions and its creator's current role allow. Null: the creator's role, unscoped. */
+            permissions: components["schemas"]["PermissionKey"][] | null;
             createdAt: components["schemas"]["Timestamp"];
             expiresAt: components["schemas"]["NullableTimestamp"];
             lastUsedAt: components["schemas"]["NullableTimestamp"];
@@ -2380,6 +2516,54 @@ export interface components {
         ApiKeyList: {
             items: components["schemas"]["ApiKey"][];
             nextCursor: components["schemas"]["NextCursor"];
+        };
+        PermissionKeys: components["schemas"]["PermissionKey"][];
+        Permission: {
+            key: components["schemas"]["PermissionKey"];
+            description: string;
+        };
+        PermissionList: {
+            items: components["schemas"]["Permission"][];
+        };
+        /** Format: typeid */
+        RoleId: string;
+        /** @description A role of the organization, by key (`owner`, `admin`, `member` or a custom role's key). */
+        RoleKey: string;
+        OrganizationRole: {
+            id: components["schemas"]["RoleId"];
+            key: components["schemas"]["RoleKey"];
+            name: string;
+            description: string;
+            /** @description The role's permission keys (`owner` holds every one). */
+            permissions: components["schemas"]["PermissionKey"][];
+            /** @description `owner`, `admin` and `member`: immutable (409 `builtin_role_immutable`). */
+            builtIn: boolean;
+            /** @description Active members holding the role. */
+            memberCount: number;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        RoleList: {
+            items: components["schemas"]["OrganizationRole"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        RoleName: string;
+        RoleDescription: string;
+        CreateRoleBody: {
+            key: components["schemas"]["RoleKey"];
+            name: components["schemas"]["RoleName"];
+            description?: components["schemas"]["RoleDescription"];
+            permissions: components["schemas"]["PermissionKeys"];
+        };
+        RoleItem: {
+            /** @constant */
+            ok: true;
+            item: components["schemas"]["OrganizationRole"];
+        };
+        UpdateRoleBody: {
+            name?: components["schemas"]["RoleName"];
+            description?: components["schemas"]["RoleDescription"];
+            permissions?: components["schemas"]["PermissionKeys"];
         };
         /** @enum {string} */
         MarketplaceStatus: "active" | "archived" | "deleted";
@@ -3850,6 +4034,48 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    reauthenticate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Renewed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        authenticatedAt: components["schemas"]["Timestamp"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description No live session (`unauthorized`), or a wrong password (`invalid_credentials`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedError"] | components["schemas"]["GenericError"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
     getOrg: {
         parameters: {
             query?: never;
@@ -4014,6 +4240,61 @@ export interface operations {
         };
         responses: {
             /** @description The member with the new role. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getMemberPermissions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memberId: components["schemas"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The member's permissions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberPermissions"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    transferOwnership: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memberId: components["schemas"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new owner. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4418,6 +4699,7 @@ export interface operations {
                     name: string;
                     /** Format: date-time */
                     expiresAt?: string;
+                    permissions?: components["schemas"]["PermissionKeys"];
                 };
             };
         };
@@ -4465,6 +4747,174 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listPermissions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole catalogue. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PermissionList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listRoles: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of roles. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRoleBody"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                roleId: components["schemas"]["RoleId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The role. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteRole: {
+        parameters: {
+            query?: {
+                reassignTo?: components["schemas"]["RoleKey"];
+            };
+            header?: never;
+            path: {
+                roleId: components["schemas"]["RoleId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                roleId: components["schemas"]["RoleId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateRoleBody"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["Error"];
         };
     };

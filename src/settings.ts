@@ -12,6 +12,8 @@ export interface Settings {
   publicBaseUrl: string;
   bootstrapToken: string | undefined;
   sessionTtlMs: number;
+  /** Actions that change who can do what need a session authenticated this recently. */
+  freshSessionMaxAgeMs: number;
   planGating: boolean;
   suiteGraphBaseUrl: string;
   suiteLoginBaseUrl: string;
@@ -159,6 +161,7 @@ export function loadSettings(env: Env = process.env): Settings {
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`),
     bootstrapToken: env.BOOTSTRAP_TOKEN || undefined,
     sessionTtlMs: duration(env, 'SESSION_TTL', 30 * UNIT_MS.d!),
+    freshSessionMaxAgeMs: duration(env, 'FRESH_SESSION_MAX_AGE', 15 * UNIT_MS.m!),
     planGating: bool(env, 'PLAN_GATING', true),
     suiteGraphBaseUrl: url(env, 'SUITE_GRAPH_BASE_URL', 'https://graph.microsoft.com/v1.0'),
     suiteLoginBaseUrl: url(env, 'SUITE_LOGIN_BASE_URL', 'https://login.microsoftonline.com'),

@@ -28,6 +28,7 @@ export const PERMISSION_CATALOGUE = {
   'teams.read': { description: 'List and read teams.', minimum: 'member', reason: MEMBER },
   'teams.manage': { description: 'Create, rename and delete teams and change their members.', minimum: 'admin', reason: ADMIN },
   'apiKeys.manage': { description: "Create, list and revoke the organization's API keys.", minimum: 'admin', reason: ADMIN },
+  'roles.manage': { description: 'Create, change and delete custom roles.', minimum: 'admin', reason: 'permission_required' },
   'marketplaces.create': { description: 'Create marketplaces.', minimum: 'admin', reason: ADMIN },
   'connectors.create': { description: 'Create connector instances.', minimum: 'admin', reason: ADMIN },
   'mcpConnections.manage': { description: 'Create, update and delete MCP connections.', minimum: 'admin', reason: ADMIN },

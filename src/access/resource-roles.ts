@@ -2,8 +2,8 @@ import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../db/schema';
 import { preparedAs } from '../db/connect';
 import { Forbidden } from '../lib/errors';
-import type { Membership, PermissionSet, Role } from '../domain/principal';
-import { builtInPermissions, isBuiltInRole } from './builtin-roles';
+import type { Membership, PermissionSet } from '../domain/principal';
+import { permissionsOfRole } from './role-permissions';
 
 /**
  * Resource roles (supporting-interface §2): viewer < editor < manager, granted directly to a member,
@@ -131,17 +131,21 @@ export async function resolveResourceRole(
   const resource = sql`${resourceId}`;
   const grants = reachingGrants(ref, resource, sql`m.id`, RANK_SQL, sql`AND g.organization_id = ${member.organizationId}`);
   const active = resourceActive(ref, resource, options);
+  // Given only ids, the member's role row comes along so its permissions can decide.
+  const withRole = member.permissions === undefined;
   // Prepared per grants table and variant: planning the three branches cost more than running them.
-  const name = `resource_role_${ref.table}${active ? '_active' : ''}`;
-  const row = await sql<{ org_role: string; rank: number | null }>`${preparedAs(name)}
-    SELECT m.role AS org_role,
+  const name = `resource_role_${ref.table}${active ? '_active' : ''}${withRole ? '_role' : ''}`;
+  const row = await sql<{ org_role: string; role_built_in: boolean | null; role_permissions: string[] | null; rank: number | null }>`${preparedAs(name)}
+    SELECT m.role AS org_role, ${withRole ? sql`r.built_in` : sql`NULL::boolean`} AS role_built_in,
+      ${withRole ? sql`r.permissions` : sql`NULL::text[]`} AS role_permissions,
       CASE WHEN ${active ? sql`NOT ${active}` : sql`false`} THEN NULL
         ELSE (SELECT max(rank) FROM (${grants}) AS reaching (rank)) END AS rank
     FROM members m
+    ${withRole ? sql`LEFT JOIN organization_roles r ON r.organization_id = m.organization_id AND r.key = m.role` : sql``}
     WHERE m.id = ${member.memberId} AND m.organization_id = ${member.organizationId} AND m.removed_at IS NULL`.execute(db);
   const found = row.rows[0];
   if (!found) return null;
-  const permissions = member.permissions ?? (isBuiltInRole(found.org_role) ? builtInPermissions(found.org_role as Role) : new Set<string>());
+  const permissions = member.permissions ?? permissionsOfRole({ key: found.org_role, builtIn: found.role_built_in ?? false, permissions: found.role_permissions });
   if (managesAllResources(permissions)) return 'manager';
   return roleOfRank(found.rank);
 }

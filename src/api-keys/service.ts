@@ -6,6 +6,7 @@ import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';
 import type { PageRequest } from '../lib/pagination';
 import { authorize, requireSession } from '../access/roles';
+import { requireFreshSession, requireHeld, requireKnownPermissions } from '../access/role-permissions';
 import * as store from './store';
 import type { ApiKeyRow } from './store';
 import { created, recordChange } from '../audit';
@@ -20,17 +21,31 @@ export function toApiKey(row: ApiKeyRow): components['schemas']['ApiKey'] {
     name: row.name,
     prefix: row.prefix,
     memberId: row.member_id,
+    permissions: row.permissions,
     createdAt: row.created_at.toISOString(),
     expiresAt: row.expires_at?.toISOString() ?? null,
     lastUsedAt: row.last_used_at?.toISOString() ?? null,
   };
 }
 
-/** A key acts as the creating member with that member's current role (see auth/principal.ts). */
-export async function createApiKey(deps: AppDeps, principal: Principal, membership: Membership, input: { name: string; expiresAt?: string }) {
+/**
+ * A key acts as the creating member with that member's current role (src/principal/api-key.ts),
+ * narrowed by its `permissions` scope, which may name only permissions the creator holds.
+ */
+export async function createApiKey(
+  deps: AppDeps,
+  principal: Principal,
+  membership: Membership,
+  input: { name: string; expiresAt?: string; permissions?: string[] },
+) {
   requireSession(principal);
   authorize(membership, 'apiKeys.manage');
   const now = deps.clock.now();
+  requireFreshSession(principal, now, deps.settings.freshSessionMaxAgeMs);
+  if (input.permissions) {
+    requireKnownPermissions(input.permissions, ['body', 'permissions']);
+    requireHeld(membership, input.permissions);
+  }
   const expiresAt = input.expiresAt === undefined ? null : new Date(input.expiresAt);
   if (expiresAt && !(expiresAt.getTime() > now.getTime())) throw Invalid.at(['body', 'expiresAt'], 'must be in the future');
   const key = randomSecret(KEY_PREFIX);
@@ -44,6 +59,7 @@ export async function createApiKey(deps: AppDeps, principal: Principal, membersh
       keyHash: sha256Hex(key),
       now,
       expiresAt,
+      permissions: input.permissions ?? null,
     });
     await recordChange(trx, {
       action: 'api_key.created',

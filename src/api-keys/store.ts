@@ -9,14 +9,15 @@ export interface ApiKeyRow {
   created_at: Date;
   expires_at: Date | null;
   last_used_at: Date | null;
+  permissions: string[] | null;
 }
 
 /** Never `key_hash`: it only ever appears in the authentication lookup. */
-const COLUMNS = ['id', 'name', 'prefix', 'member_id', 'created_at', 'expires_at', 'last_used_at'] as const;
+const COLUMNS = ['id', 'name', 'prefix', 'member_id', 'created_at', 'expires_at', 'last_used_at', 'permissions'] as const;
 
 export async function insertApiKey(
   db: Db,
-  key: { id: string; organizationId: string; memberId: string; name: string; prefix: string; keyHash: string; now: Date; expiresAt: Date | null },
+  key: { id: string; organizationId: string; memberId: string; name: string; prefix: string; keyHash: string; now: Date; expiresAt: Date | null; permissions: string[] | null },
 ): Promise<ApiKeyRow> {
   return db
     .insertInto('api_keys')
@@ -31,6 +32,7 @@ export async function insertApiKey(
       expires_at: key.expiresAt,
       last_used_at: null,
       revoked_at: null,
+      permissions: key.permissions,
     })
     .returning(COLUMNS)
     .executeTakeFirstOrThrow();

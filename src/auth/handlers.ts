@@ -2,7 +2,7 @@ import type { HandlerMap } from '../http/types';
 import { principalOf } from '../access/roles';
 import * as auth from './service';
 
-type AuthOperations = 'getBootstrapStatus' | 'bootstrap' | 'signUp' | 'signIn' | 'signOut' | 'getMe' | 'setActiveOrganization';
+type AuthOperations = 'getBootstrapStatus' | 'bootstrap' | 'signUp' | 'signIn' | 'reauthenticate' | 'signOut' | 'getMe' | 'setActiveOrganization';
 
 export const authHandlers: HandlerMap<AuthOperations> = {
   getBootstrapStatus: async ({ deps }) => ({ status: 200, body: { bootstrapped: await auth.bootstrapStatus(deps) } }),
@@ -15,6 +15,11 @@ export const authHandlers: HandlerMap<AuthOperations> = {
   signUp: async ({ deps, body, ip }) => ({ status: 201, body: { ok: true, ...(await auth.signUp(deps, body, ip)) } }),
 
   signIn: async ({ deps, body, ip }) => ({ status: 200, body: { ok: true, ...(await auth.signIn(deps, body, ip)) } }),
+
+  reauthenticate: async (ctx) => {
+    const authenticatedAt = await auth.reauthenticate(ctx.deps, principalOf(ctx), ctx.body.password, ctx.ip);
+    return { status: 200, body: { ok: true, authenticatedAt } };
+  },
 
   signOut: async (ctx) => {
     await auth.signOut(ctx.deps, principalOf(ctx));

@@ -113,6 +113,29 @@ export async function signIn(deps: AppDeps, input: { email: string; password: st
   return { user: toUser(user), session };
 }
 
+/**
+ * Proves the session's user again (fresh-session actions). Wrong passwords count against the
+ * sign-in limits of the user's e-mail and of the IP, exactly as sign-in failures do.
+ */
+export async function reauthenticate(deps: AppDeps, principal: Principal, password: string, ip = ''): Promise<string> {
+  if (principal.kind !== 'session' || !principal.sessionId) throw new Unauthorized('This route needs a signed-in session.');
+  const user = await store.findUserById(deps.db, principal.userId);
+  if (!user) throw new Unauthorized();
+  const email = store.normalizeEmail(user.email);
+  await limits.assertNotLimited(deps, 'signInEmail', email);
+  await limits.assertNotLimited(deps, 'signInIp', ip);
+  const credentials = await store.findCredentials(deps.db, user.email);
+  if (!credentials || !(await verifyPassword(credentials.password_hash, password))) {
+    await limits.recordFailure(deps, 'signInEmail', email);
+    await limits.recordFailure(deps, 'signInIp', ip);
+    throw new Unauthenticated('invalid_credentials', 'The password is incorrect.');
+  }
+  await limits.clear(deps, 'signInEmail', email);
+  const now = deps.clock.now();
+  await store.markAuthenticated(deps.db, principal.sessionId, now);
+  return now.toISOString();
+}
+
 export async function signOut(deps: AppDeps, principal: Principal): Promise<void> {
   if (!principal.sessionId) throw new Unauthorized();
   const sessionId = principal.sessionId;

@@ -73,8 +73,14 @@ export async function insertSession(
       created_at: session.now,
       expires_at: session.expiresAt,
       revoked_at: null,
+      authenticated_at: session.now,
     })
     .execute();
+}
+
+/** Renews a live session's authentication time (reauthentication). */
+export async function markAuthenticated(db: Db, sessionId: string, now: Date): Promise<void> {
+  await db.updateTable('sessions').set({ authenticated_at: now }).where('id', '=', sessionId).where('revoked_at', 'is', null).execute();
 }
 
 export async function revokeSession(db: Db, sessionId: string, now: Date): Promise<void> {

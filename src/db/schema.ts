@@ -11,6 +11,7 @@ import type { PlanTables } from '../plans/tables';
 import type { WebhookTables } from '../webhooks/tables';
 import type { ResourceTables } from '../templates/tables';
 import type { ScimTables } from '../scim/tables';
+import type { RoleTables } from '../roles/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -69,6 +70,8 @@ export interface SessionsTable {
   created_at: Timestamp;
   expires_at: Timestamp;
   revoked_at: Timestamp | null;
+  /** When the user last proved themself on this session (sign-in, reauthenticate). */
+  authenticated_at: Timestamp;
 }
 
 export interface TeamsTable {
@@ -99,6 +102,8 @@ export interface ApiKeysTable {
   expires_at: Timestamp | null;
   last_used_at: Timestamp | null;
   revoked_at: Timestamp | null;
+  /** The key's permission scope; null: its creator's role, unscoped. */
+  permissions: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
 }
 
 export interface FoundationTables {
@@ -113,7 +118,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

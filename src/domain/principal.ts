@@ -5,7 +5,10 @@
  */
 
 /** The built-in organization roles. */
-export type Role = 'owner' | 'admin' | 'member';
+export type BuiltInRole = 'owner' | 'admin' | 'member';
+
+/** A role of an organization, by key: a built-in one or a custom role (`GET /v1/roles`). */
+export type Role = string;
 
 /** Permission keys (`area.verb`) a membership holds; the catalogue is src/access/permissions.ts. */
 export type PermissionSet = ReadonlySet<string>;
@@ -15,8 +18,9 @@ export interface Membership {
   memberId: string;
   role: Role;
   /**
-   * What this caller may do in the organization, resolved with the principal (no extra round
-   * trip): the role's permissions, narrowed by an API key's scope. Read through src/access only.
+   * What this caller may do in the organization, resolved with the principal in the same query
+   * (no extra round trip, nothing cached beyond the request): the role's permissions, narrowed by
+   * an API key's scope. Read through src/access only.
    */
   permissions: PermissionSet;
 }
@@ -32,6 +36,8 @@ export interface Principal {
   membership: Membership | null;
   /** The session's active organization id, even when the membership is gone. */
   activeOrganizationId: string | null;
+  /** When the session last proved its user (sign-in, reauthentication); null for an API key. */
+  authenticatedAt: Date | null;
 }
 
 /** A worker calling with its own host token (`x-worker-token`). */

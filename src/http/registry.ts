@@ -23,6 +23,7 @@ import { templateHandlers } from '../templates/handlers';
 import { llmProviderHandlers } from '../llm-providers/handlers';
 import { capabilitySourceHandlers } from '../capability-sources/handlers';
 import { scimProtocolHandlers, scimTokenHandlers } from '../scim/handlers';
+import { roleHandlers } from '../roles/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -52,6 +53,7 @@ export const handlers: Handlers = {
   ...capabilitySourceHandlers,
   ...scimTokenHandlers,
   ...scimProtocolHandlers,
+  ...roleHandlers,
 };
 
 /**

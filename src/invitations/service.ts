@@ -1,11 +1,12 @@
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal, Role } from '../domain/principal';
-import { CodedError, Conflict, Forbidden, NotFound, Unauthorized } from '../lib/errors';
+import { CodedError, Conflict, Forbidden, Invalid, NotFound, Unauthorized } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';
 import type { PageRequest } from '../lib/pagination';
-import { isUniqueViolation } from '../db/errors';
+import { isForeignKeyViolation, isUniqueViolation } from '../db/errors';
+import { assignableRole } from '../roles/service';
 import { authorize } from '../access/roles';
 import { findUserById, normalizeEmail, setSessionOrganization } from '../auth/store';
 import { insertMember } from '../org/store';
@@ -30,7 +31,7 @@ export function toInvitation(row: InvitationRow, now: Date): Invitation {
   return {
     id: row.id,
     email: row.email,
-    role: row.role as Invitation['role'],
+    role: row.role,
     status: expired ? 'expired' : row.status,
     expiresAt: row.expires_at.toISOString(),
     createdAt: row.created_at.toISOString(),
@@ -40,9 +41,10 @@ export function toInvitation(row: InvitationRow, now: Date): Invitation {
   };
 }
 
-export async function createInvitation(deps: AppDeps, membership: Membership, input: { email: string; role: Exclude<Role, 'owner'> }) {
+export async function createInvitation(deps: AppDeps, membership: Membership, input: { email: string; role: Role }) {
   authorize(membership, 'invitations.manage');
   const { organizationId } = membership;
+  const role = await assignableRole(deps.db, membership, input.role, ['body', 'role']);
   const email = input.email.trim();
   const emailNormalized = normalizeEmail(email);
   const token = randomSecret(TOKEN_PREFIX);
@@ -58,7 +60,7 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
         organizationId,
         email,
         emailNormalized,
-        role: input.role,
+        role,
         tokenHash: sha256Hex(token),
         invitedByMemberId: membership.memberId,
         now,
@@ -70,6 +72,8 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
     if (isUniqueViolation(err, 'invitations_pending_email_key')) {
       throw new Conflict('invitation_pending', 'A pending invitation for this e-mail already exists.');
     }
+    // The role was deleted between the check and the insert.
+    if (isForeignKeyViolation(err, 'invitations_role_fkey')) throw Invalid.at(['body', 'role'], `the organization has no role ${role}`);
     throw err;
   }
 }
@@ -127,7 +131,7 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
       // rolls the claim back, so the invitation stays pending.
       await enforceLimit(trx, deps.settings, organizationId, 'members');
       const memberId = newId('member');
-      await insertMember(trx, { id: memberId, organizationId, userId: user.id, role: claimed.role as Exclude<Role, 'owner'>, now });
+      await insertMember(trx, { id: memberId, organizationId, userId: user.id, role: claimed.role, now });
       if (sessionHadNone) await setSessionOrganization(trx, principal.sessionId!, organizationId);
       const member = await findMember(trx, organizationId, memberId);
       if (!member) throw new Error('new membership vanished inside its own transaction');

@@ -30,6 +30,7 @@ export const ID_PREFIXES = {
   llmProvider: 'llp',
   llmProviderGrant: 'lpg',
   scimToken: 'sct',
+  role: 'rol',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

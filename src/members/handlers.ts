@@ -1,12 +1,19 @@
 import type { HandlerMap } from '../http/types';
-import { membershipOf } from '../access/roles';
+import { membershipOf, principalOf, requireSession } from '../access/roles';
 import * as members from './service';
 
-export const memberHandlers: HandlerMap<'listMembers' | 'changeMemberRole' | 'removeMember'> = {
+export const memberHandlers: HandlerMap<'listMembers' | 'changeMemberRole' | 'removeMember' | 'transferOwnership'> = {
   listMembers: async (ctx) => ({ status: 200, body: await members.listMembers(ctx.deps, membershipOf(ctx), ctx.query) }),
 
   changeMemberRole: async (ctx) => {
     const item = await members.changeRole(ctx.deps, membershipOf(ctx), ctx.params.memberId, ctx.body.role);
+    return { status: 200, body: { ok: true, item } };
+  },
+
+  transferOwnership: async (ctx) => {
+    const principal = principalOf(ctx);
+    requireSession(principal);
+    const item = await members.transferOwnership(ctx.deps, principal, membershipOf(ctx), ctx.params.memberId);
     return { status: 200, body: { ok: true, item } };
   },
 

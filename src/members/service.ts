@@ -1,11 +1,14 @@
 import type { AppDeps } from '../domain/deps';
-import type { Membership, Role } from '../domain/principal';
-import { Conflict, NotFound } from '../lib/errors';
+import type { Membership, Principal } from '../domain/principal';
+import { Conflict, Forbidden, Invalid, NotFound } from '../lib/errors';
 import type { PageRequest } from '../lib/pagination';
 import { authorize } from '../access/roles';
+import { requireFreshSession, requireOwner } from '../access/role-permissions';
+import { isForeignKeyViolation } from '../db/errors';
+import { assignableRole } from '../roles/service';
 import { toMember } from '../org/mappers';
 import * as store from './store';
-import { changed, recordChange } from '../audit';
+import { recordChange } from '../audit';
 
 const memberNotFound = () => new NotFound('member_not_found', 'The member could not be found.');
 
@@ -19,16 +22,55 @@ export async function listMembers(deps: AppDeps, membership: Membership, page: P
   );
 }
 
-export async function changeRole(deps: AppDeps, membership: Membership, memberId: string, role: Exclude<Role, 'owner'>) {
+/**
+ * Any role of the organization but `owner`, whose permissions the caller holds (no escalation);
+ * the owner's own role never changes this way.
+ */
+export async function changeRole(deps: AppDeps, membership: Membership, memberId: string, role: string) {
   authorize(membership, 'members.changeRole');
   const { organizationId } = membership;
-  return deps.db.transaction().execute(async (trx) => {
-    const before = await store.findMember(trx, organizationId, memberId);
-    if (!before) throw memberNotFound();
-    if (!(await store.setRole(trx, organizationId, memberId, role))) throw new Conflict('owner_role_immutable', "The owner's role cannot be changed.");
-    await recordChange(trx, { action: 'member.role_changed', target: { type: 'member', id: memberId }, changes: changed({ role: before.role }, { role }) });
-    return toMember({ ...before, role });
+  const key = await assignableRole(deps.db, membership, role, ['body', 'role']);
+  try {
+    return await deps.db.transaction().execute(async (trx) => {
+      const before = await store.findMember(trx, organizationId, memberId);
+      if (!before) throw memberNotFound();
+      if (!(await store.setRole(trx, organizationId, memberId, key))) throw new Conflict('owner_role_immutable', "The owner's role cannot be changed.");
+      await recordChange(trx, { action: 'member.role_changed', target: { type: 'member', id: memberId }, changes: { role: { from: before.role, to: key } } });
+      return toMember({ ...before, role: key });
+    });
+  } catch (err) {
+    // The role was deleted between the check and the update.
+    if (isForeignKeyViolation(err)) throw Invalid.at(['body', 'role'], `the organization has no role ${key}`);
+    throw err;
+  }
+}
+
+/**
+ * The owner hands ownership to another active member, who becomes owner while the previous owner
+ * becomes admin, in one transaction. The owner row is locked first: a concurrent transfer waits,
+ * then finds its caller no longer owner (403), so there is exactly one owner at every moment.
+ */
+export async function transferOwnership(deps: AppDeps, principal: Principal, membership: Membership, memberId: string) {
+  requireOwner(membership);
+  requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
+  const { organizationId } = membership;
+  if (memberId === membership.memberId) throw new Conflict('already_owner', 'The member is already the owner.');
+  await deps.db.transaction().execute(async (trx) => {
+    if ((await store.lockOwner(trx, organizationId)) !== membership.memberId) {
+      throw new Forbidden('owner_required', 'Only the owner of the organization may do this.');
+    }
+    if (!(await store.lockMember(trx, organizationId, memberId))) throw memberNotFound();
+    await store.setRoleOf(trx, organizationId, membership.memberId, 'admin');
+    await store.setRoleOf(trx, organizationId, memberId, 'owner');
+    await recordChange(trx, {
+      action: 'organization.ownership_transferred',
+      target: { type: 'organization', id: organizationId },
+      changes: { ownerMemberId: { from: membership.memberId, to: memberId } },
+    });
   });
+  const member = await store.findMember(deps.db, organizationId, memberId);
+  if (!member) throw memberNotFound();
+  return toMember(member);
 }
 
 /**

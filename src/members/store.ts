@@ -65,7 +65,7 @@ export async function existingMemberIds(db: Db, organizationId: string, memberId
 }
 
 /** Sets the role of an active, non-owner member; undefined when there is no such member. */
-export async function setRole(db: Db, organizationId: string, memberId: string, role: Exclude<Role, 'owner'>): Promise<string | undefined> {
+export async function setRole(db: Db, organizationId: string, memberId: string, role: Role): Promise<string | undefined> {
   const row = await db
     .updateTable('members')
     .set({ role })
@@ -100,6 +100,37 @@ export async function revokeApiKeysOf(db: Db, organizationId: string, memberId: 
     .where('member_id', '=', memberId)
     .where('revoked_at', 'is', null)
     .execute();
+}
+
+/** Locks the organization's owner row; undefined when (meanwhile) there is none. */
+export async function lockOwner(db: Db, organizationId: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('members')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .where('role', '=', 'owner')
+    .where('removed_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
+  return row?.id;
+}
+
+/** Locks an active member's row; false when there is no such member. */
+export async function lockMember(db: Db, organizationId: string, memberId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('members')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', memberId)
+    .where('removed_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Sets any active member's role (ownership transfer; the caller holds both rows' locks). */
+export async function setRoleOf(db: Db, organizationId: string, memberId: string, role: Role): Promise<void> {
+  await db.updateTable('members').set({ role }).where('organization_id', '=', organizationId).where('id', '=', memberId).where('removed_at', 'is', null).execute();
 }
 
 export async function leaveAllTeams(db: Db, organizationId: string, memberId: string): Promise<void> {

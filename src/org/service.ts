@@ -12,6 +12,7 @@ import { findMember } from '../members/store';
 import { toMember, toOrganization, toTeam } from './mappers';
 import { provisionOrganization } from './provisioning';
 import { changed, created, recordChange } from '../audit';
+import { insertBuiltInRoles } from '../roles/store';
 
 export type Plan = 'free' | 'team' | 'enterprise';
 
@@ -23,6 +24,7 @@ const orgNotFound = () => new NotFound('organization_not_found', 'The organizati
  */
 export async function createOrganizationIn(trx: Transaction<DB>, input: { name: string; plan: Plan; ownerUserId: string; now: Date }) {
   const organization = await store.insertOrganization(trx, { id: newId('organization'), name: input.name, plan: input.plan, now: input.now });
+  await insertBuiltInRoles(trx, organization.id, input.now);
   const memberId = newId('member');
   await store.insertMember(trx, { id: memberId, organizationId: organization.id, userId: input.ownerUserId, role: 'owner', now: input.now });
   await provisionOrganization(trx, { organizationId: organization.id, ownerMemberId: memberId, now: input.now });

@@ -7,14 +7,29 @@ import { membershipOf } from './membership';
 /** Writing `last_used_at` on every request would turn reads into writes; once a minute is enough. */
 const LAST_USED_GRANULARITY_MS = 60_000;
 
-/** An API key → its creating member, with that member's current role; a removed member's key is dead. */
+/**
+ * An API key → its creating member, with that member's current role (and that role's current
+ * permissions, narrowed by the key's scope); a removed member's key is dead.
+ */
 export async function principalFromApiKey(db: Db, key: string, now: Date): Promise<Principal | null> {
   const row = await db
     .selectFrom('api_keys as k')
     .modifyFront(preparedAs('api_key_principal'))
     .innerJoin('members as m', 'm.id', 'k.member_id')
     .innerJoin('users as u', 'u.id', 'm.user_id')
-    .select(['k.id as apiKeyId', 'k.organization_id as organizationId', 'k.last_used_at as lastUsedAt', 'm.id as memberId', 'm.user_id as userId', 'm.role as role', 'u.is_platform_admin as isPlatformAdmin'])
+    .leftJoin('organization_roles as r', (join) => join.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.key', '=', 'm.role'))
+    .select([
+      'k.id as apiKeyId',
+      'k.organization_id as organizationId',
+      'k.last_used_at as lastUsedAt',
+      'k.permissions as scope',
+      'm.id as memberId',
+      'm.user_id as userId',
+      'm.role as role',
+      'r.built_in as roleBuiltIn',
+      'r.permissions as rolePermissions',
+      'u.is_platform_admin as isPlatformAdmin',
+    ])
     .where('k.key_hash', '=', sha256Hex(key))
     .where('k.revoked_at', 'is', null)
     .where('m.removed_at', 'is', null)
@@ -37,6 +52,14 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
     apiKeyId: row.apiKeyId,
     isPlatformAdmin: row.isPlatformAdmin,
     activeOrganizationId: row.organizationId,
-    membership: membershipOf({ organizationId: row.organizationId, memberId: row.memberId, role: row.role }),
+    authenticatedAt: null,
+    membership: membershipOf({
+      organizationId: row.organizationId,
+      memberId: row.memberId,
+      role: row.role,
+      roleBuiltIn: row.roleBuiltIn,
+      rolePermissions: row.rolePermissions,
+      scope: row.scope,
+    }),
   };
 }

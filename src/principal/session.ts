@@ -23,8 +23,11 @@ interface SessionColumns {
   session_user_id: string;
   active_organization_id: string | null;
   is_platform_admin: boolean;
+  authenticated_at: Date;
   principal_member_id: string | null;
   principal_role: string | null;
+  principal_role_built_in: boolean | null;
+  principal_role_permissions: string[] | null;
 }
 
 /**
@@ -32,14 +35,17 @@ interface SessionColumns {
  * its membership counts only in the session's active organization and only while not removed or
  * suspended (a member SCIM set `active: false` keeps the session, which no longer reaches the organization).
  * Every session check (every request with a session, and GET /v1/org's preload) runs this query.
+ * The membership's role row comes along, so permission checks need no other round trip.
  */
 function sessionQuery(tokenHash: string, now: Date, preload?: SessionPreload<unknown>) {
   return sql<SessionColumns & Record<string, unknown>>`${preparedAs(preload ? `session_${preload.name}` : 'session_principal')}
-    SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin,
-      m.id AS principal_member_id, m.role AS principal_role ${preload ? sql`, ${preload.columns}` : sql``}
+    SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin, s.authenticated_at,
+      m.id AS principal_member_id, m.role AS principal_role, pr.built_in AS principal_role_built_in,
+      pr.permissions AS principal_role_permissions ${preload ? sql`, ${preload.columns}` : sql``}
     FROM sessions s
     JOIN users u ON u.id = s.user_id
     LEFT JOIN members m ON m.organization_id = s.active_organization_id AND m.user_id = s.user_id AND m.removed_at IS NULL AND m.suspended_at IS NULL
+    LEFT JOIN organization_roles pr ON pr.organization_id = m.organization_id AND pr.key = m.role
     ${preload ? preload.joins : sql``}
     WHERE s.token_hash = ${tokenHash} AND s.revoked_at IS NULL AND s.expires_at > ${now}`;
 }
@@ -52,9 +58,16 @@ function toPrincipal(row: SessionColumns): Principal {
     apiKeyId: null,
     isPlatformAdmin: row.is_platform_admin,
     activeOrganizationId: row.active_organization_id,
+    authenticatedAt: row.authenticated_at,
     membership:
       row.principal_member_id && row.active_organization_id && row.principal_role
-        ? membershipOf({ organizationId: row.active_organization_id, memberId: row.principal_member_id, role: row.principal_role })
+        ? membershipOf({
+            organizationId: row.active_organization_id,
+            memberId: row.principal_member_id,
+            role: row.principal_role,
+            roleBuiltIn: row.principal_role_built_in,
+            rolePermissions: row.principal_role_permissions,
+          })
         : null,
   };
 }

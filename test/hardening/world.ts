@@ -164,6 +164,9 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
     secrets[`${label}.scimToken`] = scimToken;
     await t.http.get('/scim/v2/ServiceProviderConfig').set('authorization', `Bearer ${scimToken}`);
   }
+  // Roles: a custom role (held by nobody, so it can be changed and deleted).
+  const role = await step('createRole', 'custom role', () => ownerApi.post('/v1/roles', { key: 'hardening-role', name: `${label} role`, permissions: ['members.read'] }));
+  put('rol', role?.body.item?.id);
 
   // Plugin system: a custom marketplace, a plugin published to it, grants on each, a connector instance.
   const marketplace = await step('createMarketplace', 'marketplace', () => ownerApi.post('/v1/marketplaces', { name: `${label} Market`, description: 'hardening' }));

@@ -1,0 +1,61 @@
+import type { Membership, PermissionSet, Principal } from '../domain/principal';
+import { Forbidden, Invalid } from '../lib/errors';
+import { builtInPermissions, isBuiltInRole } from './builtin-roles';
+import { isPermission, PERMISSION_KEYS } from './permissions';
+
+/**
+ * What a role allows: a built-in role's permissions come from the catalogue (src/access), a custom
+ * role's from its stored keys, kept only while they are in the catalogue (a key the service no
+ * longer has grants nothing).
+ */
+export function permissionsOfRole(role: { key: string; builtIn: boolean; permissions: readonly string[] | null }): PermissionSet {
+  if (role.builtIn && isBuiltInRole(role.key)) return builtInPermissions(role.key);
+  return new Set((role.permissions ?? []).filter(isPermission));
+}
+
+/** An API key's scope narrows its creator's current permissions; no scope keeps them all. */
+export function narrowedBy(permissions: PermissionSet, scope: readonly string[] | null): PermissionSet {
+  if (scope === null) return permissions;
+  return new Set(scope.filter((key) => permissions.has(key)));
+}
+
+/** The catalogue's order, for lists shown to clients. */
+export function sortedPermissions(permissions: Iterable<string>): string[] {
+  const held = new Set(permissions);
+  return PERMISSION_KEYS.filter((key) => held.has(key));
+}
+
+/** Every key must be in the catalogue: else 400 naming the index (`["body", "permissions", "3"]`). */
+export function requireKnownPermissions(keys: readonly string[], path: string[]): void {
+  keys.forEach((key, index) => {
+    if (!isPermission(key)) throw Invalid.at([...path, String(index)], `unknown permission ${key} (see GET /v1/permissions)`);
+  });
+}
+
+/**
+ * No escalation: nobody creates, edits or assigns (role change, invitation, API-key scope) a set
+ * of permissions they do not hold themselves. 403 `permission_not_held` naming the first missing
+ * keys.
+ */
+export function requireHeld(membership: Membership, keys: Iterable<string>): void {
+  const missing = [...keys].filter((key) => !membership.permissions.has(key));
+  if (missing.length > 0) {
+    throw new Forbidden('permission_not_held', `You cannot give permissions you do not hold: ${missing.slice(0, 5).join(', ')}.`);
+  }
+}
+
+/**
+ * Actions that change who can do what need a session authenticated within
+ * `FRESH_SESSION_MAX_AGE`; API keys never pass.
+ */
+export function requireFreshSession(principal: Principal, now: Date, maxAgeMs: number): void {
+  const at = principal.kind === 'session' ? principal.authenticatedAt : null;
+  if (!at || now.getTime() - at.getTime() > maxAgeMs) {
+    throw new Forbidden('fresh_session_required', 'This action needs a recently authenticated session: reauthenticate (POST /v1/auth/reauthenticate) and retry.');
+  }
+}
+
+/** Only the organization's owner. */
+export function requireOwner(membership: Membership): void {
+  if (membership.role !== 'owner') throw new Forbidden('owner_required', 'Only the owner of the organization may do this.');
+}

@@ -1,0 +1,148 @@
+import type { components } from '../../generated/api';
+import type { AppDeps } from '../domain/deps';
+import type { Membership, Principal } from '../domain/principal';
+import type { Db } from '../db/schema';
+import { authorize } from '../access/roles';
+import { PERMISSION_CATALOGUE, PERMISSION_KEYS } from '../access/permissions';
+import { permissionsOfRole, requireFreshSession, requireHeld, requireKnownPermissions, sortedPermissions } from '../access/role-permissions';
+import { isUniqueViolation } from '../db/errors';
+import { Conflict, Invalid, NotFound } from '../lib/errors';
+import { newId } from '../lib/ids';
+import type { PageRequest, Position } from '../lib/pagination';
+import { changed, created, deleted, recordChange } from '../audit';
+import * as store from './store';
+
+type Schemas = components['schemas'];
+
+const roleNotFound = () => new NotFound('role_not_found', 'The role could not be found.');
+const builtInImmutable = () => new Conflict('builtin_role_immutable', 'Built-in roles (owner, admin, member) cannot be changed or deleted.');
+
+function permissionsOf(row: store.RoleRow) {
+  return permissionsOfRole({ key: row.key, builtIn: row.built_in, permissions: row.permissions });
+}
+
+function toRole(row: store.RoleRow): Schemas['OrganizationRole'] {
+  return {
+    id: row.id,
+    key: row.key,
+    name: row.name,
+    description: row.description,
+    permissions: sortedPermissions(permissionsOf(row)),
+    builtIn: row.built_in,
+    memberCount: row.member_count,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+export function listPermissions(): Schemas['PermissionList'] {
+  return { items: PERMISSION_KEYS.map((key) => ({ key, description: PERMISSION_CATALOGUE[key].description })) };
+}
+
+export async function listRoles(deps: AppDeps, membership: Membership, page: PageRequest) {
+  return deps.cursors.page<store.RoleRow & Position, Schemas['OrganizationRole']>('roles', page, (after, take) => store.listRoles(deps.db, membership.organizationId, after, take), toRole);
+}
+
+export async function getRole(deps: AppDeps, membership: Membership, roleId: string) {
+  const row = await store.findRole(deps.db, membership.organizationId, roleId);
+  if (!row) throw roleNotFound();
+  return toRole(row);
+}
+
+/** The checks every role write starts with: the permission, then a fresh session. */
+function guardRoleWrite(deps: AppDeps, principal: Principal, membership: Membership): void {
+  authorize(membership, 'roles.manage');
+  requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
+}
+
+export async function createRole(deps: AppDeps, principal: Principal, membership: Membership, body: Schemas['CreateRoleBody']) {
+  guardRoleWrite(deps, principal, membership);
+  requireKnownPermissions(body.permissions, ['body', 'permissions']);
+  requireHeld(membership, body.permissions);
+  const id = newId('role');
+  const role = { key: body.key, name: body.name, description: body.description ?? '', permissions: body.permissions };
+  try {
+    await deps.db.transaction().execute(async (trx) => {
+      await store.insertRole(trx, { id, organizationId: membership.organizationId, ...role, now: deps.clock.now() });
+      await recordChange(trx, { action: 'role.created', target: { type: 'role', id }, changes: created(role) });
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new Conflict('role_key_taken', `The organization already has a role with the key ${body.key}.`);
+    throw err;
+  }
+  return getRole(deps, membership, id);
+}
+
+export async function updateRole(deps: AppDeps, principal: Principal, membership: Membership, roleId: string, body: Schemas['UpdateRoleBody']) {
+  guardRoleWrite(deps, principal, membership);
+  if (body.permissions) requireKnownPermissions(body.permissions, ['body', 'permissions']);
+  await deps.db.transaction().execute(async (trx) => {
+    const locked = await store.lockRole(trx, membership.organizationId, roleId);
+    if (!locked) throw roleNotFound();
+    if (locked.built_in) throw builtInImmutable();
+    const current = (await store.findRole(trx, membership.organizationId, roleId))!;
+    // The role's resulting permissions must all be held by the caller (no escalation).
+    requireHeld(membership, body.permissions ?? permissionsOf(current));
+    const patch = { name: body.name, description: body.description, permissions: body.permissions };
+    await store.updateRole(trx, membership.organizationId, roleId, patch, deps.clock.now());
+    const before = { name: current.name, description: current.description, permissions: current.permissions };
+    await recordChange(trx, { action: 'role.updated', target: { type: 'role', id: roleId }, changes: changed(before, patch) });
+  });
+  return getRole(deps, membership, roleId);
+}
+
+/**
+ * Deletes a custom role in one transaction. Held by active members or pending invitations: 409
+ * `role_in_use`, unless `reassignTo` names the role they move to (never `owner`, never the role
+ * itself, and only a role whose permissions the caller holds).
+ */
+export async function deleteRole(deps: AppDeps, principal: Principal, membership: Membership, roleId: string, reassignTo: string | undefined) {
+  guardRoleWrite(deps, principal, membership);
+  const { organizationId } = membership;
+  await deps.db.transaction().execute(async (trx) => {
+    const locked = await store.lockRole(trx, organizationId, roleId);
+    if (!locked) throw roleNotFound();
+    if (locked.built_in) throw builtInImmutable();
+    const target = reassignTo === undefined ? undefined : await reassignTarget(trx, membership, reassignTo, locked.key);
+    const holders = await store.holdersOf(trx, organizationId, locked.key, deps.clock.now());
+    if (!target && holders.members + holders.invitations > 0) {
+      throw new Conflict('role_in_use', `The role is held by ${holders.members} member(s) and ${holders.invitations} pending invitation(s); give reassignTo.`);
+    }
+    // Removed members and past invitations keep a role key too: they follow the reassignment, or
+    // fall back to `member` (they grant nothing).
+    await store.reassignRole(trx, organizationId, locked.key, target?.key ?? 'member');
+    await store.deleteRole(trx, organizationId, roleId);
+    const gone = { key: locked.key, reassignedTo: target?.key, membersReassigned: target ? holders.members : undefined };
+    await recordChange(trx, { action: 'role.deleted', target: { type: 'role', id: roleId }, changes: deleted(gone) });
+  });
+}
+
+async function reassignTarget(db: Db, membership: Membership, key: string, deleting: string): Promise<store.RoleRow> {
+  const at = ['query', 'reassignTo'];
+  if (key === 'owner') throw Invalid.at(at, 'ownership cannot be given by reassignment');
+  if (key === deleting) throw Invalid.at(at, 'must name another role than the one deleted');
+  const target = await store.findRoleByKey(db, membership.organizationId, key);
+  if (!target) throw Invalid.at(at, `the organization has no role ${key}`);
+  requireHeld(membership, permissionsOf(target));
+  return target;
+}
+
+/**
+ * A role a caller may give (role change, invitation): any role of the organization but `owner`
+ * (400 naming `path`), whose permissions the caller holds (403 `permission_not_held`).
+ */
+export async function assignableRole(db: Db, membership: Membership, key: string, path: string[]): Promise<string> {
+  if (key === 'owner') throw Invalid.at(path, 'owner is never assigned this way; transfer ownership instead');
+  const role = await store.findRoleByKey(db, membership.organizationId, key);
+  if (!role) throw Invalid.at(path, `the organization has no role ${key}`);
+  requireHeld(membership, permissionsOf(role));
+  return role.key;
+}
+
+/** GET /v1/members/{memberId}/permissions: the member themself, or `members.read`. */
+export async function memberPermissions(deps: AppDeps, membership: Membership, memberId: string): Promise<string[]> {
+  if (memberId !== membership.memberId) authorize(membership, 'members.read');
+  const role = await store.memberRole(deps.db, membership.organizationId, memberId);
+  if (!role) throw new NotFound('member_not_found', 'The member could not be found.');
+  return sortedPermissions(permissionsOfRole({ key: role.role, builtIn: role.built_in, permissions: role.permissions }));
+}
