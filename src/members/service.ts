@@ -29,11 +29,13 @@ export async function listMembers(deps: AppDeps, membership: Membership, page: P
 export async function changeRole(deps: AppDeps, membership: Membership, memberId: string, role: string) {
   authorize(membership, 'members.changeRole');
   const { organizationId } = membership;
-  const key = await assignableRole(deps.db, membership, role, ['body', 'role']);
+  let key = role;
   try {
     return await deps.db.transaction().execute(async (trx) => {
+      // Another organization's member is 404 before the role is judged.
       const before = await store.findMember(trx, organizationId, memberId);
       if (!before) throw memberNotFound();
+      key = await assignableRole(trx, membership, role, ['body', 'role']);
       if (!(await store.setRole(trx, organizationId, memberId, key))) throw new Conflict('owner_role_immutable', "The owner's role cannot be changed.");
       await recordChange(trx, { action: 'member.role_changed', target: { type: 'member', id: memberId }, changes: { role: { from: before.role, to: key } } });
       return toMember({ ...before, role: key });

@@ -75,11 +75,12 @@ export async function createRole(deps: AppDeps, principal: Principal, membership
 
 export async function updateRole(deps: AppDeps, principal: Principal, membership: Membership, roleId: string, body: Schemas['UpdateRoleBody']) {
   guardRoleWrite(deps, principal, membership);
-  if (body.permissions) requireKnownPermissions(body.permissions, ['body', 'permissions']);
   await deps.db.transaction().execute(async (trx) => {
+    // Another organization's role is 404 before anything about the body is judged.
     const locked = await store.lockRole(trx, membership.organizationId, roleId);
     if (!locked) throw roleNotFound();
     if (locked.built_in) throw builtInImmutable();
+    if (body.permissions) requireKnownPermissions(body.permissions, ['body', 'permissions']);
     const current = (await store.findRole(trx, membership.organizationId, roleId))!;
     // The role's resulting permissions must all be held by the caller (no escalation).
     requireHeld(membership, body.permissions ?? permissionsOf(current));
