@@ -25,6 +25,8 @@ const EXEMPT: Record<string, string> = {
   startSuiteConnect: 'starts an OAuth flow (a short-lived state row); the callback that connects the account is audited',
   sendSuiteChatMessage: 'posts a message to the external suite; nothing of the organization changes',
   testLlmProvider: "reads the provider's model list with the stored key; nothing of the organization changes",
+  workerHeartbeat: 'a heartbeat is usage reported by the worker host (metered into online intervals), not a change to the organization',
+  reauthenticate: "renews the session's authentication time; nothing of the organization changes",
 };
 
 type Prepared = { req: GenRequest; auth?: Record<string, string> };
@@ -52,6 +54,10 @@ const REQUESTS: Record<string, Builder> = {
     const leaving = await addMember(t, w.owner.organizationId, 'member');
     return { req: { label: 'an admin removes a member', method: op.method, url: urlFor(op, w, { memberId: leaving.memberId }) } };
   },
+  createInvitation: async (_t, _w, op) => ({ req: { label: 'invite a member', method: op.method, url: op.path, body: { email: uniqueEmail('audited-invitee'), role: 'member' } } }),
+  createRole: async (_t, _w, op) => ({
+    req: { label: 'a custom role', method: op.method, url: op.path, body: { key: `auditor-${Date.now().toString(36)}`, name: 'Auditor', permissions: ['audit.read'] } },
+  }),
   changeMemberRole: async (_t, w, op) => ({ req: { label: 'make the target an admin', method: op.method, url: urlFor(op, w), body: { role: 'admin' } } }),
   setActiveOrganization: async (_t, w, op) => ({ req: { label: 'switch to the world organization', method: op.method, url: op.path, body: { organizationId: w.owner.organizationId } } }),
   grantMarketplaceAccess: grantBody,
@@ -138,6 +144,8 @@ const handedOut: Record<string, string> = {};
 function collectSecrets(label: string, value: unknown): void {
   if (!value || typeof value !== 'object') return;
   for (const [k, v] of Object.entries(value)) {
+    // A role's `key` is its public identifier (enterprise-identity §1), not a secret.
+    if (k === 'key' && /^(create|update)Role /.test(label)) continue;
     if (typeof v === 'string' && /^(key|token|hostToken|secret|apiKey|clientSecret|password)$/.test(k) && v.length >= 8) handedOut[`${label}.${k}`] = v;
     else if (v && typeof v === 'object') collectSecrets(label, v);
   }
