@@ -4,7 +4,7 @@ import { createTestApp, type TestApp } from '../support/app';
 import { specOperations, type SpecOperation } from '../support/spec';
 import { addMember, bearer, PASSWORD, signUp, uniqueEmail } from '../support/factories';
 import { findSecretsInDatabase, snapshot, snapshotDiff } from '../support/snapshot';
-import { badRequests, send, validRequests, type GenRequest } from './generate';
+import { badRequests, ownerCredential, send, validRequests, type GenRequest } from './generate';
 import { buildWorld, pathValues, urlFor, type OrgWorld } from './world';
 
 /**
@@ -103,11 +103,45 @@ const REQUESTS: Record<string, Builder> = {
   deleteConnectorInstance: fresh('/v1/connector-instances', { name: 'Doomed connector', connectorType: 'github' }, 'connectorInstanceId'),
   deleteMcpConnection: fresh('/v1/mcp-connections', { name: 'Doomed MCP', url: 'https://mcp.example.test/doomed', authType: 'none', credentialMode: 'shared', access: { orgWide: true } }, 'connectionId'),
   deleteWorker: fresh('/v1/workers', { name: 'Doomed worker' }, 'id'),
+  // SCIM: bodies an identity provider sends (the generated ones are open objects without a userName).
+  scimCreateUser: async (t, w, op) => ({ req: { label: 'the IdP provisions a user', method: op.method, url: op.path, body: { userName: uniqueEmail('scim') } }, auth: await scimAuth(t, w) }),
+  scimReplaceUser: async (t, w, op) => scimOnFreshUser(t, w, op, (email) => ({ userName: email, title: 'Replaced' })),
+  scimPatchUser: async (t, w, op) => scimOnFreshUser(t, w, op, () => ({ Operations: [{ op: 'replace', path: 'title', value: 'Patched' }] })),
+  scimDeleteUser: async (t, w, op) => scimOnFreshUser(t, w, op, () => undefined),
+  scimCreateGroup: async (t, w, op) => ({ req: { label: 'the IdP pushes a group', method: op.method, url: op.path, body: { displayName: 'Audited group' } }, auth: await scimAuth(t, w) }),
+  scimReplaceGroup: async (t, w, op) => scimOnFreshGroup(t, w, op, { displayName: 'Replaced group' }),
+  scimPatchGroup: async (t, w, op) => scimOnFreshGroup(t, w, op, { Operations: [{ op: 'replace', path: 'displayName', value: 'Patched group' }] }),
+  scimDeleteGroup: async (t, w, op) => scimOnFreshGroup(t, w, op, undefined),
   adminUpdateOrganization: async (t, w, op) => {
     await t.db.updateTable('users').set({ is_platform_admin: true }).where('id', '=', w.owner.userId).execute();
     return { req: { label: 'a platform admin changes the plan', method: op.method, url: urlFor(op, w), body: { plan: 'enterprise' } } };
   },
 };
+
+/** A SCIM token of its own (the walk revokes the world's when it reaches revokeScimToken). */
+async function scimAuth(t: TestApp, w: OrgWorld): Promise<Record<string, string>> {
+  const res = await t.http.post('/v1/scim/tokens').set(...bearer(w.owner.token)).send({ name: 'audit walk' });
+  if (res.status !== 201) throw new Error(`SCIM token: ${res.status} ${JSON.stringify(res.body)}`);
+  // Its first use records last-used (outside any change's transaction): do it before the snapshots.
+  await t.http.get('/scim/v2/ServiceProviderConfig').set(auth(res.body.token));
+  return auth(res.body.token);
+}
+
+/** A User provisioned for the operation through SCIM, so changing or removing it leaves the world's intact. */
+async function scimOnFreshUser(t: TestApp, w: OrgWorld, op: SpecOperation, body: (email: string) => object | undefined): Promise<Prepared> {
+  const headers = await scimAuth(t, w);
+  const email = uniqueEmail('scim-fresh');
+  const res = await t.http.post('/scim/v2/Users').set(headers).send({ userName: email });
+  if (res.status !== 201) throw new Error(`provisioning for ${op.operationId}: ${res.status} ${JSON.stringify(res.body)}`);
+  return { req: { label: `the IdP calls ${op.operationId}`, method: op.method, url: op.path.replace('{userId}', res.body.id), body: body(email) }, auth: headers };
+}
+
+async function scimOnFreshGroup(t: TestApp, w: OrgWorld, op: SpecOperation, body: object | undefined): Promise<Prepared> {
+  const headers = await scimAuth(t, w);
+  const res = await t.http.post('/scim/v2/Groups').set(headers).send({ displayName: `Fresh ${uniqueEmail('g')}` });
+  if (res.status !== 201) throw new Error(`creating a group for ${op.operationId}: ${res.status} ${JSON.stringify(res.body)}`);
+  return { req: { label: `the IdP calls ${op.operationId}`, method: op.method, url: op.path.replace('{groupId}', res.body.id), body }, auth: headers };
+}
 
 /** Creates a resource of its own for the operation, so removing it leaves the world's intact. */
 function fresh(createPath: string, body: object, param: string): Builder {
@@ -208,7 +242,7 @@ describe.each(operations.filter((op) => op.operationId !== 'bootstrap').map((op)
   it('writes one entry when it succeeds and none when it fails', async () => {
     expect(world).toBeDefined();
     if (EXEMPT[operationId]) return;
-    const ownerAuth = op.auth === 'public' ? {} : auth(world.owner.token);
+    const ownerAuth = ownerCredential(op, world);
     const problems: string[] = [];
 
     // Invalid requests (and a plain member where a role is needed): no entry.
