@@ -31,10 +31,11 @@ export async function scenarioScim(ctx: BenchContext): Promise<ScenarioResult> {
   };
   const db = ctx.scratch.database.db;
   const t0 = Date.now();
-  const org = await seedOrganization(db, { name: 'SCIM bench', members: 1, teams: 0, plan: 'enterprise' });
-  const other = await seedOrganization(db, { name: 'SCIM other', members: 1, teams: 0, plan: 'enterprise' });
-  await seedMembers(db, org.organizationId, MEMBERS - 1, 'scim');
-  await seedMembers(db, other.organizationId, OTHER_MEMBERS - 1, 'other');
+  // The org seeder makes an owner and an admin (its benchmark caller); SCIM members fill the rest.
+  const org = await seedOrganization(db, { name: 'SCIM bench', members: 2, teams: 0, plan: 'enterprise' });
+  const other = await seedOrganization(db, { name: 'SCIM other', members: 2, teams: 0, plan: 'enterprise' });
+  await seedMembers(db, org.organizationId, MEMBERS - 2, 'scim');
+  await seedMembers(db, other.organizationId, OTHER_MEMBERS - 2, 'other');
   const token = randomSecret('cpscim');
   await db
     .insertInto('scim_tokens')
