@@ -125,7 +125,8 @@ export async function reauthenticate(deps: AppDeps, principal: Principal, passwo
   await limits.assertNotLimited(deps, 'signInEmail', email);
   await limits.assertNotLimited(deps, 'signInIp', ip);
   const credentials = await store.findCredentials(deps.db, user.email);
-  if (!credentials || !(await verifyPassword(credentials.password_hash, password))) {
+  // A user provisioned by SCIM has no password: they renew through SSO, never here.
+  if (!credentials?.password_hash || !(await verifyPassword(credentials.password_hash, password))) {
     await limits.recordFailure(deps, 'signInEmail', email);
     await limits.recordFailure(deps, 'signInIp', ip);
     throw new Unauthenticated('invalid_credentials', 'The password is incorrect.');

@@ -5,6 +5,7 @@ import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';
 import type { PageRequest } from '../lib/pagination';
 import { authorize, requireSession } from '../access/roles';
+import { requireFreshSession } from '../access/role-permissions';
 import { requireFeature } from '../plans';
 import { created, recordChange } from '../audit';
 import * as store from './token-store';
@@ -27,6 +28,8 @@ export function toScimToken(row: ScimTokenRow): components['schemas']['ScimToken
 export async function createToken(deps: AppDeps, principal: Principal, membership: Membership, input: { name: string }) {
   requireSession(principal);
   authorize(membership, 'scim.manage');
+  // A SCIM token can create and remove members: a privileged action (enterprise-identity §1).
+  requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
   await requireFeature(deps.db, deps.settings, membership.organizationId, 'scim');
   const token = randomSecret(TOKEN_PREFIX);
   const row = await deps.db.transaction().execute(async (trx) => {

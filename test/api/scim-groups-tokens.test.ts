@@ -1,5 +1,6 @@
 import { createTestApp, type TestApp } from '../support/app';
-import { addMember, bearer, createOrganization } from '../support/factories';
+import { addMember, bearer, createOrganization, PASSWORD } from '../support/factories';
+import type { ManualClock } from '../../src/lib/clock';
 import { sha256Hex } from '../../src/lib/crypto';
 import { ENTERPRISE, PATCH_OP, scimClient, scimError, scimOrganization, type ScimOrg } from '../support/scim';
 
@@ -153,5 +154,19 @@ describe('plan and audit', () => {
     expect(entries).toEqual(
       ['member.provisioned', 'member.suspended', 'member.removed'].map((action) => ({ action, actor_type: 'scim', actor_id: org.tokenId, actor_member_id: null, target_id: user.id })),
     );
+  });
+});
+
+// Last in the file: it moves the shared clock past the fresh-session window.
+describe('fresh session', () => {
+  it('creating a SCIM token needs a recent sign-in; reauthenticate renews it', async () => {
+    (t.clock as ManualClock).advance(16 * 60_000);
+    const before = await t.db.selectFrom('scim_tokens').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    const stale = await t.http.post('/v1/scim/tokens').set(...bearer(org.owner.token)).send({ name: 'late' });
+    expect([stale.status, stale.body.reason]).toEqual([403, 'fresh_session_required']);
+    const after = await t.db.selectFrom('scim_tokens').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    expect(after.n).toEqual(before.n);
+    expect((await t.http.post('/v1/auth/reauthenticate').set(...bearer(org.owner.token)).send({ password: PASSWORD })).status).toBe(200);
+    expect((await t.http.post('/v1/scim/tokens').set(...bearer(org.owner.token)).send({ name: 'renewed' })).status).toBe(201);
   });
 });
