@@ -13,5 +13,7 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   maxWorkers: 2,
-  testTimeout: 30_000,
+  // Hooks share this bound: building a test app compiles every request validator, which takes
+  // seconds on a loaded 2-core machine; a test that hangs still fails, later.
+  testTimeout: 120_000,
 };
