@@ -6,8 +6,8 @@ import * as workersTelemetry from './20261122_0500_workers_telemetry';
 import * as protection from './20261122_0600_protection';
 import * as connectedAccounts from './20261122_0400_connected_accounts';
 import * as telemetrySummaries from './20261122_0800_telemetry_summaries';
-import * as resources from './20261123_0400_resources';
 import * as roles from './20261123_0150_roles';
+import * as resources from './20261123_0400_resources';
 import * as plans from './20261123_0500_plans';
 import * as workerLifecycle from './20261123_0500_worker_lifecycle';
 import * as audit from './20261123_0600_audit';
@@ -28,8 +28,8 @@ const migrations: Record<string, Migration> = {
   '20261122_0500_workers_telemetry': workersTelemetry,
   '20261122_0600_protection': protection,
   '20261122_0800_telemetry_summaries': telemetrySummaries,
-  '20261123_0400_resources': resources,
   '20261123_0150_roles': roles,
+  '20261123_0400_resources': resources,
   '20261123_0500_plans': plans,
   '20261123_0500_worker_lifecycle': workerLifecycle,
   '20261123_0600_audit': audit,
