@@ -92,7 +92,7 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
     if (res.status !== 200 || !res.body) throw new Error(`export answered ${res.status}`);
     let bytes = 0;
     let lines = 0;
-    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       bytes += chunk.length;
       for (const b of chunk) if (b === 10) lines++;
     }
