@@ -27,6 +27,12 @@ export interface AppOptions {
   settings: Settings;
   /** Check every response against the spec (on in tests). */
   validateResponses?: boolean;
+  /**
+   * Compile every request (and, with validateResponses, response) validator before the first
+   * request: on for the service, so a broken schema fails the start. Tests turn it off: each
+   * validator is compiled on first use, once per process (test/seams/validator-parity compiles all).
+   */
+  compileValidatorsAtStart?: boolean;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -74,7 +80,7 @@ export function createApp(options: AppOptions): express.Express {
       },
     }),
   );
-  app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false }));
+  app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true }));
 
   // Body-parser failures carry a `type`; everything else goes through the one error mapper.
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {

@@ -1,4 +1,5 @@
 import { parseAllowedNetworks } from './outbound/policy';
+import type { PasswordHashCost } from './lib/crypto';
 
 /**
  * Settings come from the environment only, validated once at start: a bad value stops the process
@@ -34,6 +35,8 @@ export interface Settings {
   trustProxy: boolean;
   /** Audit entries older than this many days are pruned (src/audit/retention.ts). */
   auditRetentionDays: number;
+  /** PASSWORD_HASH_COST: argon2 cost of new password hashes; `test` is for test suites only (src/lib/crypto.ts). */
+  passwordHashCost: PasswordHashCost;
   /** Benchmark-only: skip audit entries (the baseline of the audit-cost benchmark). Never in production. */
   auditBenchDisable: boolean;
   /** Webhook delivery (src/webhooks/). */
@@ -138,6 +141,12 @@ function networks(env: Env, name: string): string[] {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+function passwordHashCost(env: Env): PasswordHashCost {
+  const value = env.PASSWORD_HASH_COST || 'standard';
+  if (value !== 'standard' && value !== 'test') throw new SettingsError(`PASSWORD_HASH_COST must be standard or test, got "${value}"`);
+  return value;
+}
+
 function scimMaxResults(env: Env): number {
   const value = int(env, 'SCIM_MAX_RESULTS', 200, 1);
   if (value > 1000) throw new SettingsError(`SCIM_MAX_RESULTS must be at most 1000, got "${env.SCIM_MAX_RESULTS}"`);
@@ -177,6 +186,7 @@ export function loadSettings(env: Env = process.env): Settings {
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 1),
+    passwordHashCost: passwordHashCost(env),
     auditBenchDisable: bool(env, 'AUDIT_BENCH_DISABLE', false),
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1),

@@ -59,7 +59,7 @@ export async function bootstrap(
   await limits.consume(deps, 'bootstrapIp', ip);
   const expected = deps.settings.bootstrapToken;
   if (expected && !(input.token && safeEqual(input.token, expected))) throw new Unauthorized('A valid x-bootstrap-token is required.');
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
     await store.lockBootstrap(trx);
@@ -73,7 +73,7 @@ export async function bootstrap(
 
 export async function signUp(deps: AppDeps, input: { email: string; password: string; name: string }, ip = '') {
   await limits.consume(deps, 'signUpIp', ip);
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);
   const now = deps.clock.now();
   try {
     return await deps.db.transaction().execute(async (trx) => {
@@ -97,7 +97,7 @@ export async function signIn(deps: AppDeps, input: { email: string; password: st
   await limits.assertNotLimited(deps, 'signInEmail', email);
   await limits.assertNotLimited(deps, 'signInIp', ip);
   const user = await store.findCredentials(deps.db, input.email);
-  const valid = await verifyPassword(user?.password_hash ?? (await decoyPasswordHash()), input.password);
+  const valid = await verifyPassword(user?.password_hash ?? (await decoyPasswordHash(deps.settings.passwordHashCost)), input.password);
   if (!user || !valid) {
     await limits.recordFailure(deps, 'signInEmail', email);
     await limits.recordFailure(deps, 'signInIp', ip);

@@ -26,26 +26,53 @@ export function createBackend(): OpenAPIBackend {
 }
 
 /**
+ * The validator, built once per process and shared by every backend built in it: the contract
+ * does not change after start, and compiling its validators is the expensive part of starting
+ * (seconds of CPU). A process holds one app in production; tests build several apps per file.
+ */
+let shared: { validator: OpenAPIValidator; requestsCompiled: boolean; responsesCompiled: boolean } | undefined;
+
+export interface CompileOptions {
+  /** Compile every response validator up front (otherwise on first use, when responses are checked). */
+  compileResponseValidators: boolean;
+  /**
+   * Compile every request validator up front (the service: a broken schema fails the start, not a
+   * request). Tests pass false: each validator is compiled on first use, once per process, and
+   * test/seams/validator-parity.test.ts compiles them all.
+   */
+  compileRequestValidators?: boolean;
+}
+
+/**
  * init() plus the validator. Request validators are compiled at start for every operation (a
  * broken schema fails the start, not a request). openapi-backend would also compile two sets of
  * response validators and the response-header validators for every operation, which the service
  * never uses unless it checks its own responses (tests): compiling them took most of the start
- * time and tens of MB of heap, so they are compiled only then (and otherwise on first use).
+ * time and tens of MB of heap, so they are compiled only when asked (and otherwise on first use).
  */
-export async function initBackend(api: OpenAPIBackend, options: { compileResponseValidators: boolean }): Promise<OpenAPIBackend> {
+export async function initBackend(api: OpenAPIBackend, options: CompileOptions): Promise<OpenAPIBackend> {
   await api.init();
-  const validator = new OpenAPIValidator({
-    definition: api.definition,
-    ajvOpts: api.ajvOpts,
-    customizeAjv: api.customizeAjv,
-    router: api.router,
-    lazyCompileValidators: true,
-    coerceTypes: api.coerceTypes,
-  });
-  validator.preCompileRequestValidators();
-  if (options.compileResponseValidators) {
+  shared ??= {
+    validator: new OpenAPIValidator({
+      definition: api.definition,
+      ajvOpts: api.ajvOpts,
+      customizeAjv: api.customizeAjv,
+      router: api.router,
+      lazyCompileValidators: true,
+      coerceTypes: api.coerceTypes,
+    }),
+    requestsCompiled: false,
+    responsesCompiled: false,
+  };
+  const { validator } = shared;
+  if ((options.compileRequestValidators ?? true) && !shared.requestsCompiled) {
+    validator.preCompileRequestValidators();
+    shared.requestsCompiled = true;
+  }
+  if (options.compileResponseValidators && !shared.responsesCompiled) {
     validator.preCompileResponseValidators();
     validator.preCompileResponseHeaderValidators();
+    shared.responsesCompiled = true;
   }
   api.validator = validator;
   api.validate = true;

@@ -19,6 +19,8 @@ import type { HandlerContext, Handlers, HttpResult, OperationId } from './types'
 export interface RouterOptions {
   /** Check every response against the spec (tests and development); a mismatch becomes a 500. */
   validateResponses: boolean;
+  /** Compile the validators before the first request (see AppOptions in src/app.ts). */
+  compileValidatorsAtStart: boolean;
 }
 
 /**
@@ -127,7 +129,10 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
     return { status: 500, body: { error: 'response_validation_failed', message: `${operationId} ${result.status}: ${problem}` } };
   }
 
-  const ready = initBackend(api, { compileResponseValidators: options.validateResponses }).then(() => installFastRouting(api.router));
+  const ready = initBackend(api, {
+    compileRequestValidators: options.compileValidatorsAtStart,
+    compileResponseValidators: options.validateResponses && options.compileValidatorsAtStart,
+  }).then(() => installFastRouting(api.router));
 
   return (req: Request, res: Response, next: NextFunction) => {
     ready

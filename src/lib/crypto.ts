@@ -32,8 +32,19 @@ export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(ab, bb);
 }
 
-export function hashPassword(password: string): Promise<string> {
-  return argon2Hash(password);
+/**
+ * `standard`: @node-rs/argon2's defaults (argon2id, 19 MiB, 2 passes: OWASP's recommendation).
+ * `test`: 1 MiB and 1 pass, for test suites only (PASSWORD_HASH_COST=test): they create hundreds
+ * of users, and the hash cost is not what they test. Verifying reads the cost from the hash.
+ */
+export type PasswordHashCost = 'standard' | 'test';
+const ARGON2_COST: Record<PasswordHashCost, { memoryCost?: number; timeCost?: number }> = {
+  standard: {},
+  test: { memoryCost: 1024, timeCost: 1 },
+};
+
+export function hashPassword(password: string, cost: PasswordHashCost = 'standard'): Promise<string> {
+  return argon2Hash(password, ARGON2_COST[cost]);
 }
 
 export async function verifyPassword(hash: string, password: string): Promise<boolean> {
@@ -44,11 +55,15 @@ export async function verifyPassword(hash: string, password: string): Promise<bo
   }
 }
 
-/** A fixed argon2 hash to verify against when an e-mail is unknown, so sign-in takes similar time. */
-let decoyHash: Promise<string> | undefined;
-export function decoyPasswordHash(): Promise<string> {
-  decoyHash ??= argon2Hash(randomBytes(16).toString('hex'));
-  return decoyHash;
+/**
+ * A fixed argon2 hash to verify against when an e-mail is unknown, so sign-in takes similar time;
+ * made at the same cost as the users' hashes.
+ */
+const decoyHashes = new Map<PasswordHashCost, Promise<string>>();
+export function decoyPasswordHash(cost: PasswordHashCost = 'standard'): Promise<string> {
+  let decoy = decoyHashes.get(cost);
+  if (!decoy) decoyHashes.set(cost, (decoy = hashPassword(randomBytes(16).toString('hex'), cost)));
+  return decoy;
 }
 
 export function hmacBase64url(key: Buffer, value: string): string {

@@ -29,7 +29,7 @@ const counter: KyselyPlugin = {
 beforeAll(async () => {
   t = await createTestApp();
   // The same app over the same database, with every statement counted.
-  const app: express.Express = createApp({ db: t.db.withPlugin(counter), clock: t.clock, logger: pino({ level: 'silent' }), fetch: globalThis.fetch, settings: t.settings, validateResponses: true });
+  const app: express.Express = createApp({ db: t.db.withPlugin(counter), clock: t.clock, logger: pino({ level: 'silent' }), fetch: globalThis.fetch, settings: t.settings, validateResponses: true, compileValidatorsAtStart: false });
   counted = supertest(app);
   owner = await createOrganization(t, 'Sources');
   await unlimited(owner.organizationId);

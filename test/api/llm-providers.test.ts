@@ -287,7 +287,7 @@ describe('test against each provider protocol', () => {
     // which allows no private network: the check runs on the resolved address (no rebinding).
     const lookup = ((_host: string, _o: unknown, cb: (e: Error | null, a: { address: string; family: number }[]) => void) =>
       cb(null, [{ address: '127.0.0.1', family: 4 }])) as unknown as LookupFunction;
-    const strict = supertest(createApp({ db: t.db, clock: t.clock, logger: pino({ level: 'silent' }), fetch: globalThis.fetch, outbound: createOutbound({ lookup }), settings: t.settings, validateResponses: true }));
+    const strict = supertest(createApp({ db: t.db, clock: t.clock, logger: pino({ level: 'silent' }), fetch: globalThis.fetch, outbound: createOutbound({ lookup }), settings: t.settings, validateResponses: true, compileValidatorsAtStart: false }));
     const created = await strict.post('/v1/llm-providers').set(...bearer(owner.token)).send({ name: 'rebind', provider: 'openai-compatible', baseUrl: 'https://llm.rebind.test/v1', apiKey: KEYS.openai });
     expect(created.status).toBe(201);
     const before = fake.requests.length;

@@ -23,7 +23,7 @@ let http: ReturnType<typeof supertest>;
 beforeAll(async () => {
   t = await createTestApp();
   counter = new StatementCounter();
-  const app = createApp({ db: t.db.withPlugin(counter), clock: t.clock, logger: pino({ level: 'silent' }), fetch: globalThis.fetch, settings: t.settings, validateResponses: true });
+  const app = createApp({ db: t.db.withPlugin(counter), clock: t.clock, logger: pino({ level: 'silent' }), fetch: globalThis.fetch, settings: t.settings, validateResponses: true, compileValidatorsAtStart: false });
   http = supertest(app);
 });
 afterAll(() => t.close());

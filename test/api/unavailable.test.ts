@@ -15,7 +15,7 @@ describe('database unreachable', () => {
     logger: pino({ level: 'silent' }),
     fetch: globalThis.fetch,
     settings: { ...loadSettings({}), secretKey: TEST_SECRET_KEY },
-    validateResponses: true,
+    validateResponses: true, compileValidatorsAtStart: false,
   });
   afterAll(() => database.close());
 

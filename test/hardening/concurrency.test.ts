@@ -26,7 +26,7 @@ beforeAll(async () => {
   apps = [t.http];
   if (testDbKind() === 'pg') {
     second = connectServer(serverUrl(t.database.name!));
-    apps.push(supertest(createApp({ db: second.db, clock: t.clock, logger: pino({ level: 'silent' }), fetch, settings: t.settings, validateResponses: true })));
+    apps.push(supertest(createApp({ db: second.db, clock: t.clock, logger: pino({ level: 'silent' }), fetch, settings: t.settings, validateResponses: true, compileValidatorsAtStart: false })));
   }
   owner = await createOrganization(t);
   target = await addMember(t, owner.organizationId);

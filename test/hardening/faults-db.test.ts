@@ -36,7 +36,7 @@ maybe('Postgres stops mid-load and comes back', () => {
     await setup.close();
     database = connectServer(cluster.url('app'), { connectionTimeoutMs: 1000 });
     const settings = { ...loadSettings({ LOG_LEVEL: 'silent', ...TEST_RATE_LIMITS }), secretKey: TEST_SECRET_KEY };
-    http = supertest(createApp({ db: database.db, clock: systemClock, logger: pino({ level: 'silent' }), fetch, settings, validateResponses: true }));
+    http = supertest(createApp({ db: database.db, clock: systemClock, logger: pino({ level: 'silent' }), fetch, settings, validateResponses: true, compileValidatorsAtStart: false }));
   }, 120_000);
   afterAll(async () => {
     await database?.close();

@@ -58,6 +58,16 @@ describe('sign-in failures per e-mail (default 10 per 15 minutes)', () => {
     expect(total).toBeGreaterThanOrEqual(answers.filter((r) => r.status === 401).length);
     expect((await t.http.post('/v1/auth/sign-in').send({ email, password: 'wrong password' })).status).toBe(429);
   });
+});
+
+// Hashes at the service's own cost (test apps default to PASSWORD_HASH_COST=test): the decoy must
+// cost what a real verification costs, which only shows when that cost is well above the noise.
+describe('sign-in timing (PASSWORD_HASH_COST=standard)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ env: { PASSWORD_HASH_COST: 'standard' } });
+  });
+  afterAll(() => t.close());
 
   it('answers the same, in similar time, for an unknown e-mail and a wrong password (argon2 runs in both paths)', async () => {
     const user = await signUp(t, 'timing');

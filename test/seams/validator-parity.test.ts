@@ -82,6 +82,14 @@ it('compiles every request validator at start (a broken schema fails the start, 
   expect(operations.filter((op) => !compiled[op.operationId]).map((op) => op.operationId)).toEqual([]);
 });
 
+// Test apps compile validators on first use (compileValidatorsAtStart: false); this is where a
+// response schema that does not compile fails, for every operation.
+it('compiles every response validator when asked to', async () => {
+  const api = await initBackend(createBackend(), { compileResponseValidators: true });
+  const compiled = (api.validator as unknown as { statusBasedResponseValidators: Record<string, unknown> }).statusBasedResponseValidators;
+  expect(operations.filter((op) => !(op.operationId in compiled)).map((op) => op.operationId)).toEqual([]);
+});
+
 describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id, op) => {
   it('gets the same verdict and errors from the installed validator as from openapi-backend’s own', () => {
     const differences: string[] = [];

@@ -29,6 +29,11 @@ export const TEST_RATE_LIMITS: Record<string, string> = {
  */
 export const LOCAL_FAKES: Record<string, string> = { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128' };
 
+/*
+ * Test apps hash passwords at PASSWORD_HASH_COST=test (1 MiB, 1 pass instead of 19 MiB, 2): test
+ * files create hundreds of users. The sign-in timing test sets `standard` back.
+ */
+
 export interface TestAppOptions {
   clock?: Clock;
   fetch?: typeof fetch;
@@ -59,7 +64,7 @@ export interface TestApp {
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const clock = options.clock ?? new ManualClock(new Date());
-  const settings: Settings = { ...loadSettings({ LOG_LEVEL: 'info', ...TEST_RATE_LIMITS, ...options.env }), secretKey: TEST_SECRET_KEY, ...options.settings };
+  const settings: Settings = { ...loadSettings({ LOG_LEVEL: 'info', PASSWORD_HASH_COST: 'test', ...TEST_RATE_LIMITS, ...options.env }), secretKey: TEST_SECRET_KEY, ...options.settings };
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -68,7 +73,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     },
   });
   const logger = pino({ level: 'info' }, sink);
-  const app = createApp({ db: database.db, clock, logger, fetch: options.fetch ?? globalThis.fetch, outbound: options.outbound, settings, validateResponses: true });
+  const app = createApp({ db: database.db, clock, logger, fetch: options.fetch ?? globalThis.fetch, outbound: options.outbound, settings, validateResponses: true, compileValidatorsAtStart: false });
   return {
     app,
     http: supertest(app),
