@@ -1,8 +1,44 @@
 /**
  * One config for both databases: TEST_DB=pg (server Postgres, a database per test file cloned from
  * a migrated template) or TEST_DB=pglite (embedded, a migrated data dir loaded per test file).
- * `npm test` runs both; see scripts/test-all.ts.
+ * `npm test` runs both; see scripts/test-all.ts (and PG_ONLY below for what runs once).
  */
+/**
+ * Files that run on server Postgres only (`TEST_DB=pg`); `TEST_DB=pglite` leaves them out, unless
+ * TEST_ALL_FILES=1. Running them a second time on PGlite would test nothing the first run did not:
+ * - they use no database at all;
+ * - the generated HTTP-layer suites (bad input refused before a change, dead credentials and
+ *   roles, outbound URL checks, valid random requests answered in the contract's shapes): the
+ *   contract layer is the same code on both databases, and the SQL these requests reach is run on
+ *   PGlite by each area's own test file (test/api/*), by the tenant-isolation and audit suites;
+ * - they test several processes or a server going away, which PGlite (in-process) cannot have
+ *   (on PGlite they skip every test).
+ * Everything else (every test/api file, isolation, audit, concurrency, protection, migrations,
+ * named statements...) runs on both.
+ */
+const PG_ONLY = [
+  // no database
+  'src/settings.test.ts',
+  'test/api/permissions-catalogue.test.ts',
+  'test/api/unavailable.test.ts',
+  'test/outbound/client.test.ts',
+  'test/outbound/policy.test.ts',
+  'test/seams/router-parity.test.ts',
+  'test/seams/validator-parity.test.ts',
+  'test/sso/oidc-client.test.ts',
+  'test/sso/saml.test.ts',
+  // generated HTTP-layer suites
+  'test/hardening/auth.test.ts',
+  'test/hardening/bad-input.test.ts',
+  'test/hardening/outbound-targets.test.ts',
+  'test/hardening/valid-requests.test.ts',
+  // several processes, or the server going away (skipped on PGlite)
+  'test/hardening/faults-db.test.ts',
+  'test/hardening/process.test.ts',
+  'test/hardening/webhook-processes.test.ts',
+];
+const skipOnPglite = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';
+
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
@@ -13,6 +49,7 @@ module.exports = {
   // transform them with the same swc transform (checked with a full login flow under jest 30).
   transformIgnorePatterns: ['/node_modules/(?!(openid-client|oauth4webapi|jose|oidc-provider)/)'],
   testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', ...(skipOnPglite ? PG_ONLY.map((file) => `<rootDir>/${file.replace(/\./g, '\\.')}$`) : [])],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   maxWorkers: 2,

@@ -1,5 +1,6 @@
 // npm test: the whole suite once per database (server Postgres, then embedded PGlite), because
-// the two differ in ways that matter (int8 parsing, savepoints, one connection). Extra CLI
+// the two differ in ways that matter (int8 parsing, savepoints, one connection); files that would
+// test nothing new on PGlite are listed in PG_ONLY in jest.config.js and run once. Extra CLI
 // args go to jest (`npm test -- test/api/org.test.ts`); TEST_DBS=pg runs only one database.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
