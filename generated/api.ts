@@ -2028,6 +2028,249 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sso/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List SSO connections (admin)
+         * @description The organization's identity-provider connections, newest first. Never a client secret.
+         */
+        get: operations["listSsoConnections"];
+        put?: never;
+        /**
+         * Create an SSO connection (admin, session only, fresh)
+         * @description An OIDC or SAML identity provider for the organization. Needs `sso.manage`, a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`; an API key is 401) and the plan feature `sso` (402 `enterprise_plan_required`). `defaultRole` and the roles of `roleMappings` must be roles of the organization other than `owner` (400 naming the field). The client secret is stored encrypted and never returned.
+         */
+        post: operations["createSsoConnection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/connections/{connectionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["SsoConnectionId"];
+            };
+            cookie?: never;
+        };
+        /** Get an SSO connection (admin) */
+        get: operations["getSsoConnection"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an SSO connection (admin, session only, fresh)
+         * @description Deletes the connection with its linked identities and pending sign-ins. Users and members stay; sessions opened through it continue until they end. Needs the plan feature `sso`.
+         */
+        delete: operations["deleteSsoConnection"];
+        options?: never;
+        head?: never;
+        /**
+         * Update an SSO connection (admin, session only, fresh)
+         * @description Fields left out keep their value. Same rules as creation (session, fresh, plan feature `sso`). Disabling a connection stops new sign-ins through it; existing sessions continue.
+         */
+        patch: operations["updateSsoConnection"];
+        trace?: never;
+    };
+    "/v1/sso/connections/{connectionId}/saml/metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["SsoConnectionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * SAML service-provider metadata of a connection (public)
+         * @description The SP metadata XML to give the identity provider: entity id (this URL) and the assertion consumer service (`PUBLIC_BASE_URL/v1/auth/sso/saml/acs`, HTTP-POST). 404 `sso_connection_not_found` for an unknown id or an OIDC connection.
+         */
+        get: operations["getSsoSamlMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's SSO domains (admin)
+         * @description Pending and verified domains, newest first, each with its DNS challenge.
+         */
+        get: operations["listSsoDomains"];
+        put?: never;
+        /**
+         * Claim an e-mail domain (admin, session only, fresh)
+         * @description Starts the DNS verification of a domain: publish a TXT record named `_cp-challenge.<domain>` with the returned value, then call verify. Consumer mail domains (gmail.com, outlook.com, …) and public suffixes are 400 naming `domain`; a domain another organization verified is 409 `domain_taken`; one this organization already claimed is 409 `domain_exists`. Needs the plan feature `sso`.
+         */
+        post: operations["createSsoDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/domains/{domainId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domainId: components["schemas"]["SsoDomainId"];
+            };
+            cookie?: never;
+        };
+        /** Get an SSO domain (admin) */
+        get: operations["getSsoDomain"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove an SSO domain (admin, session only, fresh)
+         * @description The domain stops counting for sign-in, just-in-time members and enforcement at once. Needs the plan feature `sso`.
+         */
+        delete: operations["deleteSsoDomain"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/domains/{domainId}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domainId: components["schemas"]["SsoDomainId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify an SSO domain by its DNS TXT record (admin, session only, fresh)
+         * @description Looks up `_cp-challenge.<domain>` TXT through `DNS_SERVERS`. The expected value there: 200 with `status: verified` (again on a verified domain: 200, unchanged). Otherwise 409 `domain_verification_failed` and the domain stays pending; 409 `domain_taken` when another organization verified it first. Needs the plan feature `sso`.
+         */
+        post: operations["verifySsoDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's SSO enforcement policy (admin) */
+        get: operations["getSsoPolicy"];
+        /**
+         * Turn SSO enforcement on or off (admin, session only, fresh)
+         * @description While enforced, users whose e-mail is in a verified domain of the organization must sign in through SSO (403 `sso_required` on password sign-in, reauthentication, sign-up, and on invitation acceptance outside an SSO session); the owner keeps password sign-in. Sessions open when it is turned on keep working until they end. Needs the plan feature `sso` to turn it on.
+         */
+        put: operations["putSsoPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sso/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start an SSO sign-in (public)
+         * @description By `email` (its domain must be verified by an organization with an enabled connection; the oldest enabled one is used) or by `connectionId`; else 404 `sso_not_configured`. `returnTo` must have an origin listed in `SSO_RETURN_ORIGINS` (else 400 naming `returnTo`). Answers the identity provider's URL to send the browser to. Rate limited like sign-in.
+         */
+        post: operations["startSso"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sso/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OIDC redirect endpoint (public)
+         * @description Reached by the browser from the identity provider. The single-use, expiring `state` names the sign-in; the code is exchanged with the PKCE verifier and the ID token verified (signature, `iss`, `aud`, `exp`, `nonce`). With a `returnTo`: 302 to it with `?code=<one-time code>` (or `?error=<code>` on a refusal after the state was read). Without: 200 `{ok, user, session}`. A forged, expired or reused `state` is 400 `invalid_request`; an e-mail outside the organization's verified domains is 403 `email_domain_not_verified`. Extra parameters are ignored.
+         */
+        get: operations["completeSsoOidc"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sso/saml/acs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * SAML assertion consumer service (public)
+         * @description The identity provider's HTTP-POST binding (form fields `SAMLResponse`, `RelayState`). Only a response or assertion signed with the connection's certificate is accepted; Audience, Destination, InResponseTo and the validity window are checked, and an assertion id is accepted once. Answers as the OIDC callback does (302 to `returnTo` with `code`, or 200 `{ok, user, session}`); a refused response is 400 `invalid_request` (or 403 `email_domain_not_verified`) and creates nothing.
+         */
+        post: operations["completeSsoSaml"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sso/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange a one-time SSO code for a session (public)
+         * @description The code handed to `returnTo`; it works once, within 60 seconds (else 400 `invalid_request` naming `code`). Rate limited like sign-in.
+         */
+        post: operations["exchangeSsoCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/scim/tokens": {
         parameters: {
             query?: never;
@@ -3474,6 +3717,162 @@ export interface components {
             checked: number;
             /** @description The first entry, in chain order, whose hash or link does not match; null when `ok`. */
             firstBrokenId: string | null;
+        };
+        /** Format: typeid */
+        SsoConnectionId: string;
+        /** @enum {string} */
+        SsoConnectionType: "oidc" | "saml";
+        RoleMapping: {
+            /** @description A group the identity provider sends (OIDC `groups` claim, SAML `groups` attribute). */
+            group: string;
+            role: components["schemas"]["RoleKey"];
+        };
+        /** @description OIDC connections carry `issuer`, `clientId`, `scopes` and `redirectUri`; SAML connections carry `idpEntityId`, `idpSsoUrl`, `idpCertificate`, `spEntityId`, `acsUrl` and `metadataUrl`. Never a client secret. */
+        SsoConnection: {
+            id: components["schemas"]["SsoConnectionId"];
+            type: components["schemas"]["SsoConnectionType"];
+            name: string;
+            issuer?: string;
+            clientId?: string;
+            scopes?: string[];
+            /** @description What to register at the identity provider (`PUBLIC_BASE_URL/v1/auth/sso/oidc/callback`). */
+            redirectUri?: string;
+            idpEntityId?: string;
+            idpSsoUrl?: string;
+            idpCertificate?: string;
+            /** @description The service's entity id for this connection (its metadata URL). */
+            spEntityId?: string;
+            /** @description The assertion consumer service URL (`PUBLIC_BASE_URL/v1/auth/sso/saml/acs`). */
+            acsUrl?: string;
+            metadataUrl?: string;
+            defaultRole: string;
+            roleMappings: components["schemas"]["RoleMapping"][];
+            enabled: boolean;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        SsoConnectionList: {
+            items: components["schemas"]["SsoConnection"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        SsoConnectionName: string;
+        /**
+         * Format: uri
+         * @description The OpenID Provider's issuer; its discovery document is fetched from `<issuer>/.well-known/openid-configuration` under the egress policy. `https:` only, unless the host is inside `OUTBOUND_ALLOWED_NETWORKS`.
+         */
+        OidcIssuer: string;
+        OidcClientId: string;
+        /** @description Write-only. Stored encrypted; never returned, logged or audited. */
+        OidcClientSecret: string;
+        /** @description Requested scopes; `openid` is always requested. Default `["openid","email","profile"]`. */
+        OidcScopes: string[];
+        /** @description The identity provider's entity id (the `Issuer` of its responses). */
+        SamlIdpEntityId: string;
+        /**
+         * Format: uri
+         * @description The identity provider's single sign-on URL (HTTP-Redirect binding). The user's browser goes there; the service never calls it. `https:` only, unless the host is inside `OUTBOUND_ALLOWED_NETWORKS`.
+         */
+        SamlIdpSsoUrl: string;
+        /** @description The identity provider's signing certificate (PEM, or the base64 body alone). Only assertions or responses signed with it are accepted; a certificate embedded in a message is never trusted. */
+        SamlIdpCertificate: string;
+        /** @description At each SSO sign-in the member gets the role of the first entry whose group the identity provider sent, else `defaultRole` (never applied to the owner). Role keys must exist in the organization; `owner` is never assignable. */
+        RoleMappings: components["schemas"]["RoleMapping"][];
+        /** @description `type: oidc` needs `issuer`, `clientId`, `clientSecret` (and may give `scopes`); `type: saml` needs `idpEntityId`, `idpSsoUrl`, `idpCertificate`. A field of the other type is refused (400 naming it). */
+        CreateSsoConnectionRequest: {
+            type: components["schemas"]["SsoConnectionType"];
+            name: components["schemas"]["SsoConnectionName"];
+            issuer?: components["schemas"]["OidcIssuer"];
+            clientId?: components["schemas"]["OidcClientId"];
+            clientSecret?: components["schemas"]["OidcClientSecret"];
+            scopes?: components["schemas"]["OidcScopes"];
+            idpEntityId?: components["schemas"]["SamlIdpEntityId"];
+            idpSsoUrl?: components["schemas"]["SamlIdpSsoUrl"];
+            idpCertificate?: components["schemas"]["SamlIdpCertificate"];
+            defaultRole?: components["schemas"]["RoleKey"];
+            roleMappings?: components["schemas"]["RoleMappings"];
+            enabled?: boolean;
+        };
+        SsoConnectionItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["SsoConnection"];
+        };
+        /** @description Fields left out keep their value; `type` cannot change. Without `clientSecret` the stored secret is kept. A field of the other type is refused (400 naming it). */
+        UpdateSsoConnectionRequest: {
+            name?: components["schemas"]["SsoConnectionName"];
+            issuer?: components["schemas"]["OidcIssuer"];
+            clientId?: components["schemas"]["OidcClientId"];
+            clientSecret?: components["schemas"]["OidcClientSecret"];
+            scopes?: components["schemas"]["OidcScopes"];
+            idpEntityId?: components["schemas"]["SamlIdpEntityId"];
+            idpSsoUrl?: components["schemas"]["SamlIdpSsoUrl"];
+            idpCertificate?: components["schemas"]["SamlIdpCertificate"];
+            defaultRole?: components["schemas"]["RoleKey"];
+            roleMappings?: components["schemas"]["RoleMappings"];
+            enabled?: boolean;
+        };
+        /** Format: typeid */
+        SsoDomainId: string;
+        SsoDomainVerification: {
+            /** @constant */
+            type: "TXT";
+            /** @description The record's name, `_cp-challenge.<domain>`. */
+            name: string;
+            /** @description The value the TXT record must hold. */
+            value: string;
+        };
+        SsoDomain: {
+            id: components["schemas"]["SsoDomainId"];
+            domain: string;
+            /** @enum {string} */
+            status: "pending" | "verified";
+            verification: components["schemas"]["SsoDomainVerification"];
+            createdAt: components["schemas"]["Timestamp"];
+            verifiedAt: components["schemas"]["NullableTimestamp"];
+        };
+        SsoDomainList: {
+            items: components["schemas"]["SsoDomain"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /** @description A DNS name the organization owns (e.g. `example.com` or `eu.example.com`), compared ignoring case. Consumer mail domains and public suffixes are refused. */
+        DomainName: string;
+        SsoDomainItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["SsoDomain"];
+        };
+        SsoPolicy: {
+            /** @description While true, password sign-in, reauthentication, sign-up and invitation acceptance (outside an SSO session) are refused with 403 `sso_required` for e-mails in the organization's verified domains; the owner keeps password sign-in (break-glass). */
+            enforce: boolean;
+        };
+        SsoPolicyItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["SsoPolicy"];
+        };
+        /**
+         * Format: uri
+         * @description Where the browser goes after sign-in (with `?code=<one-time code>`, or `?error=`); its origin must be one of `SSO_RETURN_ORIGINS`, else 400. The service never calls it.
+         */
+        ReturnTo: string;
+        /** @description Either `email` or `connectionId`. */
+        StartSsoRequest: {
+            /** Format: email */
+            email?: string;
+            connectionId?: components["schemas"]["SsoConnectionId"];
+            returnTo?: components["schemas"]["ReturnTo"];
+        };
+        StartSsoResponse: {
+            ok: components["schemas"]["OkTrue"];
+            /** @description Send the user's browser here (the identity provider's sign-in page). */
+            authorizeUrl: string;
+        };
+        SamlAcsForm: {
+            /** @description The base64 SAML response the identity provider posts (HTTP-POST binding). */
+            SAMLResponse: string;
+            /** @description The login state the sign-in was started with. */
+            RelayState?: string;
+        };
+        ExchangeSsoCodeRequest: {
+            /** @description The one-time code handed to `returnTo` (valid 60 s, once). */
+            code: string;
         };
         /** Format: typeid */
         ScimTokenId: string;
@@ -7967,6 +8366,591 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listSsoConnections: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of connections. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoConnectionList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createSsoConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSsoConnectionRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoConnectionItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The plan lacks the feature `sso`. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getSsoConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["SsoConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The connection. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoConnectionItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteSsoConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["SsoConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The plan lacks the feature `sso`. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateSsoConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["SsoConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSsoConnectionRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoConnectionItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The plan lacks the feature `sso`. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getSsoSamlMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: components["schemas"]["SsoConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metadata. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/samlmetadata+xml": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listSsoDomains: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of domains. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoDomainList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createSsoDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    domain: components["schemas"]["DomainName"];
+                };
+            };
+        };
+        responses: {
+            /** @description Claimed, pending verification. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoDomainItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The plan lacks the feature `sso`. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getSsoDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domainId: components["schemas"]["SsoDomainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domain. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoDomainItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteSsoDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domainId: components["schemas"]["SsoDomainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The plan lacks the feature `sso`. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    verifySsoDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domainId: components["schemas"]["SsoDomainId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Verified. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoDomainItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The plan lacks the feature `sso`. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getSsoPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoPolicyItem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putSsoPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    enforce: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The policy now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoPolicyItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The plan lacks the feature `sso`. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    startSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartSsoRequest"];
+            };
+        };
+        responses: {
+            /** @description Where to send the browser. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StartSsoResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The identity provider's discovery document could not be fetched. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    completeSsoOidc: {
+        parameters: {
+            query: {
+                /** @description The authorization code (absent when the provider reports an `error`). */
+                code?: components["parameters"]["CallbackCode"];
+                state: components["parameters"]["CallbackState"];
+                /** @description Set by the provider when the member refused or the request was rejected. */
+                error?: components["parameters"]["CallbackError"];
+                error_description?: components["parameters"]["CallbackErrorDescription"];
+                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+                iss?: components["parameters"]["CallbackIss"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed in (no `returnTo`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedIn"];
+                };
+            };
+            /** @description To `returnTo` with `code` (or `error`). */
+            302: {
+                headers: {
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request` (a bad, expired or reused `state`, a missing `code`, a wrong `iss`) or `oauth_error` when the identity provider redirected with `error`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidRequestError"] | components["schemas"]["OAuthError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The identity provider's token endpoint failed. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    completeSsoSaml: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["SamlAcsForm"];
+            };
+        };
+        responses: {
+            /** @description Signed in (no `returnTo`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedIn"];
+                };
+            };
+            /** @description To `returnTo` with `code` (or `error`). */
+            302: {
+                headers: {
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    exchangeSsoCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExchangeSsoCodeRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedIn"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };

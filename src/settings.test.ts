@@ -15,6 +15,13 @@ describe('loadSettings', () => {
     expect(s.corsOrigins).toEqual(['https://a.test', 'https://b.test']);
   });
 
+  it('reads DNS_SERVERS (host[:port]) and SSO_RETURN_ORIGINS (origins); both default to empty', () => {
+    expect(loadSettings({})).toMatchObject({ dnsServers: [], ssoReturnOrigins: [] });
+    const s = loadSettings({ DNS_SERVERS: '127.0.0.1:5353, 1.1.1.1, [::1]:53, ::1', SSO_RETURN_ORIGINS: 'https://app.example.com, http://localhost:5173/' });
+    expect(s.dnsServers).toEqual(['127.0.0.1:5353', '1.1.1.1', '[::1]:53', '::1']);
+    expect(s.ssoReturnOrigins).toEqual(['https://app.example.com', 'http://localhost:5173']);
+  });
+
   it('reads WORKER_STALE_AFTER as seconds or a duration (default 120 s)', () => {
     expect(loadSettings({}).workerStaleAfterMs).toBe(120_000);
     expect(loadSettings({ WORKER_STALE_AFTER: '90' }).workerStaleAfterMs).toBe(90_000);
@@ -32,6 +39,13 @@ describe('loadSettings', () => {
     ['DATABASE_URL', 'mysql://x'],
     ['SECRET_KEY', 'short'],
     ['LOG_LEVEL', 'loud'],
+    ['DNS_SERVERS', '127.0.0.1:99999'],
+    ['DNS_SERVERS', 'dns server'],
+    ['DNS_SERVERS', 'dns.example.com:53'],
+    ['DNS_SERVERS', '1.1.1.1:53/udp'],
+    ['SSO_RETURN_ORIGINS', 'https://app.example.com/path'],
+    ['SSO_RETURN_ORIGINS', 'app.example.com'],
+    ['SSO_RETURN_ORIGINS', 'ftp://app.example.com'],
   ])('refuses %s=%s with a message naming it', (name, value) => {
     expect(() => loadSettings({ [name]: value })).toThrow(SettingsError);
     expect(() => loadSettings({ [name]: value })).toThrow(name);

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { parseAllowedNetworks } from './outbound/policy';
 import type { PasswordHashCost } from './lib/crypto';
 
@@ -41,6 +42,10 @@ export interface Settings {
   auditBenchDisable: boolean;
   /** Webhook delivery (src/webhooks/). */
   webhooks: WebhookSettings;
+  /** DNS_SERVERS: resolvers for SSO domain verification (`host[:port]`); empty = the system's. */
+  dnsServers: string[];
+  /** SSO_RETURN_ORIGINS: origins an SSO sign-in may return to (`returnTo`); empty = none. */
+  ssoReturnOrigins: string[];
   /** SCIM: the most resources one /scim/v2 list returns (`count` above it is cut to it). */
   scimMaxResults: number;
   /** Rate limits (src/protection/rate-limit.ts); null turns one off. */
@@ -139,6 +144,40 @@ function networks(env: Env, name: string): string[] {
   }
 }
 
+/**
+ * `host[:port]` list of IP addresses (what node's Resolver#setServers takes): `1.1.1.1`,
+ * `127.0.0.1:5353`, `::1`, `[::1]:5353`.
+ */
+function dnsServers(env: Env): string[] {
+  const entries = (env.DNS_SERVERS ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const m = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry) ?? (isIP(entry) === 6 ? [entry, entry] : /^([^:]+)(?::(\d{1,5}))?$/.exec(entry));
+    const host = m?.[1];
+    const port = m?.[2];
+    if (!host || isIP(host) === 0 || (port !== undefined && (Number(port) < 1 || Number(port) > 65535))) {
+      throw new SettingsError(`DNS_SERVERS must be comma-separated IP[:port] entries (e.g. 127.0.0.1:5353, [::1]:53), got "${entry}"`);
+    }
+  }
+  return entries;
+}
+
+/** Comma-separated origins (`https://app.example.com`): scheme, host and port only. */
+function origins(env: Env, name: string): string[] {
+  const entries = (env[name] ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  return entries.map((entry) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(entry);
+    } catch {
+      throw new SettingsError(`${name} must be comma-separated origins like https://app.example.com, got "${entry}"`);
+    }
+    if (!['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== entry.replace(/\/+$/, '')) {
+      throw new SettingsError(`${name} must be comma-separated origins like https://app.example.com (no path), got "${entry}"`);
+    }
+    return parsed.origin;
+  });
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 function passwordHashCost(env: Env): PasswordHashCost {
@@ -197,6 +236,8 @@ export function loadSettings(env: Env = process.env): Settings {
       pollMs: int(env, 'WEBHOOK_POLL_MS', 100, 10),
     },
     scimMaxResults: scimMaxResults(env),
+    dnsServers: dnsServers(env),
+    ssoReturnOrigins: origins(env, 'SSO_RETURN_ORIGINS'),
     rateLimits: {
       signInEmail: rateLimit(env, 'RATE_LIMIT_SIGN_IN_EMAIL', '10/15m'),
       signInIp: rateLimit(env, 'RATE_LIMIT_SIGN_IN_IP', '100/15m'),

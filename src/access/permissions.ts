@@ -45,6 +45,11 @@ export const PERMISSION_CATALOGUE = {
   'billing.read': { description: "Read the organization's plan, limits and metered usage.", minimum: 'admin', reason: ADMIN },
   'templates.manage': { description: 'Edit and delete templates created by others (creators may always).', minimum: 'admin', reason: 'permission_required' },
   'llmProviders.manage': { description: 'Create LLM providers (then manager through grants; admins are manager on all).', minimum: 'admin', reason: 'permission_required' },
+  'sso.manage': {
+    description: "Manage the organization's single sign-on: identity-provider connections, verified domains and enforcement.",
+    minimum: 'admin',
+    reason: 'permission_required',
+  },
   'scim.manage': { description: "Create, list and revoke the organization's SCIM tokens (identity-provider provisioning).", minimum: 'admin', reason: 'permission_required' },
 } as const satisfies Record<string, PermissionDefinition>;
 

@@ -61,7 +61,16 @@ export async function findCredentials(db: Db, email: string): Promise<(UserRow &
 
 export async function insertSession(
   db: Db,
-  session: { id: string; userId: string; tokenHash: string; activeOrganizationId: string | null; now: Date; expiresAt: Date },
+  session: {
+    id: string;
+    userId: string;
+    tokenHash: string;
+    activeOrganizationId: string | null;
+    now: Date;
+    expiresAt: Date;
+    /** Set for a session an SSO sign-in opens (the principal then shows authMethod 'sso'). */
+    ssoConnectionId?: string;
+  },
 ): Promise<void> {
   await db
     .insertInto('sessions')
@@ -74,6 +83,7 @@ export async function insertSession(
       expires_at: session.expiresAt,
       revoked_at: null,
       authenticated_at: session.now,
+      ...(session.ssoConnectionId ? { auth_method: 'sso' as const, sso_connection_id: session.ssoConnectionId } : {}),
     })
     .execute();
 }

@@ -12,6 +12,7 @@ import type { WebhookTables } from '../webhooks/tables';
 import type { ResourceTables } from '../templates/tables';
 import type { ScimTables } from '../scim/tables';
 import type { RoleTables } from '../roles/tables';
+import type { SsoTables } from '../sso/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -45,6 +46,8 @@ export interface OrganizationsTable {
   plan: string;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** SSO enforcement (enterprise-identity §2): password sign-in refused for verified domains. */
+  sso_enforced: Generated<boolean>;
 }
 
 export interface MembersTable {
@@ -72,6 +75,9 @@ export interface SessionsTable {
   revoked_at: Timestamp | null;
   /** When the user last proved themself on this session (sign-in, reauthenticate). */
   authenticated_at: Timestamp;
+  /** How the session was opened: 'sso' sessions carry the connection (null once it is deleted). */
+  auth_method: Generated<'password' | 'sso'>;
+  sso_connection_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface TeamsTable {
@@ -118,7 +124,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

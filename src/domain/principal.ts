@@ -38,6 +38,13 @@ export interface Principal {
   activeOrganizationId: string | null;
   /** When the session last proved its user (sign-in, reauthentication); null for an API key. */
   authenticatedAt: Date | null;
+  /**
+   * How the session was opened: 'sso' for a session an SSO sign-in created (invitation acceptance
+   * to an enforced domain needs one), 'password' otherwise; null for an API key.
+   */
+  authMethod: 'password' | 'sso' | null;
+  /** The SSO connection a session was opened through (null otherwise, or once it is deleted). */
+  ssoConnectionId: string | null;
 }
 
 /** A worker calling with its own host token (`x-worker-token`). */

@@ -24,6 +24,8 @@ import { llmProviderHandlers } from '../llm-providers/handlers';
 import { capabilitySourceHandlers } from '../capability-sources/handlers';
 import { scimProtocolHandlers, scimTokenHandlers } from '../scim/handlers';
 import { roleHandlers } from '../roles/handlers';
+import { ssoConnectionHandlers } from '../sso/handlers';
+import { notImplemented } from './not-implemented';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -54,6 +56,22 @@ export const handlers: Handlers = {
   ...scimTokenHandlers,
   ...scimProtocolHandlers,
   ...roleHandlers,
+  ...ssoConnectionHandlers,
+  // SSO operations still being built (issue 14); each leaves this list when its handler lands.
+  ...notImplemented(
+    'getSsoSamlMetadata',
+    'listSsoDomains',
+    'createSsoDomain',
+    'getSsoDomain',
+    'deleteSsoDomain',
+    'verifySsoDomain',
+    'getSsoPolicy',
+    'putSsoPolicy',
+    'startSso',
+    'completeSsoOidc',
+    'completeSsoSaml',
+    'exchangeSsoCode',
+  ),
 };
 
 /**

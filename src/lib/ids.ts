@@ -31,6 +31,8 @@ export const ID_PREFIXES = {
   llmProviderGrant: 'lpg',
   scimToken: 'sct',
   role: 'rol',
+  ssoConnection: 'ssc',
+  ssoDomain: 'dom',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -53,6 +53,8 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
     isPlatformAdmin: row.isPlatformAdmin,
     activeOrganizationId: row.organizationId,
     authenticatedAt: null,
+    authMethod: null,
+    ssoConnectionId: null,
     membership: membershipOf({
       organizationId: row.organizationId,
       memberId: row.memberId,

@@ -24,6 +24,8 @@ interface SessionColumns {
   active_organization_id: string | null;
   is_platform_admin: boolean;
   authenticated_at: Date;
+  auth_method: 'password' | 'sso';
+  sso_connection_id: string | null;
   principal_member_id: string | null;
   principal_role: string | null;
   principal_role_built_in: boolean | null;
@@ -39,7 +41,7 @@ interface SessionColumns {
  */
 function sessionQuery(tokenHash: string, now: Date, preload?: SessionPreload<unknown>) {
   return sql<SessionColumns & Record<string, unknown>>`${preparedAs(preload ? `session_${preload.name}` : 'session_principal')}
-    SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin, s.authenticated_at,
+    SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin, s.authenticated_at, s.auth_method, s.sso_connection_id,
       m.id AS principal_member_id, m.role AS principal_role, pr.built_in AS principal_role_built_in,
       pr.permissions AS principal_role_permissions ${preload ? sql`, ${preload.columns}` : sql``}
     FROM sessions s
@@ -59,6 +61,8 @@ function toPrincipal(row: SessionColumns): Principal {
     isPlatformAdmin: row.is_platform_admin,
     activeOrganizationId: row.active_organization_id,
     authenticatedAt: row.authenticated_at,
+    authMethod: row.auth_method,
+    ssoConnectionId: row.sso_connection_id,
     membership:
       row.principal_member_id && row.active_organization_id && row.principal_role
         ? membershipOf({

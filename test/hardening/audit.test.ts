@@ -112,6 +112,11 @@ const REQUESTS: Record<string, Builder> = {
   scimReplaceGroup: async (t, w, op) => scimOnFreshGroup(t, w, op, { displayName: 'Replaced group' }),
   scimPatchGroup: async (t, w, op) => scimOnFreshGroup(t, w, op, { Operations: [{ op: 'replace', path: 'displayName', value: 'Patched group' }] }),
   scimDeleteGroup: async (t, w, op) => scimOnFreshGroup(t, w, op, undefined),
+  createSsoConnection: async (_t, _w, op) => ({
+    req: { label: 'an OIDC connection', method: op.method, url: op.path, body: { type: 'oidc', name: 'Audited IdP', issuer: 'https://login.example.test/audited', clientId: 'c', clientSecret: 'sso-client-secret-audited-0123' } },
+  }),
+  updateSsoConnection: async (_t, w, op) => ({ req: { label: 'rename the connection', method: op.method, url: urlFor(op, w), body: { name: 'Renamed IdP' } } }),
+  deleteSsoConnection: fresh('/v1/sso/connections', { type: 'oidc', name: 'Doomed IdP', issuer: 'https://login.example.test/doomed', clientId: 'c', clientSecret: 'doomed-secret-0123456789' }, 'connectionId'),
   adminUpdateOrganization: async (t, w, op) => {
     await t.db.updateTable('users').set({ is_platform_admin: true }).where('id', '=', w.owner.userId).execute();
     return { req: { label: 'a platform admin changes the plan', method: op.method, url: urlFor(op, w), body: { plan: 'enterprise' } } };

@@ -3,6 +3,7 @@ import type { Response } from 'supertest';
 import { newId } from '../../src/lib/ids';
 import { randomSecret, sha256Hex } from '../../src/lib/crypto';
 import type { TestApp } from '../support/app';
+import { IDP_CERTIFICATE } from '../support/sso';
 import { addMember, bearer, createOrganization, uniqueEmail, type OrgMember, type OrgOwner } from '../support/factories';
 import { fillPath, idKindOf, notImplementedOperations, specOperations, type SpecOperation, type SpecParameter } from '../support/spec';
 
@@ -167,6 +168,30 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
   // Roles: a custom role (held by nobody, so it can be changed and deleted).
   const role = await step('createRole', 'custom role', () => ownerApi.post('/v1/roles', { key: 'hardening-role', name: `${label} role`, permissions: ['members.read'] }));
   put('rol', role?.body.item?.id);
+
+  // SSO (the plan is enterprise above): an OIDC connection holding a client secret, a SAML one, a
+  // claimed domain (pending: verification needs DNS).
+  const ssoSecret = `ssocs_${randomBytes(24).toString('hex')}`;
+  const oidc = await step('createSsoConnection', 'SSO connection (oidc)', () =>
+    ownerApi.post('/v1/sso/connections', { type: 'oidc', name: `${label} OIDC`, issuer: 'https://login.example.test/v2.0', clientId: 'client', clientSecret: ssoSecret }),
+  );
+  put('ssc', oidc?.body.item?.id);
+  if (oidc) secrets[`${label}.ssoClientSecret`] = ssoSecret;
+  const saml = await step('createSsoConnection', 'SSO connection (saml)', () =>
+    ownerApi.post('/v1/sso/connections', { type: 'saml', name: `${label} SAML`, idpEntityId: 'https://idp.example.test/', idpSsoUrl: 'https://idp.example.test/sso', idpCertificate: IDP_CERTIFICATE }),
+  );
+  put('ssc', saml?.body.item?.id);
+  const domain = await step('createSsoDomain', 'SSO domain', () => ownerApi.post('/v1/sso/domains', { domain: `${label.toLowerCase()}-${randomBytes(3).toString('hex')}.example.com` }));
+  let domainId: string | undefined = domain?.body.item?.id;
+  if (!domainId && !built('createSsoDomain')) {
+    // The domain routes are not built yet: the row the route would write.
+    domainId = newId('ssoDomain');
+    await t.db
+      .insertInto('sso_domains')
+      .values({ id: domainId, organization_id: owner.organizationId, domain: `${label.toLowerCase()}-${randomBytes(3).toString('hex')}.example.com`, status: 'pending', challenge_value: randomBytes(16).toString('hex'), created_at: t.clock.now(), verified_at: null })
+      .execute();
+  }
+  put('dom', domainId);
 
   // Plugin system: a custom marketplace, a plugin published to it, grants on each, a connector instance.
   const marketplace = await step('createMarketplace', 'marketplace', () => ownerApi.post('/v1/marketplaces', { name: `${label} Market`, description: 'hardening' }));

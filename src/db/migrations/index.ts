@@ -14,6 +14,7 @@ import * as audit from './20261123_0600_audit';
 import * as webhooks from './20261123_0700_webhooks';
 import * as auditHeadTime from './20261123_0710_audit_head_time';
 import * as scim from './20261123_0800_scim';
+import * as sso from './20261124_0100_sso';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -36,6 +37,7 @@ const migrations: Record<string, Migration> = {
   '20261123_0700_webhooks': webhooks,
   '20261123_0710_audit_head_time': auditHeadTime,
   '20261123_0800_scim': scim,
+  '20261124_0100_sso': sso,
 };
 
 export const migrationProvider: MigrationProvider = {

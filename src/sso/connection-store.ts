@@ -1,0 +1,105 @@
+import type { Db } from '../db/schema';
+import { before, type Position } from '../lib/pagination';
+import type { RoleMapping, SsoConnectionsTable } from './tables';
+
+/** A connection row without its sealed client secret (read only where the secret is used). */
+export type ConnectionRow = Omit<SsoConnectionsTable, 'oidc_client_secret_sealed' | 'role_mappings' | 'created_at' | 'updated_at'> & {
+  role_mappings: RoleMapping[];
+  created_at: Date;
+  updated_at: Date;
+};
+
+const COLUMNS = [
+  'c.id',
+  'c.organization_id',
+  'c.type',
+  'c.name',
+  'c.oidc_issuer',
+  'c.oidc_client_id',
+  'c.oidc_scopes',
+  'c.saml_idp_entity_id',
+  'c.saml_idp_sso_url',
+  'c.saml_idp_certificate',
+  'c.default_role',
+  'c.role_mappings',
+  'c.enabled',
+  'c.created_by_member_id',
+  'c.created_at',
+  'c.updated_at',
+] as const;
+
+function connections(db: Db, organizationId: string) {
+  return db.selectFrom('sso_connections as c').select(COLUMNS).where('c.organization_id', '=', organizationId);
+}
+
+export interface ConnectionValues {
+  name: string;
+  oidc_issuer: string | null;
+  oidc_client_id: string | null;
+  oidc_client_secret_sealed: string | null;
+  oidc_scopes: string[] | null;
+  saml_idp_entity_id: string | null;
+  saml_idp_sso_url: string | null;
+  saml_idp_certificate: string | null;
+  default_role: string;
+  role_mappings: RoleMapping[];
+  enabled: boolean;
+}
+
+export async function insertConnection(
+  db: Db,
+  row: ConnectionValues & { id: string; organizationId: string; type: 'oidc' | 'saml'; memberId: string; now: Date },
+): Promise<void> {
+  const { id, organizationId, type, memberId, now, role_mappings, ...values } = row;
+  await db
+    .insertInto('sso_connections')
+    .values({
+      ...values,
+      id,
+      organization_id: organizationId,
+      type,
+      role_mappings: JSON.stringify(role_mappings),
+      created_by_member_id: memberId,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+}
+
+export async function findConnection(db: Db, organizationId: string, id: string): Promise<ConnectionRow | undefined> {
+  return (await connections(db, organizationId).where('c.id', '=', id).executeTakeFirst()) as ConnectionRow | undefined;
+}
+
+/** The row locked for a change (FOR UPDATE), so concurrent edits apply one after the other. */
+export async function lockConnection(db: Db, organizationId: string, id: string): Promise<ConnectionRow | undefined> {
+  return (await connections(db, organizationId).where('c.id', '=', id).forUpdate().executeTakeFirst()) as ConnectionRow | undefined;
+}
+
+export async function listConnections(db: Db, organizationId: string, after: Position | null, take: number): Promise<(ConnectionRow & Position)[]> {
+  let q = connections(db, organizationId);
+  if (after) q = q.where(before('c.created_at', 'c.id', after));
+  const rows = (await q.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(take).execute()) as ConnectionRow[];
+  return rows.map((r) => ({ ...r, createdAt: r.created_at }));
+}
+
+export async function updateConnection(db: Db, organizationId: string, id: string, patch: Partial<ConnectionValues>, now: Date): Promise<void> {
+  const { role_mappings, ...rest } = patch;
+  await db
+    .updateTable('sso_connections')
+    .set({ ...rest, ...(role_mappings !== undefined ? { role_mappings: JSON.stringify(role_mappings) } : {}), updated_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function deleteConnection(db: Db, organizationId: string, id: string): Promise<boolean> {
+  const result = await db.deleteFrom('sso_connections').where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** The role keys of the organization among `keys` (to refuse a defaultRole or mapping naming none). */
+export async function existingRoleKeys(db: Db, organizationId: string, keys: string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const rows = await db.selectFrom('organization_roles').select('key').where('organization_id', '=', organizationId).where('key', 'in', keys).execute();
+  return new Set(rows.map((r) => r.key));
+}
