@@ -1491,7 +1491,7 @@ export interface paths {
         };
         /**
          * LLM configuration for a worker (called by the worker)
-         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key; a missing or wrong token is 401). The enabled providers the worker's creator may use now, with their keys decrypted: the one place a key leaves the service. A revoked grant takes effect at once.
+         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key; a missing or wrong token is 401). The enabled providers the worker's creator may use now, with their keys decrypted: the one place a key leaves the service. A revoked grant takes effect at once. A stopped worker is 409 `worker_stopped` (no key is given out) until a member starts it.
          */
         get: operations["getWorkerLlmConfig"];
         put?: never;
@@ -1677,7 +1677,7 @@ export interface paths {
         put?: never;
         /**
          * Report activity (called by the worker)
-         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key). A missing or wrong token, or a token of another worker, is 401. All events are stored or none.
+         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key). A missing or wrong token, or a token of another worker, is 401. All events are stored or none. A stopped worker is 409 `worker_stopped` and nothing is stored (as for its heartbeats).
          */
         post: operations["reportWorkerActivity"];
         delete?: never;
@@ -7341,6 +7341,15 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description `worker_stopped`: a member stopped the worker; start it first. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
             default: components["responses"]["Error"];
         };
     };
@@ -7772,6 +7781,15 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description `worker_stopped`: a member stopped the worker; start it first. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
             default: components["responses"]["Error"];
         };
     };

@@ -1,5 +1,5 @@
 import { Forbidden, NotFound, Unauthorized } from '../lib/errors';
-import { isUserPrincipal, type AnyPrincipal, type Membership, type Principal, type WorkerPrincipal } from '../domain/principal';
+import { isUserPrincipal, type AnyPrincipal, type Membership, type Principal, type WorkerPrincipal, type WorkerTokenClaim } from '../domain/principal';
 import { PERMISSION_CATALOGUE, type Permission } from './permissions';
 
 export { ROLE_RANK, builtInPermissions, isBuiltInRole } from './builtin-roles';
@@ -41,6 +41,12 @@ export function principalOf(ctx: WithPrincipal): Principal {
 /** The worker calling an operation secured by `workerToken`. */
 export function workerOf(ctx: WithPrincipal): WorkerPrincipal {
   if (ctx.principal?.kind !== 'worker') throw new Unauthorized();
+  return ctx.principal;
+}
+
+/** The unchecked worker token of an operation that verifies it in its own statement (the heartbeat). */
+export function workerClaimOf(ctx: WithPrincipal): WorkerTokenClaim {
+  if (ctx.principal?.kind !== 'workerClaim') throw new Unauthorized();
   return ctx.principal;
 }
 

@@ -43,6 +43,9 @@ export function actorOf(principal: AnyPrincipal | null): Actor {
       return { type: 'worker', id: p.workerId, memberId: null };
     case 'scim':
       return { type: 'scim', id: p.scimTokenId, memberId: null };
+    case 'workerClaim':
+      // Not verified yet, so it names nobody (its operation records no audit entry).
+      return { type: 'system', id: null, memberId: null };
   }
 }
 
@@ -50,6 +53,7 @@ export function actorOf(principal: AnyPrincipal | null): Actor {
 function organizationOf(principal: AnyPrincipal | null): string | null {
   if (!principal) return null;
   if (principal.kind === 'worker' || principal.kind === 'scim') return principal.organizationId;
+  if (principal.kind === 'workerClaim') return null;
   return principal.membership?.organizationId ?? principal.activeOrganizationId ?? null;
 }
 

@@ -54,6 +54,17 @@ export interface WorkerPrincipal {
   organizationId: string;
 }
 
+/**
+ * A worker token not yet checked: on operations that verify it in their own statement (the
+ * heartbeat, see `deferredCredentials` in src/http/registry.ts) the security handler only hashes
+ * it. Nothing may trust it: `workerOf` refuses it, and the operation answers 401 when its
+ * statement finds no worker with this id and hash.
+ */
+export interface WorkerTokenClaim {
+  kind: 'workerClaim';
+  tokenHash: string;
+}
+
 /** An organization's identity provider calling /scim/v2 with a SCIM token. */
 export interface ScimPrincipal {
   kind: 'scim';
@@ -62,7 +73,7 @@ export interface ScimPrincipal {
 }
 
 /** Any authenticated caller; new credential kinds join this union. */
-export type AnyPrincipal = Principal | WorkerPrincipal | ScimPrincipal;
+export type AnyPrincipal = Principal | WorkerPrincipal | WorkerTokenClaim | ScimPrincipal;
 
 export function isUserPrincipal(principal: AnyPrincipal): principal is Principal {
   return principal.kind === 'session' || principal.kind === 'apiKey';

@@ -82,3 +82,11 @@ export const handlers: Handlers = {
 export const sessionLoaders: Partial<Record<OperationId, SessionLoader>> = {
   getOrg: loadSessionWithOrganization,
 };
+
+/**
+ * Operations that check their worker token inside the statement that does the work (one round
+ * trip): the security handler hands them an unchecked `workerClaim` (src/principal/worker-token.ts)
+ * and the operation answers 401 when its statement finds no worker with that id and token hash.
+ * Only for hot paths whose statement is written that way.
+ */
+export const deferredCredentials: ReadonlySet<OperationId> = new Set<OperationId>(['workerHeartbeat']);

@@ -12,7 +12,7 @@ import { installFastRouting } from './fast-router';
 import { nulInRequest } from '../protection/nul';
 import { malformedEncoding } from './encoding';
 import { errorToResult, shapeForRoute, validationDetails } from './errors';
-import { sessionLoaders } from './registry';
+import { deferredCredentials, sessionLoaders } from './registry';
 import { contextOfRequest, withAuditContext } from '../audit';
 import type { HandlerContext, Handlers, HttpResult, OperationId } from './types';
 
@@ -39,8 +39,9 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
     api.registerSecurityHandler(name, async (c: Context) => {
       const secret = read(c.request.headers);
       if (!secret) return false;
-      const sessionLoader = sessionLoaders[c.operation?.operationId as OperationId];
-      return (await resolve({ db: deps.db, secret, now: deps.clock.now(), sessionLoader })) ?? false;
+      const operationId = c.operation?.operationId as OperationId;
+      const sessionLoader = sessionLoaders[operationId];
+      return (await resolve({ db: deps.db, secret, now: deps.clock.now(), sessionLoader, deferred: deferredCredentials.has(operationId) })) ?? false;
     });
   }
 

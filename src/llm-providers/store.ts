@@ -152,11 +152,15 @@ export async function usableProviders(
 }
 
 /** The worker's creator and the creator's current role (null when they left the organization). */
-export async function workerCreator(db: Db, organizationId: string, workerId: string): Promise<{ member_id: string; role: string | null } | undefined> {
+export async function workerCreator(
+  db: Db,
+  organizationId: string,
+  workerId: string,
+): Promise<{ member_id: string; role: string | null; stopped_at: Date | null } | undefined> {
   return db
     .selectFrom('workers as w')
     .leftJoin('members as m', (join) => join.onRef('m.id', '=', 'w.created_by_member_id').on('m.removed_at', 'is', null))
-    .select(['w.created_by_member_id as member_id', 'm.role'])
+    .select(['w.created_by_member_id as member_id', 'm.role', 'w.stopped_at'])
     .where('w.organization_id', '=', organizationId)
     .where('w.id', '=', workerId)
     .executeTakeFirst();

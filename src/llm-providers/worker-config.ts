@@ -6,6 +6,7 @@ import { managesAllResources } from '../access/resource-roles';
 import { Unauthorized } from '../lib/errors';
 import { effectiveApiVersion, effectiveBaseUrl } from './model-list';
 import * as store from './store';
+import { workerStopped } from '../workers/service';
 
 /**
  * GET /v1/workers/{id}/llm-config (the worker's own token, `workerToken` scheme): the enabled
@@ -16,6 +17,8 @@ export async function workerLlmConfig(deps: AppDeps, worker: WorkerPrincipal, wo
   if (worker.workerId !== workerId) throw new Unauthorized('The worker token is not valid for this worker.');
   const creator = await store.workerCreator(deps.db, worker.organizationId, worker.workerId);
   if (!creator) throw new Unauthorized('The worker token is not valid for this worker.');
+  // A stopped worker gets no keys (as its heartbeats and activity are refused) until it is started.
+  if (creator.stopped_at !== null) throw workerStopped();
   if (creator.role === null) return { items: [] };
   // A custom role's permissions are not known here: its grants alone decide.
   const admin = isBuiltInRole(creator.role) && managesAllResources(builtInPermissions(creator.role));

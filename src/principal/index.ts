@@ -2,5 +2,5 @@
 export { CREDENTIAL_RESOLVERS, credentialReader, type SchemeDefinition, type SessionLoader } from './schemes';
 export { principalFromSession, principalFromSessionWith, type SessionPreload } from './session';
 export { principalFromApiKey } from './api-key';
-export { principalFromWorkerToken } from './worker-token';
+export { principalFromWorkerToken, workerClaimFromToken } from './worker-token';
 export { principalFromScimToken } from './scim-token';

@@ -2,7 +2,7 @@ import type { Db } from '../db/schema';
 import type { AnyPrincipal, Principal } from '../domain/principal';
 import { principalFromApiKey } from './api-key';
 import { principalFromSession } from './session';
-import { principalFromWorkerToken } from './worker-token';
+import { principalFromWorkerToken, workerClaimFromToken } from './worker-token';
 import { principalFromScimToken } from './scim-token';
 
 /**
@@ -20,6 +20,12 @@ export interface ResolveInput {
   now: Date;
   /** For `bearerAuth`: the operation's own session loader, which reads its data in the same query. */
   sessionLoader?: SessionLoader;
+  /**
+   * The operation verifies the credential in its own statement (`deferredCredentials` in
+   * src/http/registry.ts): the resolver answers an unchecked claim without a query. Only the
+   * worker token supports it; other schemes ignore it.
+   */
+  deferred?: boolean;
 }
 
 export type CredentialResolver = (input: ResolveInput) => Promise<AnyPrincipal | null>;
@@ -27,7 +33,7 @@ export type CredentialResolver = (input: ResolveInput) => Promise<AnyPrincipal |
 export const CREDENTIAL_RESOLVERS: Record<string, CredentialResolver> = {
   bearerAuth: ({ db, secret, now, sessionLoader }) => (sessionLoader ?? principalFromSession)(db, secret, now),
   orgApiKey: ({ db, secret, now }) => principalFromApiKey(db, secret, now),
-  workerToken: ({ db, secret }) => principalFromWorkerToken(db, secret),
+  workerToken: ({ db, secret, deferred }) => (deferred ? Promise.resolve(workerClaimFromToken(secret)) : principalFromWorkerToken(db, secret)),
   scimBearer: ({ db, secret, now }) => principalFromScimToken(db, secret, now),
 };
 

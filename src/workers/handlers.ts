@@ -1,5 +1,5 @@
 import type { HandlerMap } from '../http/types';
-import { membershipOf, workerOf } from '../access/roles';
+import { membershipOf, workerClaimOf, workerOf } from '../access/roles';
 import * as workers from './service';
 import * as lifecycle from './lifecycle';
 
@@ -50,7 +50,7 @@ export const workerHandlers: HandlerMap<
 
   workerHeartbeat: async (ctx) => ({
     status: 200,
-    body: { ok: true, status: await lifecycle.heartbeat(ctx.deps, workerOf(ctx), ctx.params.id, ctx.body ?? {}) },
+    body: { ok: true, status: await lifecycle.heartbeat(ctx.deps, workerClaimOf(ctx), ctx.params.id, ctx.body ?? {}) },
   }),
 
   stopWorker: async (ctx) => ({ status: 200, body: { ok: true, item: await lifecycle.setStopped(ctx.deps, membershipOf(ctx), ctx.params.id, true) } }),

@@ -1,28 +1,30 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema';
+import { preparedAs } from '../db/named-statements';
 import { WORKER_COLUMNS, type WorkerRow } from './store';
 
 export interface HeartbeatResult {
-  organization_id: string;
   stopped: boolean;
 }
 
 /**
- * One heartbeat in one statement: stamps the server's time and extends the current online
- * interval, or opens a new one when the previous heartbeat is older than the stale window. A
- * stopped worker's row is left as it is. Nothing is returned for a worker that is not there.
+ * One heartbeat in one statement, token check included: finds the worker by its id and its token's
+ * hash (no match → nothing returned: a wrong token, another worker's token, a rotated-away token
+ * or a deleted worker), stamps the server's time and extends the current online interval, or
+ * opens a new one when the previous heartbeat is older than the stale window. A stopped worker's
+ * row is left as it is. Sent as a prepared statement: it runs on every heartbeat of every worker.
  */
 export async function recordHeartbeat(
   db: Db,
-  beat: { workerId: string; organizationId: string; now: Date; staleAfterMs: number; version: string | null; openSessions: number | null },
+  beat: { workerId: string; tokenHash: string; now: Date; staleAfterMs: number; version: string | null; openSessions: number | null },
 ): Promise<HeartbeatResult | undefined> {
   const staleBoundary = new Date(beat.now.getTime() - beat.staleAfterMs);
   const onlineUntil = new Date(beat.now.getTime() + beat.staleAfterMs);
   const result = await sql<HeartbeatResult>`
-    /* prepared:worker_heartbeat */
+    ${preparedAs('worker_heartbeat')}
     WITH prev AS (
       SELECT id, organization_id, stopped_at, last_heartbeat_at, online_since
-      FROM workers WHERE id = ${beat.workerId} AND organization_id = ${beat.organizationId}
+      FROM workers WHERE id = ${beat.workerId} AND host_token_hash = ${beat.tokenHash}
       FOR UPDATE
     ), beat AS (
       UPDATE workers w SET
@@ -40,7 +42,7 @@ export async function recordHeartbeat(
       SELECT id, organization_id, online_since, ${onlineUntil}::timestamptz FROM beat
       ON CONFLICT (worker_id, started_at) DO UPDATE SET ended_at = GREATEST(i.ended_at, EXCLUDED.ended_at)
     )
-    SELECT organization_id, stopped_at IS NOT NULL AS stopped FROM prev`.execute(db);
+    SELECT stopped_at IS NOT NULL AS stopped FROM prev`.execute(db);
   return result.rows[0];
 }
 

@@ -1,33 +1,32 @@
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { Membership } from '../domain/principal';
-import type { WorkerPrincipal } from '../domain/principal';
+import type { WorkerTokenClaim } from '../domain/principal';
 import { randomSecret, sha256Hex } from '../lib/crypto';
-import { Conflict, Unauthorized } from '../lib/errors';
+import { Unauthorized } from '../lib/errors';
 import { changed, recordChange } from '../audit';
 import * as lifecycle from './lifecycle-store';
-import { requireCreatorOrAdmin, toWorker, workerNotFound } from './service';
+import { requireCreatorOrAdmin, toWorker, workerNotFound, workerStopped } from './service';
 
 type Schemas = components['schemas'];
 
 /**
- * Called by the worker (the `workerToken` scheme resolved its token). The time is the service's
- * own clock, never the worker's. A token of another worker is 401; a stopped worker is 409.
+ * Called by the worker with its token, which the heartbeat's own statement checks (the security
+ * handler only hashed it: `deferredCredentials` in src/http/registry.ts). The time is the
+ * service's own clock, never the worker's. A wrong token, a token of another worker or of a
+ * deleted worker is 401; a stopped worker is 409.
  */
-export async function heartbeat(deps: AppDeps, worker: WorkerPrincipal, workerId: string, body: Schemas['HeartbeatBody']): Promise<'online'> {
-  const invalid = () => new Unauthorized('The worker token is not valid for this worker.');
-  if (worker.workerId !== workerId) throw invalid();
+export async function heartbeat(deps: AppDeps, claim: WorkerTokenClaim, workerId: string, body: Schemas['HeartbeatBody']): Promise<'online'> {
   const result = await lifecycle.recordHeartbeat(deps.db, {
     workerId,
-    organizationId: worker.organizationId,
+    tokenHash: claim.tokenHash,
     now: deps.clock.now(),
     staleAfterMs: deps.settings.workerStaleAfterMs,
     version: body.version ?? null,
     openSessions: body.openSessions ?? null,
   });
-  // Deleted between the token check and now.
-  if (!result) throw invalid();
-  if (result.stopped) throw new Conflict('worker_stopped', 'The worker is stopped; a member must start it before it reports again.');
+  if (!result) throw new Unauthorized('The worker token is not valid for this worker.');
+  if (result.stopped) throw workerStopped();
   return 'online';
 }
 

@@ -15,6 +15,8 @@ import { changed, created, deleted, recordChange } from '../audit';
 type Schemas = components['schemas'];
 
 export const workerNotFound = () => new NotFound('worker_not_found', 'The worker could not be found.');
+/** What a stopped worker's own calls (heartbeat, activity, LLM config) answer until a member starts it. */
+export const workerStopped = () => new Conflict('worker_stopped', 'The worker is stopped; a member must start it before it reports again.');
 
 export type WorkerStatus = Schemas['Worker']['status'];
 
@@ -155,7 +157,10 @@ export async function reportActivity(deps: AppDeps, worker: WorkerPrincipal, wor
   if (worker.workerId !== workerId) throw new Unauthorized('The worker token is not valid for this worker.');
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
-    if (!(await store.touchWorker(trx, worker.organizationId, worker.workerId, now))) throw new Unauthorized('The worker token is not valid for this worker.');
+    const touched = await store.touchWorker(trx, worker.organizationId, worker.workerId, now);
+    if (!touched) throw new Unauthorized('The worker token is not valid for this worker.');
+    // The throw rolls back the touch: a stopped worker's activity stores nothing.
+    if (touched.stopped) throw workerStopped();
     await store.insertActivity(
       trx,
       events.map((e) => ({

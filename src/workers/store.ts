@@ -146,10 +146,16 @@ export async function insertActivity(
     .execute();
 }
 
-/** Records activity time; false when the worker no longer exists. */
-export async function touchWorker(db: Db, organizationId: string, workerId: string, at: Date): Promise<boolean> {
-  const row = await db.updateTable('workers').set({ last_activity_at: at }).where('organization_id', '=', organizationId).where('id', '=', workerId).returning('id').executeTakeFirst();
-  return row !== undefined;
+/** Records activity time (and locks the row); undefined when the worker no longer exists. */
+export async function touchWorker(db: Db, organizationId: string, workerId: string, at: Date): Promise<{ stopped: boolean } | undefined> {
+  const row = await db
+    .updateTable('workers')
+    .set({ last_activity_at: at })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', workerId)
+    .returning('stopped_at')
+    .executeTakeFirst();
+  return row && { stopped: row.stopped_at !== null };
 }
 
 /** Newest first by the event's own time; the cursor position is (occurred_at, id). */

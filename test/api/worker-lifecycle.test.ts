@@ -130,6 +130,35 @@ describe('stop and start', () => {
     expect((await t.http.get(`/v1/workers/${w.id}/runtime`).set(...bearer(owner.token))).status).toBe(200);
   });
 
+  it('refuses a stopped worker’s activity and LLM config (409 worker_stopped), stores nothing, and allows both again once started', async () => {
+    const owner = await createOrganization(t, 'Quiet');
+    const w = await createWorker(owner, { name: 'quiet' });
+    const activity = { events: [{ type: 'started', at: clock.now().toISOString() }] };
+    const report = () => t.http.post(`/v1/workers/${w.id}/activity`).set('x-worker-token', w.token).send(activity);
+    const llmConfig = () => t.http.get(`/v1/workers/${w.id}/llm-config`).set('x-worker-token', w.token);
+    expect((await report()).status).toBe(202);
+    expect((await llmConfig()).status).toBe(200);
+    const before = await t.db.selectFrom('workers').select('last_activity_at').where('id', '=', w.id).executeTakeFirstOrThrow();
+
+    expect((await post(owner, `/v1/workers/${w.id}/stop`)).status).toBe(200);
+    clock.advance(1_000);
+    const refused = await report();
+    expect(refused.status).toBe(409);
+    expect(refused.body).toEqual({ error: 'worker_stopped', message: expect.any(String) });
+    const config = await llmConfig();
+    expect(config.status).toBe(409);
+    expect(config.body).toEqual({ error: 'worker_stopped', message: expect.any(String) });
+    expect(await t.db.selectFrom('worker_activity').select('id').where('worker_id', '=', w.id).execute()).toHaveLength(1);
+    expect(await t.db.selectFrom('workers').select('last_activity_at').where('id', '=', w.id).executeTakeFirstOrThrow()).toEqual(before);
+    // A wrong token on a stopped worker is still 401, not a hint that the worker exists.
+    expect((await t.http.post(`/v1/workers/${w.id}/activity`).set('x-worker-token', 'cpw_wrong').send(activity)).status).toBe(401);
+    expect((await heartbeat(w.id, 'cpw_wrong')).status).toBe(401);
+
+    expect((await post(owner, `/v1/workers/${w.id}/start`)).status).toBe(200);
+    expect((await report()).status).toBe(202);
+    expect((await llmConfig()).status).toBe(200);
+  });
+
   it('lets the creator and an admin stop and start, and refuses other members (403)', async () => {
     const admin = await addMember(t, owner.organizationId, 'admin');
     const creator = await addMember(t, owner.organizationId, 'member');
