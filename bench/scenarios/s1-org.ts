@@ -7,27 +7,36 @@ import { seedOrganization } from '../seed/org';
 const CONNECTIONS = 32;
 /** Targets take turns in this many rounds, so background load drifts hit them alike. */
 const ROUNDS = 4;
+/** Organization sizes measured (members; 20 teams each, the caller in all of them). */
+const SIZES = [50, 200] as const;
+
+/** CPU milliseconds the process spent per answered request (CPU cores ÷ req/s). */
+function cpuMsPerRequest(m: Measurement): number {
+  return m.cpuCores !== null && m.rps > 0 ? (m.cpuCores / m.rps) * 1000 : NaN;
+}
 
 /**
- * Scenario 1: GET /v1/org with a session token at 32 connections, on an organization of 200
+ * Scenario 1: GET /v1/org with a session token at 32 connections, on organizations of 50 and 200
  * members and 20 teams (the caller is in all 20), against
- * - bare-http: Node's http server answering a constant JSON (the HTTP layer's ceiling), and
- * - express-org: the same database work written plainly with Express + pg (four queries).
+ * - bare-org: Node's http + pg, ONE prepared statement (the floor for this request on this machine),
+ * - express-org: the same database work written plainly with Express + pg (four queries),
+ * - bare-http: Node's http server answering a constant JSON (the HTTP layer's ceiling; full runs).
  * Each target is its own process; they take turns under the same load (alternating rounds).
  */
 export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
-  const org = await seedOrganization(ctx.scratch.database.db, { name: 'Bench Org', members: 200, teams: 20 });
+  const orgs = [];
+  for (const members of SIZES) orgs.push({ members, org: await seedOrganization(ctx.scratch.database.db, { name: `Bench Org ${members}`, members, teams: 20 }) });
   await ctx.scratch.analyze();
-  const headers = { authorization: `Bearer ${org.callerToken}` };
-  const bodies: string[] = [];
   const result: ScenarioResult = {
     id: '1',
     title: 'GET /v1/org (session token)',
     setup: [
-      `${CONNECTIONS} connections; each target warmed up ${ctx.warmup} s, then measured ${ctx.duration} s in ${ROUNDS} alternating rounds (one target loaded at a time)`,
-      'organization of 200 members and 20 teams seeded through the stores, then ANALYZE; the caller (an admin) is in all 20 teams (≈11 members each)',
-      `service: node dist/src/main.js, LOG_LEVEL=${ctx.logLevel}, response validation off (as shipped), pool max 10`,
+      `${CONNECTIONS} connections; each target warmed up ${ctx.warmup} s, then measured ${ctx.duration} s in ${ROUNDS} alternating rounds (one target loaded at a time), per organization size`,
+      `organizations of ${SIZES.join(' and ')} members and 20 teams seeded through the stores, then ANALYZE; the caller (an admin) is in all 20 teams`,
+      `service: node dist/src/main.js, LOG_LEVEL=${ctx.logLevel}, response validation off (as shipped), pool max 10, every route group loaded`,
+      'bare-org floor: node:http + pg, sha256 of the token, ONE prepared statement, JSON.stringify, pool max 10',
       'express-org baseline: Express + pg, sha256 of the token then 4 sequential queries (session, member+org, owner, teams), pool max 10',
+      'cpu ms/req: CPU seconds of the process over the measured window ÷ requests answered',
     ],
     rows: [],
     checks: [],
@@ -35,42 +44,63 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
   };
 
   const specs = [
-    ['bare-http (ceiling)', () => ctx.startBaseline('bare-http.mjs'), '/'],
-    ['express-org (baseline)', () => ctx.startBaseline('express-org.mjs'), '/v1/org'],
-    ['service', () => ctx.startService('s1-service'), '/v1/org'],
+    ['bare-http', () => ctx.startBaseline('bare-http.mjs')],
+    ['bare-org', () => ctx.startBaseline('bare-org.mjs')],
+    ['express-org', () => ctx.startBaseline('express-org.mjs')],
+    ['service', () => ctx.startService('s1-service')],
   ] as const;
-  const targets: Target[] = [];
-  const rows: Record<string, Measurement> = {};
+  const targets: Record<string, Target> = {};
   try {
-    const loads: LoadOptions[] = [];
-    for (const [label, start, path] of specs) {
-      if (ctx.smoke && label.startsWith('bare')) continue;
-      const target = await start();
-      targets.push(target);
-      // The responses must be the same before their speed is compared.
-      if (path === '/v1/org') {
-        const res = await fetch(`${target.url}/v1/org`, { headers });
-        const body = (await res.json()) as { currentMemberTeams?: unknown[] };
-        if (res.status !== 200 || body.currentMemberTeams?.length !== 20) throw new Error(`${label}: GET /v1/org answered ${res.status} with ${body.currentMemberTeams?.length} teams`);
-        bodies.push(JSON.stringify(body));
-      }
-      loads.push({ label, url: target.url, path, headers, connections: CONNECTIONS, duration: ctx.duration, warmup: ctx.warmup, targets: [target] });
+    for (const [label, start] of specs) {
+      if (ctx.smoke && label === 'bare-http') continue;
+      targets[label] = await start();
     }
-    if (bodies.length === 2 && bodies[0] !== bodies[1]) result.notes.push('the baseline and the service answered different bodies: compare them before trusting the ratio');
-    for (const m of await measureRounds(loads, ROUNDS)) rows[m.label] = m;
+    for (const [index, { members, org }] of orgs.entries()) {
+      const headers = { authorization: `Bearer ${org.callerToken}` };
+      const bodies: Record<string, string> = {};
+      const loads: LoadOptions[] = [];
+      for (const [label, target] of Object.entries(targets)) {
+        // The constant-JSON ceiling does not depend on the organization: measured once.
+        if (label === 'bare-http' && index > 0) continue;
+        const path = label === 'bare-http' ? '/' : '/v1/org';
+        if (path === '/v1/org') {
+          // The responses must be the same before their speed is compared.
+          const res = await fetch(`${target.url}/v1/org`, { headers });
+          const body = (await res.json()) as { currentMemberTeams?: unknown[] };
+          if (res.status !== 200 || body.currentMemberTeams?.length !== 20) throw new Error(`${label}: GET /v1/org answered ${res.status} with ${body.currentMemberTeams?.length} teams`);
+          bodies[label] = JSON.stringify(body);
+        }
+        loads.push({ label: `${label}, ${members} members`, url: target.url, path, headers, connections: CONNECTIONS, duration: ctx.duration, warmup: ctx.warmup, targets: [target] });
+      }
+      if (bodies['bare-org'] !== undefined && bodies['bare-org'] !== bodies['service']) result.notes.push(`${members} members: bare-org and the service answered different bodies: compare them before trusting the ratio`);
+      const rows: Record<string, Measurement> = {};
+      for (const m of await measureRounds(loads, ROUNDS)) rows[m.label.split(',')[0]!] = m;
+      const service = rows['service']!;
+      const express = rows['express-org']!;
+      const bare = rows['bare-org'];
+      for (const m of Object.values(rows)) m.extra = { ...m.extra, cpu_ms_per_req: Number(cpuMsPerRequest(m).toFixed(3)) };
+      result.rows.push(...Object.values(rows));
+      result.checks.push(
+        check(`${members} members: throughput service / express-org`, service.rps / express.rps, '>=', 1.5),
+        check(`${members} members: p99 service / express-org`, service.p99 / express.p99, '<=', 1.0),
+        check(`${members} members: service errors + non-2xx`, service.errors + service.non2xx, '<=', 0),
+      );
+      if (bare) {
+        result.checks.push(check(`${members} members: throughput service / bare-org`, service.rps / bare.rps, '>=', 0.6));
+        result.notes.push(
+          `${members} members: p99 service / bare-org ${(service.p99 / bare.p99).toFixed(2)}; CPU per request service ${cpuMsPerRequest(service).toFixed(2)} ms, bare-org ${cpuMsPerRequest(bare).toFixed(2)} ms, express-org ${cpuMsPerRequest(express).toFixed(2)} ms`,
+        );
+      }
+      if (index === orgs.length - 1) {
+        const peak = Math.max(...result.rows.filter((m) => m.label.startsWith('service')).map((m) => m.peakRssMb ?? NaN));
+        result.checks.push(check('service peak RSS MB, both sizes (every route group loaded)', peak, '<=', 180));
+      }
+    }
   } finally {
-    await Promise.all(targets.map((t) => t.stop()));
+    await Promise.all(Object.values(targets).map((t) => t.stop()));
   }
-  const service = rows['service']!;
-  const baseline = rows['express-org (baseline)']!;
-  const ceiling = rows['bare-http (ceiling)'];
-  result.rows = [...(ceiling ? [ceiling] : []), baseline, service];
-  result.checks.push(
-    check('throughput service / express-org', service.rps / baseline.rps, '>=', 0.9),
-    check('p99 service / express-org', service.p99 / baseline.p99, '<=', 1.1),
-    check('service peak RSS MB', service.peakRssMb ?? NaN, '<=', 250),
-    check('service errors + non-2xx', service.errors + service.non2xx, '<=', 0),
-  );
-  if (ceiling) result.notes.push(`service throughput is ${(service.rps / ceiling.rps).toFixed(2)}× the bare HTTP ceiling; express-org is ${(baseline.rps / ceiling.rps).toFixed(2)}×`);
+  const ceiling = result.rows.find((m) => m.label.startsWith('bare-http'));
+  const service = result.rows.filter((m) => m.label.startsWith('service')).at(-1);
+  if (ceiling && service) result.notes.push(`service throughput is ${(service.rps / ceiling.rps).toFixed(2)}× the constant-JSON HTTP ceiling`);
   return result;
 }

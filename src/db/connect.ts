@@ -1,6 +1,5 @@
 import { Kysely, PostgresDialect } from 'kysely';
-import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
-import { PGliteDialect } from 'kysely-pglite-dialect';
+import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { DB } from './schema';
 import { namedStatementPool } from './named-statements';
@@ -48,6 +47,8 @@ export function connectServer(url: string, options: ServerDatabaseOptions = {}):
  * a dump (tests load a migrated template instead of running initdb per file).
  */
 export async function connectEmbedded(options: { dataDir?: string; loadDataDir?: Blob } = {}): Promise<Database> {
+  // Loaded only here: a service on a Postgres server (DATABASE_URL) never holds PGlite's code (~14 MB).
+  const [{ PGlite, types: pgliteTypes }, { PGliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('kysely-pglite-dialect')]);
   const pglite = await PGlite.create({
     dataDir: options.dataDir,
     loadDataDir: options.loadDataDir,
