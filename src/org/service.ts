@@ -7,6 +7,7 @@ import { newId } from '../lib/ids';
 import { authorize } from '../access/roles';
 import { setSessionOrganization } from '../auth/store';
 import { principalFromSessionWith } from '../principal/session';
+import { RequestPreload } from '../principal/preload';
 import * as store from './store';
 import { findMember } from '../members/store';
 import { toMember, toOrganization, toTeam } from './mappers';
@@ -59,11 +60,8 @@ function toContext(rows: store.OrganizationContextRows) {
   };
 }
 
-/**
- * Contexts read together with the session that asked for them, keyed by that request's
- * membership object (it lives as long as the request's principal, so nothing outlives a request).
- */
-const prefetched = new WeakMap<Membership, OrganizationContext>();
+/** Contexts read together with the session that asked for them (src/principal/preload.ts). */
+const prefetched = new RequestPreload<OrganizationContext>();
 
 /**
  * GET /v1/org's session check and its data in one round trip (registered as its session loader in
@@ -74,13 +72,13 @@ export async function loadSessionWithOrganization(db: AppDeps['db'], token: stri
   const found = await principalFromSessionWith(db, token, now, store.organizationContextPreload);
   if (!found) return null;
   const { principal, preloaded } = found;
-  if (principal.membership && preloaded) prefetched.set(principal.membership, toContext(preloaded));
+  if (principal.membership && preloaded) prefetched.keep(principal.membership, toContext(preloaded));
   return principal;
 }
 
 /** One round trip (none when the session loader already read it); 404 when the membership is gone. */
 export async function getOrganizationContext(deps: AppDeps, membership: Membership) {
-  const ready = prefetched.get(membership);
+  const ready = prefetched.take(membership);
   if (ready) return ready;
   const rows = await store.organizationContext(deps.db, membership.organizationId, membership.memberId);
   if (!rows) throw orgNotFound();
