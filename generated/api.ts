@@ -8895,6 +8895,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvalidRequestError"] | components["schemas"]["OAuthError"];
                 };
             };
+            402: components["responses"]["PlanLimitReached"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             /** @description The identity provider's token endpoint failed. */
@@ -8940,6 +8941,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["BadRequest"];
+            402: components["responses"]["PlanLimitReached"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];

@@ -36,6 +36,8 @@ export interface AppOptions {
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** The one route whose body is a form: SAML's HTTP-POST binding (SAMLResponse, RelayState). */
+const FORM_PATHS = new Set(['/v1/auth/sso/saml/acs']);
 
 /** The Express app, without listening: main.ts serves it, tests drive it with supertest. */
 export function createApp(options: AppOptions): express.Express {
@@ -63,7 +65,8 @@ export function createApp(options: AppOptions): express.Express {
   // A body must be JSON: anything else is refused before parsing, so it never reaches a handler.
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-    if (BODY_METHODS.has(req.method) && hasBody && !req.is(['application/json', 'application/*+json'])) {
+    const accepted = FORM_PATHS.has(req.path) ? ['application/x-www-form-urlencoded'] : ['application/json', 'application/*+json'];
+    if (BODY_METHODS.has(req.method) && hasBody && !req.is(accepted)) {
       next(Object.assign(new Error('unsupported media type'), { type: 'unsupported.media.type' }));
       return;
     }
@@ -80,6 +83,8 @@ export function createApp(options: AppOptions): express.Express {
       },
     }),
   );
+  const form = express.urlencoded({ extended: false, limit: settings.bodyLimitBytes, parameterLimit: 10 });
+  app.use((req: Request, res: Response, next: NextFunction) => (FORM_PATHS.has(req.path) ? form(req, res, next) : next()));
   app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true }));
 
   // Body-parser failures carry a `type`; everything else goes through the one error mapper.

@@ -65,6 +65,10 @@ export interface RateLimitSettings {
   invitationAcceptUser: RateLimitRule | null;
   invitationAcceptIp: RateLimitRule | null;
   bootstrapIp: RateLimitRule | null;
+  /** SSO starts per IP (every start stores a login state). */
+  ssoStartIp: RateLimitRule | null;
+  /** Failed SSO callbacks and code exchanges per IP (counted like failed sign-ins). */
+  ssoIp: RateLimitRule | null;
 }
 
 export interface WebhookSettings {
@@ -245,6 +249,8 @@ export function loadSettings(env: Env = process.env): Settings {
       invitationAcceptUser: rateLimit(env, 'RATE_LIMIT_INVITATION_ACCEPT_USER', '20/15m'),
       invitationAcceptIp: rateLimit(env, 'RATE_LIMIT_INVITATION_ACCEPT_IP', '100/15m'),
       bootstrapIp: rateLimit(env, 'RATE_LIMIT_BOOTSTRAP_IP', '10/15m'),
+      ssoStartIp: rateLimit(env, 'RATE_LIMIT_SSO_START_IP', '300/15m'),
+      ssoIp: rateLimit(env, 'RATE_LIMIT_SSO_IP', '100/15m'),
     },
   };
 }

@@ -25,6 +25,7 @@ import { capabilitySourceHandlers } from '../capability-sources/handlers';
 import { scimProtocolHandlers, scimTokenHandlers } from '../scim/handlers';
 import { roleHandlers } from '../roles/handlers';
 import { ssoConnectionHandlers } from '../sso/handlers';
+import { ssoSignInHandlers } from '../sso/signin/handlers';
 import { notImplemented } from './not-implemented';
 
 /**
@@ -57,6 +58,7 @@ export const handlers: Handlers = {
   ...scimProtocolHandlers,
   ...roleHandlers,
   ...ssoConnectionHandlers,
+  ...ssoSignInHandlers,
   // SSO operations still being built (issue 14); each leaves this list when its handler lands.
   ...notImplemented(
     'getSsoSamlMetadata',
@@ -67,10 +69,6 @@ export const handlers: Handlers = {
     'verifySsoDomain',
     'getSsoPolicy',
     'putSsoPolicy',
-    'startSso',
-    'completeSsoOidc',
-    'completeSsoSaml',
-    'exchangeSsoCode',
   ),
 };
 

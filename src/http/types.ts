@@ -18,7 +18,8 @@ type Param<K extends OperationId, Where extends 'path' | 'query' | 'header'> =
 export type PathParams<K extends OperationId> = Param<K, 'path'>;
 export type QueryParams<K extends OperationId> = Param<K, 'query'>;
 
-type SuccessStatus = 200 | 201 | 202 | 204;
+// 302: the SSO callbacks send the browser back to `returnTo`.
+type SuccessStatus = 200 | 201 | 202 | 204 | 302;
 type ResponsesOf<K extends OperationId> = Op<K>['responses'];
 
 /** What a handler returns: one of the operation's declared success statuses with its typed body. */

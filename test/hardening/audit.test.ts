@@ -6,6 +6,8 @@ import { addMember, bearer, PASSWORD, signUp, uniqueEmail } from '../support/fac
 import { findSecretsInDatabase, snapshot, snapshotDiff } from '../support/snapshot';
 import { badRequests, ownerCredential, send, validRequests, type GenRequest } from './generate';
 import { buildWorld, pathValues, urlFor, type OrgWorld } from './world';
+import { NAMEID_PERSISTENT, SamlTestIdp } from '../fakes/saml-idp';
+import { samlSpFor } from '../../src/sso/saml';
 
 /**
  * Every mutating operation of the contract (POST, PUT, PATCH, DELETE) writes exactly one audit
@@ -27,6 +29,8 @@ const EXEMPT: Record<string, string> = {
   testLlmProvider: "reads the provider's model list with the stored key; nothing of the organization changes",
   workerHeartbeat: 'a heartbeat is usage reported by the worker host (metered into online intervals), not a change to the organization',
   reauthenticate: "renews the session's authentication time; nothing of the organization changes",
+  startSso: 'starts an SSO sign-in (a short-lived login state row); the callback that signs in is audited',
+  exchangeSsoCode: 'turns the one-time code of a completed SSO sign-in (audited by its callback) into its session',
 };
 
 type Prepared = { req: GenRequest; auth?: Record<string, string> };
@@ -117,6 +121,24 @@ const REQUESTS: Record<string, Builder> = {
   }),
   updateSsoConnection: async (_t, w, op) => ({ req: { label: 'rename the connection', method: op.method, url: urlFor(op, w), body: { name: 'Renamed IdP' } } }),
   deleteSsoConnection: fresh('/v1/sso/connections', { type: 'oidc', name: 'Doomed IdP', issuer: 'https://login.example.test/doomed', clientId: 'c', clientSecret: 'doomed-secret-0123456789' }, 'connectionId'),
+  completeSsoSaml: async (t, w, op) => {
+    // The world owner, already linked to a SAML subject, signs in again: one member.signed_in entry.
+    await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', w.owner.organizationId).execute();
+    const idp = new SamlTestIdp();
+    const created = await t.http.post('/v1/sso/connections').set(...bearer(w.owner.token)).send({ type: 'saml', name: 'Audited SAML', ...idp.config() });
+    if (created.status !== 201) throw new Error(`SAML connection: ${created.status} ${JSON.stringify(created.body)}`);
+    const connectionId = created.body.item.id as string;
+    const now = t.clock.now();
+    await t.db
+      .insertInto('sso_identities')
+      .values({ connection_id: connectionId, subject: 'audited-owner', organization_id: w.owner.organizationId, user_id: w.owner.userId, email: w.owner.email, created_at: now, last_sign_in_at: now })
+      .execute();
+    const start = await t.http.post('/v1/auth/sso/start').send({ connectionId });
+    const sp = samlSpFor(t.settings.publicBaseUrl, connectionId);
+    const answer = await idp.answer(start.body.authorizeUrl, sp, { nameId: 'audited-owner', nameIdFormat: NAMEID_PERSISTENT, attributes: { email: w.owner.email } });
+    const form = new URLSearchParams({ SAMLResponse: answer.samlResponse, RelayState: answer.relayState! }).toString();
+    return { req: { label: 'the owner signs in through SAML', method: op.method, url: op.path, raw: { contentType: 'application/x-www-form-urlencoded', data: form } } };
+  },
   adminUpdateOrganization: async (t, w, op) => {
     await t.db.updateTable('users').set({ is_platform_admin: true }).where('id', '=', w.owner.userId).execute();
     return { req: { label: 'a platform admin changes the plan', method: op.method, url: urlFor(op, w), body: { plan: 'enterprise' } } };

@@ -1,0 +1,173 @@
+import { createTestApp, LOCAL_FAKES, type TestApp } from '../support/app';
+import { addMember, bearer, signUp, PASSWORD } from '../support/factories';
+import { ManualClock } from '../../src/lib/clock';
+import { OidcIdp } from '../fakes/oidc-idp';
+import { callback, counts, IDP_CLIENT, idpAccount, loginAt, RETURN_ORIGIN, SSO_ENV, ssoOrganization } from '../support/sso-signin';
+
+/**
+ * OIDC sign-in end to end through the HTTP API against oidc-provider (enterprise-identity §2):
+ * sessions and one-time codes, just-in-time members with mapped roles, mappings applied again,
+ * the owner left alone, e-mail rules. Refusals of the protocol: sso-oidc-refusals.test.ts.
+ */
+let t: TestApp;
+let idp: OidcIdp;
+let clock: ManualClock;
+
+beforeAll(async () => {
+  idp = await OidcIdp.start({ clients: [IDP_CLIENT], accounts: {} });
+  clock = new ManualClock(new Date());
+  t = await createTestApp({ clock, env: { ...LOCAL_FAKES, ...SSO_ENV } });
+});
+afterAll(async () => {
+  await t?.close();
+  await idp?.stop();
+});
+
+const MAPPINGS = { roleMappings: [{ group: 'admins', role: 'admin' }], defaultRole: 'member' };
+
+async function orgView(token: string) {
+  const res = await t.http.get('/v1/org').set(...bearer(token));
+  expect(res.status).toBe(200);
+  return res.body as { organization: { id: string }; currentMember: { id: string; role: string } };
+}
+
+test('sign-in without returnTo: a session in the connection organization, marked SSO, with a just-in-time member', async () => {
+  const org = await ssoOrganization(t, idp, MAPPINGS);
+  const sub = idpAccount(idp, { email: `alice@${org.domain}`, groups: ['engineering', 'admins'], name: 'Alice' });
+  const back = await loginAt(t, idp, { email: `anyone@${org.domain}` }, sub);
+  const res = await callback(t, back);
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({ ok: true, user: { email: `alice@${org.domain}`, name: 'Alice' }, session: { token: expect.stringMatching(/^cps_/) } });
+
+  const view = await orgView(res.body.session.token);
+  expect(view.organization.id).toBe(org.owner.organizationId);
+  expect(view.currentMember.role).toBe('admin');
+  const session = await t.db.selectFrom('sessions').select(['auth_method', 'sso_connection_id', 'active_organization_id']).where('user_id', '=', res.body.user.id).executeTakeFirstOrThrow();
+  expect(session).toEqual({ auth_method: 'sso', sso_connection_id: org.connectionId, active_organization_id: org.owner.organizationId });
+  const identity = await t.db.selectFrom('sso_identities').select(['subject', 'user_id']).where('connection_id', '=', org.connectionId).executeTakeFirstOrThrow();
+  expect(identity).toEqual({ subject: sub, user_id: res.body.user.id });
+  const audit = await t.db.selectFrom('audit_logs').select(['action', 'target_id']).where('organization_id', '=', org.owner.organizationId).where('action', '=', 'member.provisioned').execute();
+  expect(audit).toEqual([{ action: 'member.provisioned', target_id: view.currentMember.id }]);
+});
+
+test('sign-in with returnTo: 302 with a one-time code that works once, and not after 60 s', async () => {
+  const org = await ssoOrganization(t, idp);
+  const sub = idpAccount(idp, { email: `bob@${org.domain}`, groups: [] });
+  const returnTo = `${RETURN_ORIGIN}/after-login?tab=home`;
+  const res = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId, returnTo }, sub));
+  expect(res.status).toBe(302);
+  const location = new URL(res.headers.location!);
+  expect(location.origin + location.pathname).toBe(`${RETURN_ORIGIN}/after-login`);
+  expect(location.searchParams.get('tab')).toBe('home');
+  const code = location.searchParams.get('code')!;
+  expect(code).toMatch(/^cpx_/);
+  expect(await t.db.selectFrom('sessions').select('id').where('sso_connection_id', '=', org.connectionId).execute()).toEqual([]);
+
+  const exchanged = await t.http.post('/v1/auth/sso/exchange').send({ code });
+  expect(exchanged.status).toBe(200);
+  expect(exchanged.body).toMatchObject({ ok: true, user: { email: `bob@${org.domain}` }, session: { token: expect.stringMatching(/^cps_/) } });
+  expect((await orgView(exchanged.body.session.token)).currentMember.role).toBe('member');
+  const again = await t.http.post('/v1/auth/sso/exchange').send({ code });
+  expect(again.status).toBe(400);
+  expect(again.body).toMatchObject({ error: 'invalid_request', details: [{ path: ['body', 'code'] }] });
+
+  const late = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId, returnTo }, sub));
+  const lateCode = new URL(late.headers.location!).searchParams.get('code')!;
+  clock.advance(61_000);
+  const expired = await t.http.post('/v1/auth/sso/exchange').send({ code: lateCode });
+  expect(expired.status).toBe(400);
+  expect(expired.body.details[0].path).toEqual(['body', 'code']);
+});
+
+test('mappings are applied again at each sign-in, and never to the owner', async () => {
+  const org = await ssoOrganization(t, idp, MAPPINGS);
+  const sub = idpAccount(idp, { email: `carol@${org.domain}`, groups: ['admins'] });
+  const first = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId }, sub));
+  expect((await orgView(first.body.session.token)).currentMember.role).toBe('admin');
+
+  idp.accounts[sub]!.groups = ['engineering'];
+  const second = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId }, sub));
+  expect(second.status).toBe(200);
+  expect(second.body.user.id).toBe(first.body.user.id);
+  expect((await orgView(second.body.session.token)).currentMember.role).toBe('member');
+  const changes = await t.db.selectFrom('audit_logs').select('changes').where('organization_id', '=', org.owner.organizationId).where('action', '=', 'member.role_changed').execute();
+  expect(changes.map((c) => (c.changes as { role: unknown }).role)).toEqual([{ from: 'admin', to: 'member' }]);
+
+  // The owner signs in through SSO with an e-mail of the domain: still the owner.
+  await t.db.updateTable('users').set({ email: `owner@${org.domain}`, email_normalized: `owner@${org.domain}` }).where('id', '=', org.owner.userId).execute();
+  const ownerSub = idpAccount(idp, { email: `owner@${org.domain}`, groups: ['admins'] });
+  const owner = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId }, ownerSub));
+  expect(owner.status).toBe(200);
+  expect(owner.body.user.id).toBe(org.owner.userId);
+  expect((await orgView(owner.body.session.token)).currentMember.role).toBe('owner');
+});
+
+test('a first sign-in links the existing account of that e-mail; later the subject decides, not the e-mail', async () => {
+  const org = await ssoOrganization(t, idp);
+  const existing = await t.http.post('/v1/auth/sign-up').send({ email: `dave@${org.domain}`, password: PASSWORD, name: 'Dave' });
+  const sub = idpAccount(idp, { email: `dave@${org.domain}` });
+  const res = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId }, sub));
+  expect(res.body.user.id).toBe(existing.body.user.id);
+
+  // Another subject with an e-mail of the same account is a different identity of the same user,
+  // linked only because the domain is verified; the known subject with a changed e-mail in a
+  // verified domain renames the account.
+  idp.accounts[sub]!.email = `david@${org.domain}`;
+  const renamed = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId }, sub));
+  expect(renamed.status).toBe(200);
+  expect(renamed.body.user).toMatchObject({ id: existing.body.user.id, email: `david@${org.domain}` });
+
+  // Changed to an e-mail outside the verified domains: refused, and nothing changes.
+  idp.accounts[sub]!.email = 'david@elsewhere.test';
+  const before = await counts(t);
+  const outside = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId }, sub));
+  expect(outside.status).toBe(403);
+  expect(outside.body).toMatchObject({ error: 'forbidden', reason: 'email_domain_not_verified' });
+  expect(await counts(t)).toEqual(before);
+  const user = await t.db.selectFrom('users').select('email').where('id', '=', existing.body.user.id).executeTakeFirstOrThrow();
+  expect(user.email).toBe(`david@${org.domain}`);
+});
+
+test('e-mail outside the verified domains, or no e-mail at all: 403 and nothing created', async () => {
+  const org = await ssoOrganization(t, idp);
+  for (const account of [{ email: 'mallory@unverified.test', groups: ['admins'] }, { groups: ['admins'] }]) {
+    const sub = idpAccount(idp, account);
+    const back = await loginAt(t, idp, { connectionId: org.connectionId }, sub);
+    const before = await counts(t);
+    const res = await callback(t, back);
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ error: 'forbidden', reason: 'email_domain_not_verified' });
+    expect(await counts(t)).toEqual(before);
+  }
+  // With returnTo the refusal goes back to the client application.
+  const sub = idpAccount(idp, { email: 'mallory@unverified.test' });
+  const res = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId, returnTo: `${RETURN_ORIGIN}/x` }, sub));
+  expect(res.status).toBe(302);
+  expect(new URL(res.headers.location!).searchParams.get('error')).toBe('email_domain_not_verified');
+  expect(new URL(res.headers.location!).searchParams.get('code')).toBeNull();
+});
+
+test('the plan member limit is checked inside the sign-in transaction', async () => {
+  const org = await ssoOrganization(t, idp);
+  await t.db.updateTable('organizations').set({ plan: 'free' }).where('id', '=', org.owner.organizationId).execute();
+  for (let i = 0; i < 4; i++) await addMember(t, org.owner.organizationId);
+  const sub = idpAccount(idp, { email: `erin@${org.domain}` });
+  const back = await loginAt(t, idp, { connectionId: org.connectionId }, sub);
+  const before = await counts(t);
+  const res = await callback(t, back);
+  expect(res.status).toBe(402);
+  expect(res.body).toMatchObject({ error: 'plan_limit_reached', limit: 'members' });
+  expect(await counts(t)).toEqual(before);
+});
+
+test('a member signs in again without a new membership; a password user of another domain is untouched', async () => {
+  const org = await ssoOrganization(t, idp);
+  const other = await signUp(t, 'bystander');
+  const sub = idpAccount(idp, { email: `frank@${org.domain}` });
+  const one = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId }, sub));
+  const two = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId }, sub));
+  expect(two.body.user.id).toBe(one.body.user.id);
+  const members = await t.db.selectFrom('members').select('id').where('organization_id', '=', org.owner.organizationId).where('user_id', '=', one.body.user.id).execute();
+  expect(members).toHaveLength(1);
+  expect((await t.http.post('/v1/auth/sign-in').send({ email: other.email, password: PASSWORD })).status).toBe(200);
+});
