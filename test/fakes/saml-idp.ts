@@ -13,7 +13,19 @@ import type { SamlIdpConfig, SamlSpConfig } from '../../src/sso/saml';
  * ./saml-tamper.ts. Keys are TEST-ONLY fixtures (test/fixtures/saml/README.md).
  */
 
-samlify.setSchemaValidator(validator);
+samlify.setSchemaValidator({
+  // node-xmllint prints a blank line per validation; the validation itself runs synchronously
+  // inside validate(), so console.log is quiet for exactly that long.
+  validate: (xml: string) => {
+    const log = console.log;
+    console.log = () => undefined;
+    try {
+      return validator.validate(xml);
+    } finally {
+      console.log = log;
+    }
+  },
+});
 
 const FIXTURES = join(__dirname, '..', 'fixtures', 'saml');
 const pem = (name: string) => readFileSync(join(FIXTURES, name), 'utf8');
@@ -44,7 +56,10 @@ export interface SamlResponseKnobs {
   signWithOtherKey?: boolean;
   /** Time the response is issued at (default now); the validity window is built around it. */
   now?: Date;
-  /** Conditions NotBefore (default `now`) and NotOnOrAfter (default now + 5 min). */
+  /**
+   * Conditions NotBefore (default now - 5 min, as Entra ID and Okta send it, which also keeps tests
+   * whose app clock stands a little behind the real one valid) and NotOnOrAfter (default now + 5 min).
+   */
   notBefore?: Date;
   notOnOrAfter?: Date;
   /** SubjectConfirmationData NotOnOrAfter (default = Conditions NotOnOrAfter). */
@@ -143,7 +158,7 @@ export class SamlTestIdp {
       SubjectNotOnOrAfter: (knobs.subjectNotOnOrAfter ?? notOnOrAfter).toISOString(),
       SubjectRecipient: knobs.recipient ?? sp.acsUrl,
       SubjectInResponseTo: knobs.subjectInResponseTo ?? inResponseTo,
-      ConditionsNotBefore: (knobs.notBefore ?? now).toISOString(),
+      ConditionsNotBefore: (knobs.notBefore ?? new Date(now.getTime() - FIVE_MINUTES)).toISOString(),
       ConditionsNotOnOrAfter: notOnOrAfter.toISOString(),
       Audience: knobs.audience ?? sp.entityId,
     }).replace(ATTRIBUTES_SLOT, () => attributeStatement(user.attributes ?? {}));

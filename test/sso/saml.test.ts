@@ -164,10 +164,13 @@ describe('accepted responses', () => {
   });
 
   test('clock skew: 60 s either way is tolerated, not more', async () => {
-    const { samlResponse, requestId } = await login();
-    const issued = Date.now();
-    await expect(verify(samlResponse, requestId, new Date(issued - 30_000))).resolves.toBeTruthy();
-    await expect(verify(samlResponse, requestId, new Date(issued + 5 * MINUTE + 30_000))).resolves.toBeTruthy();
+    const now = new Date();
+    const { samlResponse, requestId } = await login(alice, { now, notBefore: now });
+    const at = (ms: number) => verify(samlResponse, requestId, new Date(now.getTime() + ms));
+    await expect(at(-50_000)).resolves.toBeTruthy();
+    await expect(at(5 * MINUTE + 50_000)).resolves.toBeTruthy();
+    await expectRejected(at(-70_000), 'not_yet_valid');
+    await expectRejected(at(5 * MINUTE + 70_000), 'expired');
   });
 
   test('peekSamlInResponseTo reads the request id without trusting it; null for junk', async () => {
@@ -262,7 +265,8 @@ describe('refused responses', () => {
     await expectRejected(verify(future.samlResponse, future.requestId), 'not_yet_valid');
 
     const fresh = await login();
-    await expectRejected(verify(fresh.samlResponse, fresh.requestId, new Date(Date.now() - 3 * MINUTE)), 'not_yet_valid');
+    // The IdP's NotBefore is 5 minutes before it issued the response (as Entra ID and Okta do).
+    await expectRejected(verify(fresh.samlResponse, fresh.requestId, new Date(Date.now() - 7 * MINUTE)), 'not_yet_valid');
   });
 
   test('another issuer signing with the configured key', async () => {
