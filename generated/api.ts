@@ -3047,6 +3047,10 @@ export interface components {
          */
         CredentialMode: "shared" | "per_member";
         OAuthClient: {
+            /** @description The issuer a callback's `iss` must equal (null for a connection configured without one). */
+            issuer: string | null;
+            /** @description The server's metadata says it sends `iss` in every authorization response (`authorization_response_iss_parameter_supported`): a callback without `iss` is refused. */
+            issParameterSupported: boolean;
             authorizationUrl: string;
             tokenUrl: string;
             clientId: string;
@@ -3082,10 +3086,14 @@ export interface components {
         /** @description A tenant-supplied URL, checked by the egress policy (README "Outbound calls"); a literal loopback, private, link-local or otherwise non-public address is refused with 400. */
         HttpUrl: string;
         Secret: string;
+        /** @description The authorization server's issuer identifier (RFC 8414 §2: a URL without query or fragment). The callback's `iss` (RFC 9207) must be exactly this. Given alone, the endpoints are read from its metadata (`/.well-known/oauth-authorization-server`, then OpenID discovery), which must name this same issuer; it is called through the egress policy like every tenant URL. */
+        Issuer: string;
         Scopes: string[];
+        /** @description Either `issuer` alone (the endpoints, and whether the server always sends `iss`, come from its RFC 8414 metadata; a server that cannot be asked is a 502 `mcp_oauth_error`, metadata that names another issuer a 400 on `issuer`), or `authorizationUrl` and `tokenUrl` (both required then) with an optional `issuer`. Without an issuer, a callback's `iss` must be the authorization URL's origin and a leading part of its path. */
         OAuthClientInput: {
-            authorizationUrl: components["schemas"]["HttpUrl"];
-            tokenUrl: components["schemas"]["HttpUrl"];
+            issuer?: components["schemas"]["Issuer"];
+            authorizationUrl?: components["schemas"]["HttpUrl"];
+            tokenUrl?: components["schemas"]["HttpUrl"];
             clientId: string;
             clientSecret?: components["schemas"]["Secret"];
             scopes?: components["schemas"]["Scopes"];
@@ -3119,8 +3127,9 @@ export interface components {
             error: "oauth_error";
             message: string;
         };
-        /** @description Fields given replace the stored ones; the others are kept. */
+        /** @description Fields given replace the stored ones; the others are kept. `issuer` without endpoints reads them from its metadata again; endpoints given by hand drop what the metadata said of `iss`. */
         OAuthClientPatch: {
+            issuer?: components["schemas"]["Issuer"];
             authorizationUrl?: components["schemas"]["HttpUrl"];
             tokenUrl?: components["schemas"]["HttpUrl"];
             clientId?: string;
@@ -4138,7 +4147,7 @@ export interface components {
         /** @description Set by the provider when the member refused or the request was rejected. */
         CallbackError: string;
         CallbackErrorDescription: string;
-        /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+        /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
         CallbackIss: string;
         /** @description `"<version>"` (a template's ETag; a bare number is accepted too): apply only at that version, else 412 `version_mismatch`. `*` matches any version. */
         IfMatchParameter: string;
@@ -6359,6 +6368,15 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description The authorization server's metadata (`oauthClient.issuer` given alone) could not be read (`mcp_oauth_error`). */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
             default: components["responses"]["Error"];
         };
     };
@@ -6371,7 +6389,7 @@ export interface operations {
                 /** @description Set by the provider when the member refused or the request was rejected. */
                 error?: components["parameters"]["CallbackError"];
                 error_description?: components["parameters"]["CallbackErrorDescription"];
-                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
                 iss?: components["parameters"]["CallbackIss"];
             };
             header?: never;
@@ -6497,6 +6515,15 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description The authorization server's metadata (`oauthClient.issuer` given alone) could not be read (`mcp_oauth_error`). */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
             default: components["responses"]["Error"];
         };
     };
@@ -6685,7 +6712,7 @@ export interface operations {
                 /** @description Set by the provider when the member refused or the request was rejected. */
                 error?: components["parameters"]["CallbackError"];
                 error_description?: components["parameters"]["CallbackErrorDescription"];
-                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
                 iss?: components["parameters"]["CallbackIss"];
             };
             header?: never;
@@ -8860,7 +8887,7 @@ export interface operations {
                 /** @description Set by the provider when the member refused or the request was rejected. */
                 error?: components["parameters"]["CallbackError"];
                 error_description?: components["parameters"]["CallbackErrorDescription"];
-                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
                 iss?: components["parameters"]["CallbackIss"];
             };
             header?: never;

@@ -39,20 +39,26 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** The one route whose body is a form: SAML's HTTP-POST binding (SAMLResponse, RelayState). */
 const FORM_PATHS = new Set(['/v1/auth/sso/saml/acs']);
 
-/** The Express app, without listening: main.ts serves it, tests drive it with supertest. */
-export function createApp(options: AppOptions): express.Express {
-  const { settings, logger } = options;
+/** What services get, built once per app (tests call services with the same bag). */
+export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppDeps {
+  const { settings } = options;
   if (!settings.secretKey) throw new Error('createApp needs settings.secretKey');
-  const deps: AppDeps = {
+  return {
     db: options.db,
     clock: options.clock,
-    logger,
+    logger: options.logger,
     fetch: options.fetch,
     outbound: options.outbound ?? createOutbound({ allowedNetworks: settings.outboundAllowedNetworks }),
     settings,
     cursors: new Cursors(deriveKey(settings.secretKey, 'cursor')),
     secrets: new SecretBox(settings.secretKey),
   };
+}
+
+/** The Express app, without listening: main.ts serves it, tests drive it with supertest. */
+export function createApp(options: AppOptions): express.Express {
+  const { settings, logger } = options;
+  const deps = createDeps(options);
 
   const app = express();
   app.disable('x-powered-by');

@@ -17,6 +17,9 @@ export interface McpConnectionsTable {
   oauth_client_id: string | null;
   oauth_client_secret_sealed: string | null;
   oauth_scopes: Generated<string>;
+  /** RFC 9207 issuer, configured or from RFC 8414 metadata (migration 20261124_0400). */
+  oauth_issuer: string | null;
+  oauth_iss_parameter_supported: Generated<boolean>;
   created_by_member_id: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;

@@ -17,6 +17,8 @@ export interface ConnectionRow {
   oauth_client_id: string | null;
   has_client_secret: boolean;
   oauth_scopes: string;
+  oauth_issuer: string | null;
+  oauth_iss_parameter_supported: boolean;
   created_by_member_id: string | null;
   created_at: Date;
   updated_at: Date;
@@ -46,6 +48,8 @@ function connectionQuery(db: Db, organizationId: string, memberId: string) {
       'c.oauth_client_id',
       sql<boolean>`c.oauth_client_secret_sealed IS NOT NULL`.as('has_client_secret'),
       'c.oauth_scopes',
+      'c.oauth_issuer',
+      'c.oauth_iss_parameter_supported',
       'c.created_by_member_id',
       'c.created_at',
       'c.updated_at',
@@ -95,12 +99,14 @@ export interface OAuthClientSecrets {
   oauth_client_id: string | null;
   oauth_client_secret_sealed: string | null;
   oauth_scopes: string;
+  oauth_issuer: string | null;
+  oauth_iss_parameter_supported: boolean;
 }
 
 export async function findOAuthClient(db: Db, organizationId: string, connectionId: string): Promise<OAuthClientSecrets | undefined> {
   return db
     .selectFrom('mcp_connections')
-    .select(['oauth_authorization_url', 'oauth_token_url', 'oauth_client_id', 'oauth_client_secret_sealed', 'oauth_scopes'])
+    .select(['oauth_authorization_url', 'oauth_token_url', 'oauth_client_id', 'oauth_client_secret_sealed', 'oauth_scopes', 'oauth_issuer', 'oauth_iss_parameter_supported'])
     .where('organization_id', '=', organizationId)
     .where('id', '=', connectionId)
     .executeTakeFirst();
@@ -114,7 +120,15 @@ export interface NewConnection {
   authType: 'none' | 'apikey' | 'oauth';
   credentialMode: 'shared' | 'per_member';
   apiKeySealed: string | null;
-  oauth: { authorizationUrl: string; tokenUrl: string; clientId: string; clientSecretSealed: string | null; scopes: string } | null;
+  oauth: {
+    authorizationUrl: string;
+    tokenUrl: string;
+    issuer: string | null;
+    issParameterSupported: boolean;
+    clientId: string;
+    clientSecretSealed: string | null;
+    scopes: string;
+  } | null;
   createdByMemberId: string;
   now: Date;
 }
@@ -135,6 +149,8 @@ export async function insertConnection(db: Db, c: NewConnection): Promise<void> 
       oauth_client_id: c.oauth?.clientId ?? null,
       oauth_client_secret_sealed: c.oauth?.clientSecretSealed ?? null,
       oauth_scopes: c.oauth?.scopes ?? '',
+      oauth_issuer: c.oauth?.issuer ?? null,
+      oauth_iss_parameter_supported: c.oauth?.issParameterSupported ?? false,
       created_by_member_id: c.createdByMemberId,
       created_at: c.now,
       updated_at: c.now,
@@ -151,6 +167,8 @@ export interface ConnectionPatch {
   oauth_client_id?: string;
   oauth_client_secret_sealed?: string;
   oauth_scopes?: string;
+  oauth_issuer?: string;
+  oauth_iss_parameter_supported?: boolean;
 }
 
 export async function updateConnection(db: Db, organizationId: string, connectionId: string, patch: ConnectionPatch, now: Date): Promise<boolean> {

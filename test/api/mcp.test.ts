@@ -106,7 +106,7 @@ describe('MCP connections: create, read, update, delete', () => {
       hasApiKey: false,
       connectedForMe: false,
       access: { orgWide: false, memberIds: [], teamIds: [] },
-      oauthClient: { authorizationUrl: auth.authorizeEndpoint(), tokenUrl: auth.tokenEndpoint(), clientId: CLIENT_ID, scopes: ['tools.read', 'tools.call'], hasClientSecret: true },
+      oauthClient: { authorizationUrl: auth.authorizeEndpoint(), tokenUrl: auth.tokenEndpoint(), clientId: CLIENT_ID, scopes: ['tools.read', 'tools.call'], hasClientSecret: true, issuer: null, issParameterSupported: false },
     });
     expect(res.text).not.toContain(CLIENT_SECRET);
   });

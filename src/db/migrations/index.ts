@@ -15,6 +15,7 @@ import * as webhooks from './20261123_0700_webhooks';
 import * as auditHeadTime from './20261123_0710_audit_head_time';
 import * as scim from './20261123_0800_scim';
 import * as sso from './20261124_0100_sso';
+import * as mcpOAuthIssuer from './20261124_0400_mcp_oauth_issuer';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -38,6 +39,7 @@ const migrations: Record<string, Migration> = {
   '20261123_0710_audit_head_time': auditHeadTime,
   '20261123_0800_scim': scim,
   '20261124_0100_sso': sso,
+  '20261124_0400_mcp_oauth_issuer': mcpOAuthIssuer,
 };
 
 export const migrationProvider: MigrationProvider = {
