@@ -262,6 +262,18 @@ describe('refused at the ACS, nothing created', () => {
     await expectRefused({ SAMLResponse: a.samlResponse });
   });
 
+  test('the same response posted three times at once: exactly one sign-in', async () => {
+    const a = await idpAnswer(person('race'));
+    const form = { SAMLResponse: a.samlResponse, RelayState: a.relayState };
+    const before = await counts();
+    const results = await Promise.all([postAcs(form), postAcs(form), postAcs(form)]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 400, 400]);
+    const after = await counts();
+    expect(after.sessions).toBe(before.sessions + 1);
+    expect(after.sso_identities).toBe(before.sso_identities + 1);
+    expect(after.sso_saml_assertions).toBe(before.sso_saml_assertions + 1);
+  });
+
   test('a new response reusing an accepted assertion id is refused (replay record)', async () => {
     const user = person('replay-id');
     const first = await idpAnswer(user);
