@@ -24,15 +24,17 @@ function cpuMsPerRequest(m: Measurement): number {
  * Each target is its own process; they take turns under the same load (alternating rounds).
  */
 export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
+  // The CI smoke run (the code must not rot, speed is not judged) measures one size.
+  const sizes = ctx.smoke ? SIZES.slice(-1) : SIZES;
   const orgs = [];
-  for (const members of SIZES) orgs.push({ members, org: await seedOrganization(ctx.scratch.database.db, { name: `Bench Org ${members}`, members, teams: 20 }) });
+  for (const members of sizes) orgs.push({ members, org: await seedOrganization(ctx.scratch.database.db, { name: `Bench Org ${members}`, members, teams: 20 }) });
   await ctx.scratch.analyze();
   const result: ScenarioResult = {
     id: '1',
     title: 'GET /v1/org (session token)',
     setup: [
       `${CONNECTIONS} connections; each target warmed up ${ctx.warmup} s, then measured ${ctx.duration} s in ${ROUNDS} alternating rounds (one target loaded at a time), per organization size`,
-      `organizations of ${SIZES.join(' and ')} members and 20 teams seeded through the stores, then ANALYZE; the caller (an admin) is in all 20 teams`,
+      `organizations of ${sizes.join(' and ')} members and 20 teams seeded through the stores, then ANALYZE; the caller (an admin) is in all 20 teams`,
       `service: node dist/src/main.js, LOG_LEVEL=${ctx.logLevel}, response validation off (as shipped), pool max 10, every route group loaded`,
       'bare-org floor: node:http + pg, sha256 of the token, ONE prepared statement, JSON.stringify, pool max 10',
       'express-org baseline: Express + pg, sha256 of the token then 4 sequential queries (session, member+org, owner, teams), pool max 10',
