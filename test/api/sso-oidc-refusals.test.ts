@@ -148,3 +148,43 @@ test('an exchange code that was never issued is 400 naming code', async () => {
   expect(res.status).toBe(400);
   expect(res.body).toMatchObject({ error: 'invalid_request', details: [{ path: ['body', 'code'] }] });
 });
+
+test('start, callback and exchange are rate limited per IP like sign-in', async () => {
+  const limited = await createTestApp({ database: t.database, env: { ...LOCAL_FAKES, ...SSO_ENV, RATE_LIMIT_SSO_START_IP: '2/15m', RATE_LIMIT_SSO_IP: '2/15m' } });
+  await limited.db.deleteFrom('rate_limits').execute();
+  expect((await limited.http.post('/v1/auth/sso/start').send({ connectionId: org.connectionId })).status).toBe(200);
+  expect((await limited.http.post('/v1/auth/sso/start').send({ connectionId: org.connectionId })).status).toBe(200);
+  const third = await limited.http.post('/v1/auth/sso/start').send({ connectionId: org.connectionId });
+  expect(third.status).toBe(429);
+  expect(third.headers['retry-after']).toBeDefined();
+
+  // Two failures (a forged state, a forged code), then even a good callback is refused.
+  const back = await loginAt(t, idp, { connectionId: org.connectionId }, member());
+  expect((await limited.http.get('/v1/auth/sso/oidc/callback?state=forged&code=x')).status).toBe(400);
+  expect((await limited.http.post('/v1/auth/sso/exchange').send({ code: 'cpx_forged' })).status).toBe(400);
+  const refused = await limited.http.get(`/v1/auth/sso/oidc/callback${back.search}`);
+  expect(refused.status).toBe(429);
+  expect(refused.body.error).toBe('rate_limited');
+  expect((await limited.http.post('/v1/auth/sso/exchange').send({ code: 'cpx_other' })).status).toBe(429);
+  await limited.db.deleteFrom('rate_limits').execute();
+});
+
+test('odd callback and ACS inputs are 4xx, never 500', async () => {
+  const queries = ['', 'state=', 'code=x', 'state=a&state=b&code=c', 'state[x]=1', 'error=access_denied', `state=${'x'.repeat(5000)}&code=y`, 'iss=%ZZ'];
+  for (const query of queries) {
+    const res = await t.http.get(`/v1/auth/sso/oidc/callback?${query}`);
+    expect([res.status, query]).toEqual([400, query]);
+    expect(res.body.error).toBe('invalid_request');
+  }
+  const forms: [string, string][] = [
+    ['application/x-www-form-urlencoded', ''],
+    ['application/x-www-form-urlencoded', 'SAMLResponse=not-base64!&RelayState=x'],
+    ['application/x-www-form-urlencoded', `SAMLResponse=${Buffer.from('<x/>').toString('base64')}`],
+    ['application/json', JSON.stringify({ SAMLResponse: 'x' })],
+  ];
+  for (const [type, data] of forms) {
+    const res = await t.http.post('/v1/auth/sso/saml/acs').set('content-type', type).send(data);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+  }
+});

@@ -135,7 +135,9 @@ const REQUESTS: Record<string, Builder> = {
       .execute();
     const start = await t.http.post('/v1/auth/sso/start').send({ connectionId });
     const sp = samlSpFor(t.settings.publicBaseUrl, connectionId);
-    const answer = await idp.answer(start.body.authorizeUrl, sp, { nameId: 'audited-owner', nameIdFormat: NAMEID_PERSISTENT, attributes: { email: w.owner.email } });
+    // Issued at the app's (manual) clock, which the validity window is checked against.
+    const user = { nameId: 'audited-owner', nameIdFormat: NAMEID_PERSISTENT, attributes: { email: w.owner.email } };
+    const answer = await idp.answer(start.body.authorizeUrl, sp, user, { now: t.clock.now() });
     const form = new URLSearchParams({ SAMLResponse: answer.samlResponse, RelayState: answer.relayState! }).toString();
     return { req: { label: 'the owner signs in through SAML', method: op.method, url: op.path, raw: { contentType: 'application/x-www-form-urlencoded', data: form } } };
   },

@@ -11,9 +11,9 @@ interface SamlAcsForm {
 type SignInOperations = 'startSso' | 'completeSsoOidc' | 'completeSsoSaml' | 'exchangeSsoCode';
 
 /** A completed sign-in: 200 with the session, or 302 to `returnTo` (with `code` or `error`). */
-function answer(outcome: SignInOutcome): HandlerResult<'completeSsoOidc'> & HandlerResult<'completeSsoSaml'> {
-  if (outcome.kind === 'redirect') return { status: 302, body: undefined, headers: { location: outcome.location, 'cache-control': 'no-store' } } as never;
-  return { status: 200, body: outcome.body, headers: { 'cache-control': 'no-store' } } as never;
+function answer(outcome: SignInOutcome): HandlerResult<'completeSsoOidc'> {
+  if (outcome.kind === 'redirect') return { status: 302, body: undefined, headers: { location: outcome.location, 'cache-control': 'no-store' } };
+  return { status: 200, body: outcome.body, headers: { 'cache-control': 'no-store' } };
 }
 
 export const ssoSignInHandlers: HandlerMap<SignInOperations> = {
