@@ -9,6 +9,11 @@ import { SecretBox } from './lib/crypto';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { createOutbound } from './outbound';
 import { startAuditRetention } from './audit/retention';
+import { connectServer } from './db/connect';
+import { listenForDeliveries } from './webhooks/wakeup';
+
+/** The dispatcher runs one statement at a time (claim, record outcomes, maintenance); two leave room for a reconnect. */
+const DISPATCH_POOL_MAX = 2;
 
 /** settings → database → migrations → app → listen → graceful shutdown. */
 async function main(): Promise<void> {
@@ -35,8 +40,22 @@ async function main(): Promise<void> {
   server.requestTimeout = settings.requestTimeoutMs;
   server.headersTimeout = Math.min(settings.requestTimeoutMs, 60_000);
   server.listen(settings.port, () => logger.info({ port: settings.port, database: database.kind }, 'listening'));
-  // Webhook delivery runs beside the requests, from the database (src/webhooks/dispatcher.ts).
-  const dispatcher = new WebhookDispatcher({ db: database.db, clock: systemClock, logger, secrets: new SecretBox(secretKey), outbound: createOutbound({ allowedNetworks: settings.outboundAllowedNetworks }), settings: settings.webhooks });
+  // Webhook delivery runs beside the requests, from the database (src/webhooks/dispatcher.ts). On
+  // a server database it has connections of its own, so requests queueing for the pool (writes
+  // waiting on an organization's audit chain head) never hold it back and it never holds them up,
+  // and it is woken by LISTEN/NOTIFY when events are committed; the embedded database has one
+  // connection and one process, so there it shares the connection and polls.
+  const dispatchDatabase = settings.databaseUrl && settings.webhooks.dispatch ? connectServer(settings.databaseUrl, { max: DISPATCH_POOL_MAX }) : null;
+  const databaseUrl = settings.databaseUrl;
+  const dispatcher = new WebhookDispatcher({
+    db: dispatchDatabase?.db ?? database.db,
+    clock: systemClock,
+    logger,
+    secrets: new SecretBox(secretKey),
+    outbound: createOutbound({ allowedNetworks: settings.outboundAllowedNetworks }),
+    settings: settings.webhooks,
+    wakeups: databaseUrl ? (wake) => listenForDeliveries(databaseUrl, wake, logger) : undefined,
+  });
   if (settings.webhooks.dispatch) dispatcher.start();
   const stopRetention = startAuditRetention({ db: database.db, clock: systemClock, logger, retentionDays: settings.auditRetentionDays });
 
@@ -49,6 +68,7 @@ async function main(): Promise<void> {
     // Stop accepting; idle keep-alive sockets are closed so in-flight requests are all we wait for.
     server.close(async () => {
       await dispatcher.stop();
+      await dispatchDatabase?.close();
       await database.close();
       logger.info('stopped');
       process.exit(0);

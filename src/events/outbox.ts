@@ -37,22 +37,42 @@ function eventData(input: EventInput) {
   return { target: input.target ? { type: input.target.type, id: input.target.id } : null, changes: input.changes };
 }
 
+/** Delivery ids made per event ahead of the statement, so the usual fan-out is queued in it. */
+const IDS_AHEAD = 8;
+
+/** The channel a queued delivery is announced on at commit; dispatchers LISTEN (src/webhooks/wakeup.ts). */
+export const DELIVERIES_CHANNEL = 'webhook_deliveries';
+
 /**
- * Writes the event and queues its deliveries. One statement when no endpoint listens (the insert
- * returns the matching endpoints), a second one for the deliveries otherwise.
+ * Writes the event and queues its deliveries in one statement: the matching endpoints get a
+ * pending delivery each (ids made here, up to IDS_AHEAD; an organization with more matching
+ * endpoints gets the rest in a second statement), and a NOTIFY wakes the dispatchers when the
+ * transaction commits (Postgres sends notifications only on commit, so nothing is announced for a
+ * change that rolls back; polling remains the fallback).
  */
 export async function emitEvent(trx: Transaction<DB>, input: EventInput): Promise<string> {
   const id = newId('event');
-  const { rows } = await sql<{ id: string }>`
+  const ids = Array.from({ length: IDS_AHEAD }, () => newId('webhookDelivery'));
+  const { rows } = await sql<{ id: string; queued: boolean }>`
     /* prepared:events_emit */
     WITH inserted AS (
       INSERT INTO events (id, organization_id, type, data, created_at)
       VALUES (${id}, ${input.organizationId}, ${input.type}, ${JSON.stringify(eventData(input))}::jsonb, ${input.createdAt}::timestamptz)
+    ), matched AS (
+      SELECT e.id, row_number() OVER (ORDER BY e.id) AS n FROM webhook_endpoints e
+      WHERE e.organization_id = ${input.organizationId} AND e.enabled AND e.events && ${matchingFilters(input.type)}::text[]
+    ), queued AS (
+      INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, next_attempt_at, created_at, updated_at)
+      SELECT (${ids}::text[])[m.n], ${input.organizationId}, m.id, ${id}, ${input.type}, 'pending', ${input.createdAt}::timestamptz, ${input.createdAt}::timestamptz, ${input.createdAt}::timestamptz
+      FROM matched m WHERE m.n <= ${IDS_AHEAD}::int
+      RETURNING 1
+    ), announced AS (
+      SELECT pg_notify(${DELIVERIES_CHANNEL}, '') WHERE EXISTS (SELECT 1 FROM queued)
     )
-    SELECT id FROM webhook_endpoints
-    WHERE organization_id = ${input.organizationId} AND enabled AND events && ${matchingFilters(input.type)}::text[]
+    SELECT m.id, m.n <= ${IDS_AHEAD}::int AS queued FROM matched m LEFT JOIN announced ON true
   `.execute(trx);
-  if (rows.length > 0) await queueDeliveries(trx, { eventId: id, organizationId: input.organizationId, type: input.type, createdAt: input.createdAt }, rows.map((r) => r.id));
+  const rest = rows.filter((r) => !r.queued).map((r) => r.id);
+  if (rest.length > 0) await queueDeliveries(trx, { eventId: id, organizationId: input.organizationId, type: input.type, createdAt: input.createdAt }, rest);
   return id;
 }
 
@@ -97,6 +117,7 @@ async function queueDeliveries(
       })),
     )
     .execute();
+  await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(trx);
   return ids;
 }
 

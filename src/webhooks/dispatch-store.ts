@@ -80,31 +80,32 @@ export interface Outcome {
 }
 
 /**
- * Writes attempts' outcomes in one statement and releases their leases. A row whose lease was
- * taken over (it expired and another process claimed it) is left alone. A manual retry that came
- * during the attempt keeps the delivery pending for now.
+ * Writes attempts' outcomes and releases their leases, and ends the failure streak of the
+ * endpoints whose latest attempt succeeded, in one statement (one round trip per batch of
+ * outcomes). A row whose lease was taken over (it expired and another process claimed it) is left
+ * alone. A manual retry that came during the attempt keeps the delivery pending for now.
  */
-export async function recordOutcomes(db: Kysely<DB>, outcomes: Outcome[]): Promise<void> {
+export async function recordOutcomes(db: Kysely<DB>, outcomes: Outcome[], succeededEndpoints: string[] = []): Promise<void> {
   if (outcomes.length === 0) return;
   const payload = JSON.stringify(
     outcomes.map((o) => ({ id: o.id, token: o.token, status: o.status, code: o.code, error: o.error, next: o.next?.toISOString() ?? null, finished: o.finished.toISOString() })),
   );
   await sql`
     /* prepared:webhooks_outcomes */
-    UPDATE webhook_deliveries d
-    SET status = CASE WHEN d.retry_requested THEN 'pending' ELSE v.status END,
-        next_attempt_at = CASE WHEN d.retry_requested THEN v.finished ELSE v.next END,
-        last_status_code = v.code, last_error = v.error,
-        lease_until = NULL, lease_token = NULL, retry_requested = false, updated_at = v.finished
-    FROM jsonb_to_recordset(${payload}::jsonb) AS v(id text, token text, status text, code int, error text, next timestamptz, finished timestamptz)
-    WHERE d.id = v.id AND d.lease_token = v.token
+    WITH recorded AS (
+      UPDATE webhook_deliveries d
+      SET status = CASE WHEN d.retry_requested THEN 'pending' ELSE v.status END,
+          next_attempt_at = CASE WHEN d.retry_requested THEN v.finished ELSE v.next END,
+          last_status_code = v.code, last_error = v.error,
+          lease_until = NULL, lease_token = NULL, retry_requested = false, updated_at = v.finished
+      FROM jsonb_to_recordset(${payload}::jsonb) AS v(id text, token text, status text, code int, error text, next timestamptz, finished timestamptz)
+      WHERE d.id = v.id AND d.lease_token = v.token
+    ), cleared AS (
+      UPDATE webhook_endpoints SET failing_since = NULL
+      WHERE id = ANY(${succeededEndpoints}::text[]) AND failing_since IS NOT NULL
+    )
+    SELECT 1
   `.execute(db);
-}
-
-/** A success ends the endpoint's failure streak. */
-export async function clearFailing(db: Kysely<DB>, endpointIds: string[]): Promise<void> {
-  if (endpointIds.length === 0) return;
-  await db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', 'in', endpointIds).where('failing_since', 'is not', null).execute();
 }
 
 /** A failure starts the streak (or continues it); returns each endpoint's streak start. */

@@ -8,10 +8,11 @@ import type { WebhookSettings } from '../settings';
 import type { Outbound } from '../outbound';
 import { EVENT_RETENTION_MS, pruneEvents } from '../events/store';
 import { DISABLE_AFTER_FAILING_MS, retryDelayMs } from './backoff';
-import { claimDeliveries, clearFailing, failDeliveriesOfDisabled, markFailing, recordOutcomes, type ClaimedDelivery, type Outcome } from './dispatch-store';
+import { claimDeliveries, failDeliveriesOfDisabled, markFailing, recordOutcomes, type ClaimedDelivery, type Outcome } from './dispatch-store';
 import { disableEndpoint } from './disable';
 import { DeliveryFailure, postWebhook } from './egress';
 import { webhookHeaders } from './signing';
+import type { WakeSource } from './wakeup';
 
 export interface DispatcherOptions {
   db: Kysely<DB>;
@@ -21,7 +22,19 @@ export interface DispatcherOptions {
   /** The egress-policy client for tenant URLs (src/outbound). */
   outbound: Outbound;
   settings: WebhookSettings;
+  /**
+   * Opens a wake-up source (LISTEN on the outbox channel, src/webhooks/wakeup.ts) when the
+   * dispatcher starts; it calls `wake` when deliveries are committed. Without one the dispatcher
+   * only polls (the embedded database, tests driving the clock).
+   */
+  wakeups?: (wake: () => void) => WakeSource;
 }
+
+/** The shortest time between two passes of the loop that were started by signalled work (see idle()). */
+const MIN_PASS_MS = 15;
+
+/** How long a timed-out attempt keeps its slot after giving up (see attempt()). */
+const ABANDONED_SETTLE_MS = 100;
 
 /** How often (by the injected clock) old events are pruned and stray deliveries swept. */
 const MAINTENANCE_EVERY_MS = 10 * 60_000;
@@ -39,6 +52,11 @@ export class WebhookDispatcher {
   private readonly inFlight = new Map<string, Promise<void>>();
   private outcomes: Outcome[] = [];
   private wake: (() => void) | null = null;
+  /** Set by a wake-up (NOTIFY) that came while not idle: the next idle returns at once. */
+  private wakeRequested = false;
+  private wakeSource: WakeSource | null = null;
+  /** When the loop's latest pass began (real time: it paces database passes, not deliveries). */
+  private lastPass = -Infinity;
   private lastMaintenance = -Infinity;
   /** A lease outlives the attempt's timeout, so it only expires when its holder is gone. */
   private readonly leaseMs: number;
@@ -51,12 +69,21 @@ export class WebhookDispatcher {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.wakeSource = this.options.wakeups?.(() => this.notify()) ?? null;
     this.loopDone = this.loop();
+  }
+
+  /** New deliveries were committed: claim now rather than at the next poll. */
+  notify(): void {
+    this.wakeRequested = true;
+    this.wake?.();
   }
 
   /** Stops claiming, lets attempts in flight finish and records them. No timer is left behind. */
   async stop(): Promise<void> {
     this.running = false;
+    await this.wakeSource?.close();
+    this.wakeSource = null;
     this.wake?.();
     await this.loopDone;
     this.loopDone = null;
@@ -95,8 +122,11 @@ export class WebhookDispatcher {
     while (this.running) {
       try {
         if (clock.now().getTime() - this.lastMaintenance >= MAINTENANCE_EVERY_MS) await this.maintain();
-        await this.claim(settings.concurrency - this.inFlight.size);
+        this.lastPass = performance.now();
+        // Outcomes first: their leases still count against the endpoints' limits until recorded.
         await this.flush();
+        this.wakeRequested = false;
+        await this.claim(settings.concurrency - this.inFlight.size);
         await this.idle(settings.pollMs);
       } catch (err) {
         logger.error({ err }, 'webhook dispatch failed; retrying');
@@ -105,17 +135,30 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Waits `ms`, or less when an attempt finishes or stop() is called. */
+  /**
+   * Waits `ms`, or less when an attempt finishes, deliveries are announced or stop() is called.
+   * Work that is signalled waits for MIN_PASS_MS since the last pass began, so a stream of
+   * notifications and finishing attempts is taken in batches (one claim and one outcome statement
+   * for many deliveries) rather than one database pass per event.
+   */
   private idle(ms: number): Promise<void> {
-    if (!this.running || this.outcomes.length > 0) return Promise.resolve();
+    if (!this.running) return Promise.resolve();
+    const settle = () => Math.max(0, this.lastPass + MIN_PASS_MS - performance.now());
+    const signalled = this.outcomes.length > 0 || this.wakeRequested;
+    if (signalled && settle() === 0) return Promise.resolve();
     return new Promise((resolve) => {
+      let timer: NodeJS.Timeout;
       const done = () => {
         clearTimeout(timer);
         this.wake = null;
         resolve();
       };
-      const timer = setTimeout(done, ms);
-      this.wake = done;
+      timer = setTimeout(done, signalled ? settle() : ms);
+      this.wake = () => {
+        if (!this.running || settle() === 0) return done();
+        clearTimeout(timer);
+        timer = setTimeout(done, settle());
+      };
     });
   }
 
@@ -165,6 +208,9 @@ export class WebhookDispatcher {
       else if (code < 200 || code >= 300) error = `the endpoint answered ${code}`;
     } catch (err) {
       error = err instanceof DeliveryFailure ? err.message : 'the delivery could not be sent';
+      // An abandoned request stays open at the endpoint until its connection's close reaches it;
+      // the slot is held a moment longer so the next attempt never overlaps it there.
+      if (err instanceof DeliveryFailure && err.timedOut) await new Promise((r) => setTimeout(r, ABANDONED_SETTLE_MS));
     }
     const finished = clock.now();
     const ok = error === null;
@@ -189,13 +235,12 @@ export class WebhookDispatcher {
     const batch = this.outcomes;
     this.outcomes = [];
     const { db, clock } = this.options;
-    await recordOutcomes(db, batch);
     // The latest outcome of each endpoint decides its streak.
     const latest = new Map<string, Outcome>();
     for (const o of batch) if ((latest.get(o.endpointId)?.finished.getTime() ?? -1) <= o.finished.getTime()) latest.set(o.endpointId, o);
     const succeeded = [...latest.values()].filter((o) => o.status === 'succeeded').map((o) => o.endpointId);
     const failed = [...latest.values()].filter((o) => o.status !== 'succeeded').map((o) => o.endpointId);
-    await clearFailing(db, succeeded);
+    await recordOutcomes(db, batch, succeeded);
     const now = clock.now();
     for (const streak of await markFailing(db, failed, now)) {
       if (now.getTime() - new Date(streak.failing_since).getTime() >= DISABLE_AFTER_FAILING_MS) {

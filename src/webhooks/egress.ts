@@ -7,7 +7,11 @@ import { checkTenantUrl, OutboundError, type Outbound } from '../outbound';
  * checked at connect time, redirects are not followed, the timeout bounds the whole exchange and
  * the reply is read with a cap).
  */
-export class DeliveryFailure extends Error {}
+export class DeliveryFailure extends Error {
+  constructor(message: string, readonly timedOut = false) {
+    super(message);
+  }
+}
 
 /** The largest reply read (its body is not used); a larger one counts as a failed attempt. */
 export const MAX_REPLY_BYTES = 64 * 1024;
@@ -28,6 +32,6 @@ export async function postWebhook(outbound: Outbound, url: string, headers: Reco
     });
     return res.status;
   } catch (err) {
-    throw new DeliveryFailure(err instanceof OutboundError ? err.message : 'the delivery could not be sent');
+    throw new DeliveryFailure(err instanceof OutboundError ? err.message : 'the delivery could not be sent', err instanceof OutboundError && err.kind === 'timeout');
   }
 }
