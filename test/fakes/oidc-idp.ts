@@ -1,6 +1,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { OidcProviderBrowser } from './oidc-provider-browser';
 import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 
 /**
@@ -115,45 +116,14 @@ export class OidcIdp {
     };
   }
 
-  /**
-   * A browser following `authorizeUrl`: logs `accountId` in through the development form and
-   * returns the URL the provider redirects back to (the client's callback with code, state, iss).
-   */
-  async login(authorizeUrl: string, accountId: string): Promise<URL> {
-    return this.browse(authorizeUrl, async (interaction, jar) => {
-      const form = new URLSearchParams({ prompt: 'login', login: accountId, password: 'any' });
-      return this.step(`${interaction}`, jar, { method: 'POST', body: form });
-    });
+  /** A browser logs `accountId` in; the URL the server redirects back to (code, state, iss). */
+  login(authorizeUrl: string, accountId: string): Promise<URL> {
+    return new OidcProviderBrowser(this.issuer).login(authorizeUrl, accountId);
   }
 
   /** A browser whose user cancels at the login form: the callback carries error=access_denied. */
-  async deny(authorizeUrl: string): Promise<URL> {
-    return this.browse(authorizeUrl, (interaction, jar) => this.step(`${interaction}/abort`, jar));
-  }
-
-  private async browse(authorizeUrl: string, atLogin: (interaction: string, jar: Map<string, string>) => Promise<Response>): Promise<URL> {
-    const jar = new Map<string, string>();
-    let res = await this.step(authorizeUrl, jar);
-    for (let hops = 0; hops < 10; hops++) {
-      const location = res.headers.get('location');
-      if (!location) throw new Error(`the provider answered ${res.status} without a redirect: ${(await res.text()).slice(0, 300)}`);
-      const next = new URL(location, this.issuer);
-      if (next.origin !== this.issuer) return next;
-      res = /^\/interaction\/[^/]+$/.test(next.pathname) ? await atLogin(next.href, jar) : await this.step(next.href, jar);
-    }
-    throw new Error('too many redirects at the provider');
-  }
-
-  /** One request without following redirects, carrying and collecting cookies. */
-  private async step(url: string, jar: Map<string, string>, init: { method?: string; body?: URLSearchParams } = {}): Promise<Response> {
-    const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const res = await fetch(url, { method: init.method ?? 'GET', body: init.body, redirect: 'manual', headers: cookie ? { cookie } : {} });
-    for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const eq = pair!.indexOf('=');
-      jar.set(pair!.slice(0, eq), pair!.slice(eq + 1));
-    }
-    return res;
+  deny(authorizeUrl: string): Promise<URL> {
+    return new OidcProviderBrowser(this.issuer).deny(authorizeUrl);
   }
 
   async stop(): Promise<void> {
