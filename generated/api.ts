@@ -2635,6 +2635,13 @@ export interface components {
             user: components["schemas"]["User"];
             session: components["schemas"]["Session"];
         };
+        /** @description E-forbidden. The caller is authenticated but not permitted; `reason` names the rule. */
+        ForbiddenError: {
+            /** @constant */
+            error: "forbidden";
+            reason: string;
+            message: string;
+        };
         MembershipSummary: {
             id: components["schemas"]["OrganizationId"];
             name: string;
@@ -2668,13 +2675,6 @@ export interface components {
         OrganizationItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Organization"];
-        };
-        /** @description E-forbidden. The caller is authenticated but not permitted; `reason` names the rule. */
-        ForbiddenError: {
-            /** @constant */
-            error: "forbidden";
-            reason: string;
-            message: string;
         };
         /** @description Opaque cursor for the next page, or null on the last page. */
         NextCursor: string | null;
@@ -4318,6 +4318,15 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            /** @description `sso_required`: the e-mail is in a verified domain of an organization that enforces single sign-on; sign in through `POST /v1/auth/sso/start` (the organization's owner is exempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
+                };
+            };
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
@@ -4357,6 +4366,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            /** @description `sso_required`: the e-mail is in a verified domain of an organization that enforces single sign-on; sign in through `POST /v1/auth/sso/start` (the organization's owner is exempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];
@@ -4478,6 +4496,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnauthorizedError"] | components["schemas"]["GenericError"];
+                };
+            };
+            /** @description `sso_required`: the e-mail is in a verified domain of an organization that enforces single sign-on; sign in through `POST /v1/auth/sso/start` (the organization's owner is exempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForbiddenError"];
                 };
             };
             429: components["responses"]["TooManyRequests"];

@@ -13,6 +13,7 @@ import * as store from './store';
 import * as limits from '../protection/rate-limit';
 import { recordChange } from '../audit';
 import { findMemberIdOfUser } from '../members/store';
+import { refusePasswordUnderSso, refuseSignUpUnderSso } from '../sso/enforcement';
 
 const SESSION_TOKEN_PREFIX = 'cps';
 
@@ -73,6 +74,7 @@ export async function bootstrap(
 
 export async function signUp(deps: AppDeps, input: { email: string; password: string; name: string }, ip = '') {
   await limits.consume(deps, 'signUpIp', ip);
+  await refuseSignUpUnderSso(deps.db, input.email);
   const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);
   const now = deps.clock.now();
   try {
@@ -103,6 +105,8 @@ export async function signIn(deps: AppDeps, input: { email: string; password: st
     await limits.recordFailure(deps, 'signInIp', ip);
     throw new Unauthenticated('invalid_credentials', 'The e-mail or password is incorrect.');
   }
+  // Only after the password proved the user: a guesser learns nothing about enforcement.
+  await refusePasswordUnderSso(deps.db, user);
   await limits.clear(deps, 'signInEmail', email);
   const now = deps.clock.now();
   const session = await deps.db.transaction().execute(async (trx) => {
@@ -131,6 +135,8 @@ export async function reauthenticate(deps: AppDeps, principal: Principal, passwo
     await limits.recordFailure(deps, 'signInIp', ip);
     throw new Unauthenticated('invalid_credentials', 'The password is incorrect.');
   }
+  // An SSO session renews by signing in through SSO again.
+  await refusePasswordUnderSso(deps.db, user);
   await limits.clear(deps, 'signInEmail', email);
   const now = deps.clock.now();
   await store.markAuthenticated(deps.db, principal.sessionId, now);

@@ -24,9 +24,8 @@ import { llmProviderHandlers } from '../llm-providers/handlers';
 import { capabilitySourceHandlers } from '../capability-sources/handlers';
 import { scimProtocolHandlers, scimTokenHandlers } from '../scim/handlers';
 import { roleHandlers } from '../roles/handlers';
-import { ssoConnectionHandlers } from '../sso/handlers';
+import { ssoConnectionHandlers, ssoDomainHandlers } from '../sso/handlers';
 import { ssoSignInHandlers } from '../sso/signin/handlers';
-import { notImplemented } from './not-implemented';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -58,18 +57,8 @@ export const handlers: Handlers = {
   ...scimProtocolHandlers,
   ...roleHandlers,
   ...ssoConnectionHandlers,
+  ...ssoDomainHandlers,
   ...ssoSignInHandlers,
-  // SSO operations still being built (issue 14); each leaves this list when its handler lands.
-  ...notImplemented(
-    'getSsoSamlMetadata',
-    'listSsoDomains',
-    'createSsoDomain',
-    'getSsoDomain',
-    'deleteSsoDomain',
-    'verifySsoDomain',
-    'getSsoPolicy',
-    'putSsoPolicy',
-  ),
 };
 
 /**

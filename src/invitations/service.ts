@@ -16,6 +16,7 @@ import { enforceLimit } from '../plans';
 import * as store from './store';
 import type { InvitationRow } from './store';
 import { changed, created, recordChange } from '../audit';
+import { refuseAcceptOutsideSso } from '../sso/enforcement';
 
 type Invitation = components['schemas']['Invitation'];
 
@@ -120,6 +121,7 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
   }
   if (invitation.status !== 'pending') throw notPending();
   if (invitation.expires_at.getTime() <= now.getTime()) throw new CodedError(410, 'invitation_expired', 'The invitation has expired.');
+  await refuseAcceptOutsideSso(deps.db, user.email, principal.authMethod);
 
   const organizationId = invitation.organization_id;
   const sessionHadNone = principal.membership === null;

@@ -92,6 +92,20 @@ describe('SAML connections', () => {
     expect(res.body.item.idpCertificate.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '')).toBe(body64);
   });
 
+  it('serves SP metadata publicly; an OIDC or unknown connection is 404', async () => {
+    const saml = (await create(org.token, SAML_CONNECTION)).body.item;
+    const res = await t.http.get(`/v1/sso/connections/${saml.id}/saml/metadata`);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toContain('application/samlmetadata+xml');
+    expect(res.text).toContain(`entityID="https://cp.example.test/v1/sso/connections/${saml.id}/saml/metadata"`);
+    expect(res.text).toContain('Location="https://cp.example.test/v1/auth/sso/saml/acs"');
+    expect(res.text).toContain('urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST');
+    const oidc = (await create(org.token, OIDC_CONNECTION)).body.item;
+    const notSaml = await t.http.get(`/v1/sso/connections/${oidc.id}/saml/metadata`);
+    expect([notSaml.status, notSaml.body.error]).toEqual([404, 'sso_connection_not_found']);
+    expect((await t.http.get(`/v1/sso/connections/${saml.id.replace(/.$/, '0')}/saml/metadata`)).status).toBe(404);
+  });
+
   it('refuses a certificate that is not one', async () => {
     const res = await create(org.token, { ...SAML_CONNECTION, idpCertificate: '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----' });
     expect([res.status, res.body.details?.[0]?.path]).toEqual([400, ['body', 'idpCertificate']]);

@@ -8,6 +8,9 @@ import { badRequests, ownerCredential, send, validRequests, type GenRequest } fr
 import { buildWorld, pathValues, urlFor, type OrgWorld } from './world';
 import { NAMEID_PERSISTENT, SamlTestIdp } from '../fakes/saml-idp';
 import { samlSpFor } from '../../src/sso/saml';
+import { startDnsServer, type TestDnsServer } from '../support/dns';
+
+let dns: TestDnsServer | undefined;
 
 /**
  * Every mutating operation of the contract (POST, PUT, PATCH, DELETE) writes exactly one audit
@@ -141,6 +144,18 @@ const REQUESTS: Record<string, Builder> = {
     const form = new URLSearchParams({ SAMLResponse: answer.samlResponse, RelayState: answer.relayState! }).toString();
     return { req: { label: 'the owner signs in through SAML', method: op.method, url: op.path, raw: { contentType: 'application/x-www-form-urlencoded', data: form } } };
   },
+  createSsoDomain: async (_t, _w, op) => ({ req: { label: 'claim a domain', method: op.method, url: op.path, body: { domain: `audited-${Date.now().toString(36)}.example.com` } } }),
+  verifySsoDomain: async (t, w, op) => {
+    // A local DNS server publishing the world domain's challenge (the app asks it from now on).
+    dns ??= await startDnsServer();
+    t.settings.dnsServers = [dns.address];
+    const id = w.ids.dom![0]!;
+    const item = (await t.http.get(`/v1/sso/domains/${id}`).set(...bearer(w.owner.token))).body.item;
+    dns.setTxt(item.verification.name, [item.verification.value]);
+    return { req: { label: 'verify the world domain', method: op.method, url: urlFor(op, w) } };
+  },
+  deleteSsoDomain: fresh('/v1/sso/domains', { domain: `doomed-${Date.now().toString(36)}.example.com` }, 'domainId'),
+  putSsoPolicy: async (_t, _w, op) => ({ req: { label: 'enforce SSO', method: op.method, url: op.path, body: { enforce: true } } }),
   adminUpdateOrganization: async (t, w, op) => {
     await t.db.updateTable('users').set({ is_platform_admin: true }).where('id', '=', w.owner.userId).execute();
     return { req: { label: 'a platform admin changes the plan', method: op.method, url: urlFor(op, w), body: { plan: 'enterprise' } } };
@@ -216,7 +231,10 @@ function collectSecrets(label: string, value: unknown): void {
 beforeAll(async () => {
   t = await createTestApp();
 }, 120_000);
-afterAll(() => t.close());
+afterAll(async () => {
+  await t.close();
+  await dns?.close();
+});
 
 async function entryCount(): Promise<number> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM audit_logs`.execute(t.db);

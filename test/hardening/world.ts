@@ -182,16 +182,7 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
   );
   put('ssc', saml?.body.item?.id);
   const domain = await step('createSsoDomain', 'SSO domain', () => ownerApi.post('/v1/sso/domains', { domain: `${label.toLowerCase()}-${randomBytes(3).toString('hex')}.example.com` }));
-  let domainId: string | undefined = domain?.body.item?.id;
-  if (!domainId && !built('createSsoDomain')) {
-    // The domain routes are not built yet: the row the route would write.
-    domainId = newId('ssoDomain');
-    await t.db
-      .insertInto('sso_domains')
-      .values({ id: domainId, organization_id: owner.organizationId, domain: `${label.toLowerCase()}-${randomBytes(3).toString('hex')}.example.com`, status: 'pending', challenge_value: randomBytes(16).toString('hex'), created_at: t.clock.now(), verified_at: null })
-      .execute();
-  }
-  put('dom', domainId);
+  put('dom', domain?.body.item?.id);
 
   // Plugin system: a custom marketplace, a plugin published to it, grants on each, a connector instance.
   const marketplace = await step('createMarketplace', 'marketplace', () => ownerApi.post('/v1/marketplaces', { name: `${label} Market`, description: 'hardening' }));

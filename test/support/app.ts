@@ -29,6 +29,9 @@ export const TEST_RATE_LIMITS: Record<string, string> = {
  * The egress policy (src/outbound) refuses loopback by default, as in production; a test whose
  * worker runtimes or OAuth servers are local fakes on 127.0.0.1 allows loopback explicitly.
  */
+/** Tests never query real DNS: SSO domain verification asks a closed local port (refused at once) unless a test starts its own server. */
+export const NO_DNS = '127.0.0.1:9';
+
 export const LOCAL_FAKES: Record<string, string> = { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128' };
 
 /*
@@ -66,7 +69,7 @@ export interface TestApp {
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const clock = options.clock ?? new ManualClock(new Date());
-  const settings: Settings = { ...loadSettings({ LOG_LEVEL: 'info', PASSWORD_HASH_COST: 'test', ...TEST_RATE_LIMITS, ...options.env }), secretKey: TEST_SECRET_KEY, ...options.settings };
+  const settings: Settings = { ...loadSettings({ LOG_LEVEL: 'info', PASSWORD_HASH_COST: 'test', DNS_SERVERS: NO_DNS, ...TEST_RATE_LIMITS, ...options.env }), secretKey: TEST_SECRET_KEY, ...options.settings };
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {

@@ -1,0 +1,44 @@
+import type { Db } from '../db/schema';
+import { Forbidden } from '../lib/errors';
+import { emailDomainOf } from './domain-name';
+
+/**
+ * SSO enforcement (enterprise-identity §2): while an organization enforces SSO, an e-mail in one
+ * of its verified domains signs in through SSO only. Checked where a password would otherwise
+ * prove the user (sign-in, reauthentication), where an account would be made without the
+ * identity provider (sign-up), and at invitation acceptance outside an SSO session. The owner of
+ * the enforcing organization keeps password sign-in (break-glass when the IdP is down).
+ * Sessions that exist are not touched: they keep working until they end.
+ */
+export const ssoRequired = () =>
+  new Forbidden('sso_required', "Your organization requires single sign-on for this e-mail address: sign in through SSO (POST /v1/auth/sso/start).");
+
+/** The organization enforcing SSO for this e-mail (its domain verified there), with its owner. */
+export async function enforcingOrganization(db: Db, email: string): Promise<{ organizationId: string; ownerUserId: string | null } | undefined> {
+  const row = await db
+    .selectFrom('sso_domains as d')
+    .innerJoin('organizations as o', 'o.id', 'd.organization_id')
+    .leftJoin('members as m', (join) => join.onRef('m.organization_id', '=', 'o.id').on('m.role', '=', 'owner').on('m.removed_at', 'is', null))
+    .select(['o.id as organization_id', 'm.user_id as owner_user_id'])
+    .where('d.domain', '=', emailDomainOf(email))
+    .where('d.status', '=', 'verified')
+    .where('o.sso_enforced', '=', true)
+    .executeTakeFirst();
+  return row ? { organizationId: row.organization_id, ownerUserId: row.owner_user_id } : undefined;
+}
+
+/** Password sign-in and reauthentication: 403 `sso_required` unless the user owns the enforcing organization. */
+export async function refusePasswordUnderSso(db: Db, user: { id: string; email: string }): Promise<void> {
+  const enforcing = await enforcingOrganization(db, user.email);
+  if (enforcing && enforcing.ownerUserId !== user.id) throw ssoRequired();
+}
+
+/** Sign-up with an e-mail of an enforced domain: the account comes from SSO (just in time) instead. */
+export async function refuseSignUpUnderSso(db: Db, email: string): Promise<void> {
+  if (await enforcingOrganization(db, email)) throw ssoRequired();
+}
+
+/** Invitation acceptance by such an e-mail needs a session opened through SSO. */
+export async function refuseAcceptOutsideSso(db: Db, email: string, authMethod: 'password' | 'sso' | null): Promise<void> {
+  if (authMethod !== 'sso' && (await enforcingOrganization(db, email))) throw ssoRequired();
+}

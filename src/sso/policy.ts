@@ -1,0 +1,41 @@
+import type { AppDeps } from '../domain/deps';
+import type { Membership, Principal } from '../domain/principal';
+import type { Db } from '../db/schema';
+import { authorize, requireSession } from '../access/roles';
+import { requireFreshSession } from '../access/role-permissions';
+import { NotFound } from '../lib/errors';
+import { requireFeature } from '../plans';
+import { recordChange } from '../audit';
+
+const organizationNotFound = () => new NotFound('organization_not_found', 'The organization could not be found.');
+
+async function enforced(db: Db, organizationId: string): Promise<boolean | undefined> {
+  const row = await db.selectFrom('organizations').select('sso_enforced').where('id', '=', organizationId).executeTakeFirst();
+  return row?.sso_enforced;
+}
+
+export async function getPolicy(deps: AppDeps, membership: Membership) {
+  authorize(membership, 'sso.manage');
+  const enforce = await enforced(deps.db, membership.organizationId);
+  if (enforce === undefined) throw organizationNotFound();
+  return { enforce };
+}
+
+/** Turning enforcement on needs the plan feature `sso`; turning it off never does (no lock-in). */
+export async function putPolicy(deps: AppDeps, principal: Principal, membership: Membership, enforce: boolean) {
+  requireSession(principal);
+  authorize(membership, 'sso.manage');
+  requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
+  if (enforce) await requireFeature(deps.db, deps.settings, membership.organizationId, 'sso');
+  await deps.db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('organizations').select('sso_enforced').where('id', '=', membership.organizationId).forUpdate().executeTakeFirst();
+    if (!row) throw organizationNotFound();
+    await trx.updateTable('organizations').set({ sso_enforced: enforce }).where('id', '=', membership.organizationId).execute();
+    await recordChange(trx, {
+      action: 'sso_policy.updated',
+      target: { type: 'organization', id: membership.organizationId },
+      changes: { enforce: { from: row.sso_enforced, to: enforce } },
+    });
+  });
+  return { enforce };
+}
