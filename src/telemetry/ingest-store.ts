@@ -41,14 +41,20 @@ export interface SessionTag {
   sessionId: string;
 }
 
-/** Rows arrive sorted and distinct, so concurrent batches lock them in one order. */
-export async function tagSessions(db: Db, tags: SessionTag[]): Promise<void> {
-  if (tags.length === 0) return;
-  await db
+/**
+ * Rows arrive sorted and distinct, so concurrent batches lock them in one order. Returns the tags
+ * that are new (a session tagged for the first time with that dimension): ./dimension-store.ts
+ * adds the session's earlier events to that dimension's summaries.
+ */
+export async function tagSessions(db: Db, tags: SessionTag[]): Promise<SessionTag[]> {
+  if (tags.length === 0) return [];
+  const added = await db
     .insertInto('telemetry_session_dimensions')
     .values(tags.map((t) => ({ organization_id: t.organizationId, type: t.type, value: t.value, session_id: t.sessionId })))
     .onConflict((oc) => oc.doNothing())
+    .returning(['organization_id', 'type', 'value', 'session_id'])
     .execute();
+  return added.map((t) => ({ organizationId: t.organization_id, type: t.type, value: t.value, sessionId: t.session_id }));
 }
 
 export interface HourlyDelta {

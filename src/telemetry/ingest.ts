@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema';
 import * as store from './ingest-store';
+import * as dimensions from './dimension-store';
 import { dayOf, startOfHour, startOfWeek } from './time';
 
 /**
@@ -101,9 +102,14 @@ export async function writeBatch(db: Kysely<DB>, organizationId: string, memberI
   const plan = planIngest(rows);
   await db.transaction().execute(async (trx) => {
     await store.insertEvents(trx, organizationId, memberId, receivedAt, rows);
-    await store.tagSessions(trx, plan.tags);
+    // A session tagged now for the first time brings its earlier rollup rows to the tag's
+    // summaries, read before this batch's rows are added to the rollup.
+    const newTags = await store.tagSessions(trx, plan.tags);
+    await dimensions.addTaggedHistory(trx, organizationId, newTags);
     await store.addHourly(trx, organizationId, plan.hourly);
+    await dimensions.addTaggedBatch(trx, organizationId, plan.hourly);
     await store.addSessionHours(trx, organizationId, plan.sessionHours);
+    await dimensions.copyTaggedSessions(trx, organizationId, [...new Set(plan.sessionHours.map((p) => p.sessionId))]);
     await store.addDailyMember(trx, organizationId, memberId, plan.days);
     await store.addDailyTotals(trx, organizationId, plan.daily);
     await store.addWeeklyKeys(trx, organizationId, plan.weeklyKeys);

@@ -11,7 +11,6 @@ import { countPendingInvitations } from '../invitations/store';
 import { writeBatch } from './ingest';
 import type { EventRow } from './ingest-store';
 import { analyticsRange } from './range';
-import { windowFigures, weeklyFigures } from './rollup-queries';
 import { summaryWeekFigures, summaryWindowFigures } from './summary-queries';
 import { DAY_MS } from './time';
 
@@ -70,8 +69,7 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
 
   const range = analyticsRange(deps.clock.now(), membership.organizationId, dimensionType !== undefined ? { type: dimensionType, value: dimensionValue! } : null);
   const { db } = deps;
-  // Unfiltered: from the summaries (cost nearly independent of the data size). Filtered: from the
-  // hourly rollup joined with the session tags (the summaries are not kept per dimension).
+  // From the summaries, kept per dimension too (cost nearly independent of the data size).
   // One connection, serial plans: these queries read a few thousand index entries, where starting
   // parallel workers costs more (several ms) than the scan it would split.
   const { members, pendingInvites, windows, weeks } = await db.transaction().execute(async (trx) => {
@@ -79,8 +77,8 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
     return {
       members: await countActiveMembers(trx, membership.organizationId),
       pendingInvites: await countPendingInvitations(trx, membership.organizationId, range.now),
-      windows: range.dimension ? await windowFigures(trx, range) : await summaryWindowFigures(trx, range),
-      weeks: range.dimension ? await weeklyFigures(trx, range, range.firstWeek) : await summaryWeekFigures(trx, range),
+      windows: await summaryWindowFigures(trx, range),
+      weeks: await summaryWeekFigures(trx, range),
     };
   });
 

@@ -15,6 +15,7 @@ import * as webhooks from './20261123_0700_webhooks';
 import * as auditHeadTime from './20261123_0710_audit_head_time';
 import * as scim from './20261123_0800_scim';
 import * as sso from './20261124_0100_sso';
+import * as telemetryDimensionSummaries from './20261124_0250_telemetry_dimension_summaries';
 import * as mcpOAuthIssuer from './20261124_0400_mcp_oauth_issuer';
 
 /**
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '20261123_0710_audit_head_time': auditHeadTime,
   '20261123_0800_scim': scim,
   '20261124_0100_sso': sso,
+  '20261124_0250_telemetry_dimension_summaries': telemetryDimensionSummaries,
   '20261124_0400_mcp_oauth_issuer': mcpOAuthIssuer,
 };
 

@@ -1,0 +1,100 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Db } from '../db/schema';
+import { preparedAs } from '../db/connect';
+import type { HourlyDelta, SessionTag } from './ingest-store';
+
+/*
+ * The per-dimension summaries (migration 20261124_0250) that filtered analytics reads
+ * (./summary-queries.ts with a dimension), kept by ingestion in the batch's transaction
+ * (./ingest.ts): the batch's rollup deltas added once per tag of their session, and, when a
+ * session gets a tag for the first time, its rollup rows stored before this batch added too.
+ */
+
+/**
+ * Adds rollup rows (columns dim_type, dim_value, hour, member_id, session_key, c, f, ds, dn; one
+ * row per tag) to the per-dimension daily members, daily totals (this connection's shard) and
+ * weekly keys and counts, in one statement. Every insert is grouped to distinct, sorted keys.
+ */
+async function addFacts(db: Db, name: string, organizationId: string, facts: RawBuilder<unknown>): Promise<void> {
+  await sql`${preparedAs(name)}
+    WITH r AS MATERIALIZED (${facts}),
+    members AS (
+      INSERT INTO telemetry_dimension_daily_members (organization_id, dim_type, dim_value, day, member_id)
+      SELECT DISTINCT ${organizationId}, dim_type, dim_value, (hour AT TIME ZONE 'UTC')::date, member_id FROM r
+      ORDER BY 2, 3, 4, 5
+      ON CONFLICT DO NOTHING
+    ),
+    totals AS (
+      INSERT INTO telemetry_dimension_daily_totals AS t (organization_id, dim_type, dim_value, day, shard, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+      SELECT ${organizationId}, dim_type, dim_value, (hour AT TIME ZONE 'UTC')::date, pg_backend_pid() % 16, sum(c), sum(f), sum(ds), sum(dn)
+      FROM r WHERE c > 0 OR f > 0 GROUP BY 2, 3, 4 ORDER BY 2, 3, 4
+      ON CONFLICT (organization_id, dim_type, dim_value, day, shard) DO UPDATE SET
+        tasks_completed = t.tasks_completed + excluded.tasks_completed,
+        tasks_failed = t.tasks_failed + excluded.tasks_failed,
+        completed_duration_sum = t.completed_duration_sum + excluded.completed_duration_sum,
+        completed_duration_count = t.completed_duration_count + excluded.completed_duration_count
+    ),
+    seen AS (
+      INSERT INTO telemetry_dimension_weekly_keys (organization_id, dim_type, dim_value, week, kind, key)
+      SELECT ${organizationId}, dim_type, dim_value, week, kind, key FROM (
+        SELECT dim_type, dim_value, date_trunc('week', hour AT TIME ZONE 'UTC')::date AS week, 'm' AS kind, member_id AS key FROM r
+        UNION
+        SELECT dim_type, dim_value, date_trunc('week', hour AT TIME ZONE 'UTC')::date, 's', session_key FROM r
+      ) AS k ORDER BY 2, 3, 4, 5, 6
+      ON CONFLICT DO NOTHING
+      RETURNING dim_type, dim_value, week, kind
+    )
+    INSERT INTO telemetry_dimension_weekly_counts AS c (organization_id, dim_type, dim_value, week, shard, active_members, sessions)
+    SELECT ${organizationId}, dim_type, dim_value, week, pg_backend_pid() % 16, count(*) FILTER (WHERE kind = 'm'), count(*) FILTER (WHERE kind = 's')
+    FROM seen GROUP BY 2, 3, 4 ORDER BY 2, 3, 4
+    ON CONFLICT (organization_id, dim_type, dim_value, week, shard) DO UPDATE SET
+      active_members = c.active_members + excluded.active_members,
+      sessions = c.sessions + excluded.sessions`.execute(db);
+}
+
+/**
+ * Sessions tagged for the first time by this batch (`tags` as returned by tagSessions): adds the
+ * rollup rows their earlier batches left to the new tag's summaries. Runs before the batch's own
+ * rollup rows are added, so each event is counted once.
+ */
+export async function addTaggedHistory(db: Db, organizationId: string, tags: SessionTag[]): Promise<void> {
+  if (tags.length === 0) return;
+  await addFacts(db, 'telemetry_dimension_history', organizationId, sql`
+    SELECT n.type AS dim_type, n.value AS dim_value, d.hour, d.member_id, d.session_key,
+           d.tasks_completed AS c, d.tasks_failed AS f, d.completed_duration_sum AS ds, d.completed_duration_count AS dn
+    FROM unnest(${tags.map((t) => t.type)}::text[], ${tags.map((t) => t.value)}::text[], ${tags.map((t) => t.sessionId)}::text[]) AS n(type, value, session_id)
+    JOIN telemetry_sessions s ON s.organization_id = ${organizationId} AND s.session_id = n.session_id
+    CROSS JOIN LATERAL unnest(s.hours) AS h(at)
+    JOIN telemetry_hourly_sessions d ON d.organization_id = ${organizationId} AND d.hour = h.at AND d.session_key = n.session_id`);
+}
+
+/** The batch's hourly deltas (./ingest-store.ts addHourly), once per tag their session carries. */
+export async function addTaggedBatch(db: Db, organizationId: string, deltas: HourlyDelta[]): Promise<void> {
+  const tagged = deltas.filter((d) => d.sessionKey !== '');
+  if (tagged.length === 0) return;
+  await addFacts(db, 'telemetry_dimension_batch', organizationId, sql`
+    SELECT t.type AS dim_type, t.value AS dim_value, u.hour, u.member_id, u.session_key, u.c, u.f, u.ds, u.dn
+    FROM unnest(${tagged.map((d) => d.hour.toISOString())}::timestamptz[], ${tagged.map((d) => d.memberId)}::text[], ${tagged.map((d) => d.sessionKey)}::text[],
+                ${tagged.map((d) => d.tasksCompleted)}::int[], ${tagged.map((d) => d.tasksFailed)}::int[],
+                ${tagged.map((d) => d.completedDurationSum)}::bigint[], ${tagged.map((d) => d.completedDurationCount)}::int[])
+         AS u(hour, member_id, session_key, c, f, ds, dn)
+    JOIN telemetry_session_dimensions t ON t.organization_id = ${organizationId} AND t.session_id = u.session_key`);
+}
+
+/**
+ * Copies the hours of the batch's tagged sessions (after ./ingest-store.ts addSessionHours) to
+ * each of their tags; a row changes only when the session has a new hour or a new tag.
+ */
+export async function copyTaggedSessions(db: Db, organizationId: string, sessionIds: string[]): Promise<void> {
+  if (sessionIds.length === 0) return;
+  await sql`${preparedAs('telemetry_dimension_sessions')}
+    INSERT INTO telemetry_dimension_sessions AS ds (organization_id, dim_type, dim_value, session_id, last_hour, hours)
+    SELECT ${organizationId}, t.type, t.value, s.session_id, s.last_hour, s.hours
+    FROM telemetry_session_dimensions t
+    JOIN telemetry_sessions s ON s.organization_id = t.organization_id AND s.session_id = t.session_id
+    WHERE t.organization_id = ${organizationId} AND t.session_id = ANY(${sessionIds}::text[])
+    ORDER BY 2, 3, 4
+    ON CONFLICT (organization_id, dim_type, dim_value, session_id) DO UPDATE SET
+      last_hour = excluded.last_hour, hours = excluded.hours
+    WHERE ds.hours IS DISTINCT FROM excluded.hours`.execute(db);
+}
