@@ -121,3 +121,28 @@ describe('analytics agree with the definitions computed from raw events', () => 
     }
   });
 });
+
+describe('a dimension applied after a session’s first events', () => {
+  it('counts the session’s earlier events under the new tag (and a second tag on a tagged session)', async () => {
+    const [first, second] = [members[1]!, members[2]!];
+    const at = (hoursAgo: number) => new Date(NOW.getTime() - hoursAgo * H).toISOString();
+    const untagged = [
+      { type: 'session.started', timestamp: at(50), sessionId: 'late' },
+      { type: 'task.completed', timestamp: at(49), sessionId: 'late', durationMs: 1000 },
+      { type: 'task.failed', timestamp: at(24 * 20), sessionId: 'late' },
+    ];
+    expect((await t.http.post('/v1/telemetry/ingest').set(...bearer(first.token)).send({ events: untagged })).status).toBe(202);
+    const tagged = [{ type: 'task.completed', timestamp: at(2), sessionId: 'late', durationMs: 3000, dimensions: [{ type: 'team', value: 'late' }] }];
+    expect((await t.http.post('/v1/telemetry/ingest').set(...bearer(second.token)).send({ events: tagged })).status).toBe(202);
+    const again = [{ type: 'task.completed', timestamp: at(1), sessionId: 'late', dimensions: [{ type: 'project', value: 'p' }] }];
+    expect((await t.http.post('/v1/telemetry/ingest').set(...bearer(first.token)).send({ events: again })).status).toBe(202);
+
+    for (const dimension of [{ type: 'team', value: 'late' }, { type: 'project', value: 'p' }]) {
+      const res = await t.http.get(`/v1/telemetry/analytics?dimensionType=${dimension.type}&dimensionValue=${dimension.value}`).set(...bearer(owner.token));
+      expect(res.status).toBe(200);
+      const { members: _m, pendingInvites: _p, ...figures } = res.body;
+      expect(figures).toEqual(await naive(NOW, dimension));
+      expect(figures).toMatchObject({ activeMembers30d: 2, sessions30d: 1, tasksCompleted30d: 3, tasksFailed30d: 1 });
+    }
+  });
+});

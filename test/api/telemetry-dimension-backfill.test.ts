@@ -1,0 +1,67 @@
+import { sql } from 'kysely';
+import { createTestApp, type TestApp } from '../support/app';
+import { addMember, bearer, createOrganization } from '../support/factories';
+import { ManualClock } from '../../src/lib/clock';
+import { up as dimensionSummaries } from '../../src/db/migrations/20261124_0250_telemetry_dimension_summaries';
+
+/**
+ * The back-fill of migration 20261124_0250 leaves the per-dimension summaries that ingestion
+ * keeps (shards summed): events ingested through the API, with tags arriving before, with and
+ * after a session's other events, give the same summaries when dropped and back-filled.
+ */
+const H = 3_600_000;
+const NOW = new Date('2026-11-19T15:00:00.000Z');
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await createTestApp({ clock: new ManualClock(NOW) });
+});
+afterAll(() => t.close());
+
+async function summaries() {
+  const q = async (text: string) => (await sql.raw(text).execute(t.db)).rows;
+  return {
+    sessions: await q(`SELECT organization_id, dim_type, dim_value, session_id, last_hour::text, hours::text FROM telemetry_dimension_sessions ORDER BY 1, 2, 3, 4`),
+    members: await q(`SELECT organization_id, dim_type, dim_value, day::text, member_id FROM telemetry_dimension_daily_members ORDER BY 1, 2, 3, 4, 5`),
+    totals: await q(`SELECT organization_id, dim_type, dim_value, day::text, sum(tasks_completed)::int AS c, sum(tasks_failed)::int AS f,
+                            sum(completed_duration_sum)::text AS ds, sum(completed_duration_count)::int AS dn
+                     FROM telemetry_dimension_daily_totals GROUP BY 1, 2, 3, 4 HAVING sum(tasks_completed) + sum(tasks_failed) > 0 ORDER BY 1, 2, 3, 4`),
+    keys: await q(`SELECT organization_id, dim_type, dim_value, week::text, kind, key FROM telemetry_dimension_weekly_keys ORDER BY 1, 2, 3, 4, 5, 6`),
+    counts: await q(`SELECT organization_id, dim_type, dim_value, week::text, sum(active_members)::int AS m, sum(sessions)::int AS s
+                     FROM telemetry_dimension_weekly_counts GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`),
+  };
+}
+
+it('back-fills the per-dimension summaries ingestion keeps', async () => {
+  const owner = await createOrganization(t, 'Backfill');
+  const other = await addMember(t, owner.organizationId);
+  const at = (hoursAgo: number) => new Date(NOW.getTime() - hoursAgo * H).toISOString();
+  const batches = [
+    { who: owner, events: [
+      { type: 'task.completed', timestamp: at(30 * 24), sessionId: 'a', durationMs: 10, dimensions: [{ type: 'team', value: 'red' }] },
+      { type: 'task.failed', timestamp: at(3), sessionId: 'b' },
+      { type: 'user.active', timestamp: at(2) },
+    ] },
+    { who: other, events: [
+      { type: 'task.completed', timestamp: at(200), sessionId: 'a', durationMs: 20 },
+      { type: 'task.completed', timestamp: at(1), sessionId: 'b', dimensions: [{ type: 'team', value: 'blue' }, { type: 'env', value: 'ci' }] },
+    ] },
+    { who: owner, events: [
+      { type: 'task.failed', timestamp: at(10 * 24), sessionId: 'b', dimensions: [{ type: 'team', value: 'red' }] },
+      { type: 'task.started', timestamp: at(5), sessionId: 'c' },
+    ] },
+  ];
+  for (const { who, events } of batches) {
+    expect((await t.http.post('/v1/telemetry/ingest').set(...bearer(who.token)).send({ events })).status).toBe(202);
+  }
+  const kept = await summaries();
+  expect(kept.sessions.length).toBe(4);
+  expect(kept.totals.length).toBeGreaterThan(3);
+
+  for (const table of ['sessions', 'daily_members', 'daily_totals', 'weekly_keys', 'weekly_counts']) {
+    await sql`DROP TABLE ${sql.table(`telemetry_dimension_${table}`)}`.execute(t.db);
+  }
+  await sql`DROP INDEX telemetry_session_dimensions_session_idx`.execute(t.db);
+  await dimensionSummaries(t.db as never);
+  expect(await summaries()).toEqual(kept);
+});
