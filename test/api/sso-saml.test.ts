@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { DOMParser } from '@xmldom/xmldom';
 import type { Response } from 'supertest';
+import { newId } from '../../src/lib/ids';
 import { samlSpFor, type SamlSpConfig } from '../../src/sso/saml';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer } from '../support/factories';
@@ -91,6 +93,32 @@ async function expectRefused(form: { SAMLResponse: string; RelayState?: string |
 }
 
 describe('SAML sign-in', () => {
+  test('SP metadata route: entity id, POST ACS, signed assertions wanted', async () => {
+    const res = await t.http
+      .get(`/v1/sso/connections/${connectionId}/saml/metadata`)
+      .buffer(true)
+      .parse((stream, done) => {
+        let text = '';
+        stream.setEncoding('utf8');
+        stream.on('data', (chunk: string) => (text += chunk));
+        stream.on('end', () => done(null, text));
+      });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/samlmetadata\+xml/);
+    const xml = res.body as string;
+    const root = new DOMParser().parseFromString(xml, 'text/xml').documentElement!;
+    expect(root.localName).toBe('EntityDescriptor');
+    expect(root.getAttribute('entityID')).toBe(sp.entityId);
+    expect(sp.entityId).toBe(`${PUBLIC_BASE_URL}/v1/sso/connections/${connectionId}/saml/metadata`);
+    const descriptor = root.getElementsByTagName('SPSSODescriptor')[0];
+    expect(descriptor.getAttribute('WantAssertionsSigned')).toBe('true');
+    const acs = descriptor.getElementsByTagName('AssertionConsumerService')[0];
+    expect(acs.getAttribute('Binding')).toBe('urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST');
+    expect(acs.getAttribute('Location')).toBe(`${PUBLIC_BASE_URL}/v1/auth/sso/saml/acs`);
+    // An id that is no connection of anyone's: 404.
+    expect((await t.http.get(`/v1/sso/connections/${newId('ssoConnection')}/saml/metadata`)).status).toBe(404);
+  });
+
   test('the AuthnRequest names our entity id and ACS; RelayState carries the login state', async () => {
     const start = await t.http.post('/v1/auth/sso/start').send({ email: `someone@${DOMAIN}` });
     expect(start.status).toBe(200);
