@@ -126,9 +126,11 @@ const REQUESTS: Record<string, Builder> = {
   deleteSsoConnection: fresh('/v1/sso/connections', { type: 'oidc', name: 'Doomed IdP', issuer: 'https://login.example.test/doomed', clientId: 'c', clientSecret: 'doomed-secret-0123456789' }, 'connectionId'),
   completeSsoSaml: async (t, w, op) => {
     // The world owner, already linked to a SAML subject, signs in again: one member.signed_in entry.
+    // Earlier in the walk ownership may have moved to the target (transferOwnership), and mappings
+    // apply to every non-owner: defaultRole admin keeps the caller's permissions for the rest of the walk.
     await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', w.owner.organizationId).execute();
     const idp = new SamlTestIdp();
-    const created = await t.http.post('/v1/sso/connections').set(...bearer(w.owner.token)).send({ type: 'saml', name: 'Audited SAML', ...idp.config() });
+    const created = await t.http.post('/v1/sso/connections').set(...bearer(w.owner.token)).send({ type: 'saml', name: 'Audited SAML', ...idp.config(), defaultRole: 'admin' });
     if (created.status !== 201) throw new Error(`SAML connection: ${created.status} ${JSON.stringify(created.body)}`);
     const connectionId = created.body.item.id as string;
     const now = t.clock.now();
