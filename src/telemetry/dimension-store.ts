@@ -53,27 +53,24 @@ async function addFacts(db: Db, name: string, organizationId: string, facts: Raw
 }
 
 /**
- * Sessions tagged for the first time by this batch (`tags` as returned by tagSessions): adds the
- * rollup rows their earlier batches left to the new tag's summaries. Runs before the batch's own
- * rollup rows are added, so each event is counted once.
+ * Adds to the per-dimension summaries, in one statement: the batch's hourly deltas (as given to
+ * ./ingest-store.ts addHourly) once per tag their session carries, and for the sessions tagged
+ * for the first time by this batch (`newTags`, as returned by tagSessions) the rollup rows their
+ * earlier batches left. Runs before the batch's deltas are added to the rollup, so each event is
+ * counted once.
  */
-export async function addTaggedHistory(db: Db, organizationId: string, tags: SessionTag[]): Promise<void> {
-  if (tags.length === 0) return;
-  await addFacts(db, 'telemetry_dimension_history', organizationId, sql`
+export async function addTagged(db: Db, organizationId: string, newTags: SessionTag[], deltas: HourlyDelta[]): Promise<void> {
+  const tagged = deltas.filter((d) => d.sessionKey !== '');
+  if (tagged.length === 0 && newTags.length === 0) return;
+  await addFacts(db, 'telemetry_dimension_facts', organizationId, sql`
     SELECT n.type AS dim_type, n.value AS dim_value, d.hour, d.member_id, d.session_key,
            d.tasks_completed AS c, d.tasks_failed AS f, d.completed_duration_sum AS ds, d.completed_duration_count AS dn
-    FROM unnest(${tags.map((t) => t.type)}::text[], ${tags.map((t) => t.value)}::text[], ${tags.map((t) => t.sessionId)}::text[]) AS n(type, value, session_id)
+    FROM unnest(${newTags.map((t) => t.type)}::text[], ${newTags.map((t) => t.value)}::text[], ${newTags.map((t) => t.sessionId)}::text[]) AS n(type, value, session_id)
     JOIN telemetry_sessions s ON s.organization_id = ${organizationId} AND s.session_id = n.session_id
     CROSS JOIN LATERAL unnest(s.hours) AS h(at)
-    JOIN telemetry_hourly_sessions d ON d.organization_id = ${organizationId} AND d.hour = h.at AND d.session_key = n.session_id`);
-}
-
-/** The batch's hourly deltas (./ingest-store.ts addHourly), once per tag their session carries. */
-export async function addTaggedBatch(db: Db, organizationId: string, deltas: HourlyDelta[]): Promise<void> {
-  const tagged = deltas.filter((d) => d.sessionKey !== '');
-  if (tagged.length === 0) return;
-  await addFacts(db, 'telemetry_dimension_batch', organizationId, sql`
-    SELECT t.type AS dim_type, t.value AS dim_value, u.hour, u.member_id, u.session_key, u.c, u.f, u.ds, u.dn
+    JOIN telemetry_hourly_sessions d ON d.organization_id = ${organizationId} AND d.hour = h.at AND d.session_key = n.session_id
+    UNION ALL
+    SELECT t.type, t.value, u.hour, u.member_id, u.session_key, u.c, u.f, u.ds, u.dn
     FROM unnest(${tagged.map((d) => d.hour.toISOString())}::timestamptz[], ${tagged.map((d) => d.memberId)}::text[], ${tagged.map((d) => d.sessionKey)}::text[],
                 ${tagged.map((d) => d.tasksCompleted)}::int[], ${tagged.map((d) => d.tasksFailed)}::int[],
                 ${tagged.map((d) => d.completedDurationSum)}::bigint[], ${tagged.map((d) => d.completedDurationCount)}::int[])

@@ -105,9 +105,8 @@ export async function writeBatch(db: Kysely<DB>, organizationId: string, memberI
     // A session tagged now for the first time brings its earlier rollup rows to the tag's
     // summaries, read before this batch's rows are added to the rollup.
     const newTags = await store.tagSessions(trx, plan.tags);
-    await dimensions.addTaggedHistory(trx, organizationId, newTags);
+    await dimensions.addTagged(trx, organizationId, newTags, plan.hourly);
     await store.addHourly(trx, organizationId, plan.hourly);
-    await dimensions.addTaggedBatch(trx, organizationId, plan.hourly);
     await store.addSessionHours(trx, organizationId, plan.sessionHours);
     await dimensions.copyTaggedSessions(trx, organizationId, [...new Set(plan.sessionHours.map((p) => p.sessionId))]);
     await store.addDailyMember(trx, organizationId, memberId, plan.days);
