@@ -9,7 +9,7 @@ export interface UserRow {
   created_at: Date;
 }
 
-const USER_COLUMNS = ['id', 'email', 'name', 'image', 'created_at'] as const;
+export const USER_COLUMNS = ['id', 'email', 'name', 'image', 'created_at'] as const;
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();

@@ -1,13 +1,10 @@
 import type { Db } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
-import type { RoleMapping, SsoConnectionsTable } from './tables';
+import type { Selectable } from 'kysely';
+import type { SsoConnectionsTable } from './tables';
 
 /** A connection row without its sealed client secret (read only where the secret is used). */
-export type ConnectionRow = Omit<SsoConnectionsTable, 'oidc_client_secret_sealed' | 'role_mappings' | 'created_at' | 'updated_at'> & {
-  role_mappings: RoleMapping[];
-  created_at: Date;
-  updated_at: Date;
-};
+export type ConnectionRow = Omit<Selectable<SsoConnectionsTable>, 'oidc_client_secret_sealed'>;
 
 const COLUMNS = [
   'c.id',
@@ -32,19 +29,21 @@ function connections(db: Db, organizationId: string) {
   return db.selectFrom('sso_connections as c').select(COLUMNS).where('c.organization_id', '=', organizationId);
 }
 
-export interface ConnectionValues {
-  name: string;
-  oidc_issuer: string | null;
-  oidc_client_id: string | null;
-  oidc_client_secret_sealed: string | null;
-  oidc_scopes: string[] | null;
-  saml_idp_entity_id: string | null;
-  saml_idp_sso_url: string | null;
-  saml_idp_certificate: string | null;
-  default_role: string;
-  role_mappings: RoleMapping[];
-  enabled: boolean;
-}
+/** What a create or update writes (the secret already sealed). */
+export type ConnectionValues = Pick<
+  Selectable<SsoConnectionsTable>,
+  | 'name'
+  | 'oidc_issuer'
+  | 'oidc_client_id'
+  | 'oidc_client_secret_sealed'
+  | 'oidc_scopes'
+  | 'saml_idp_entity_id'
+  | 'saml_idp_sso_url'
+  | 'saml_idp_certificate'
+  | 'default_role'
+  | 'role_mappings'
+  | 'enabled'
+>;
 
 export async function insertConnection(
   db: Db,

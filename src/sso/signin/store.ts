@@ -1,23 +1,13 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../db/schema';
-import type { RoleMapping } from '../tables';
+import { USER_COLUMNS, type UserRow } from '../../auth/store';
+import type { SsoConnectionsTable } from '../tables';
+
+// Users are read as the auth area reads them; a sign-in's store re-exports the one lookup by id.
+export { findUserById } from '../../auth/store';
 
 /** What a sign-in needs of a connection (the OIDC secret stays sealed until it is used). */
-export interface SignInConnection {
-  id: string;
-  organization_id: string;
-  type: 'oidc' | 'saml';
-  oidc_issuer: string | null;
-  oidc_client_id: string | null;
-  oidc_client_secret_sealed: string | null;
-  oidc_scopes: string[] | null;
-  saml_idp_entity_id: string | null;
-  saml_idp_sso_url: string | null;
-  saml_idp_certificate: string | null;
-  default_role: string;
-  role_mappings: RoleMapping[];
-  enabled: boolean;
-}
+export type SignInConnection = Omit<Selectable<SsoConnectionsTable>, 'name' | 'created_by_member_id' | 'created_at' | 'updated_at'>;
 
 const CONNECTION_COLUMNS = [
   'c.id',
@@ -189,19 +179,8 @@ export async function touchIdentity(db: Db, connectionId: string, subject: strin
     .execute();
 }
 
-export interface SignInUserRow {
-  id: string;
-  email: string;
-  name: string | null;
-  image: string | null;
-  created_at: Date;
-}
+export type SignInUserRow = UserRow;
 
-const USER_COLUMNS = ['id', 'email', 'name', 'image', 'created_at'] as const;
-
-export async function findUserById(db: Db, userId: string): Promise<SignInUserRow | undefined> {
-  return db.selectFrom('users').select(USER_COLUMNS).where('id', '=', userId).executeTakeFirst();
-}
 
 export async function findUserByEmail(db: Db, emailNormalized: string): Promise<SignInUserRow | undefined> {
   return db.selectFrom('users').select(USER_COLUMNS).where('email_normalized', '=', emailNormalized).executeTakeFirst();
