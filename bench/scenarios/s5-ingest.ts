@@ -178,6 +178,33 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
            ON CONFLICT (organization_id, week, shard) DO UPDATE SET active_members = c.active_members + excluded.active_members, sessions = c.sessions + excluded.sessions`,
           [org.organizationId, weekList, org.callerMemberId, events[0]!.sessionId],
         );
+        // The same summaries for the session's tag (a new session, so nothing earlier to add).
+        const tag = events[0]!.dimensions![0]!.value;
+        await client.query(
+          `INSERT INTO telemetry_dimension_sessions AS s (organization_id, dim_type, dim_value, session_id, last_hour, hours) VALUES ($1, 'team', $2, $3, $4, $5::timestamptz[])
+           ON CONFLICT (organization_id, dim_type, dim_value, session_id) DO UPDATE SET last_hour = excluded.last_hour, hours = excluded.hours`,
+          [org.organizationId, tag, events[0]!.sessionId, hourList[hourList.length - 1], hourList],
+        );
+        await client.query(
+          `WITH m AS (
+             INSERT INTO telemetry_dimension_daily_members (organization_id, dim_type, dim_value, day, member_id)
+             SELECT $1, 'team', $2, d::date, $3 FROM unnest($4::text[]) AS d ON CONFLICT DO NOTHING),
+           t AS (
+             INSERT INTO telemetry_dimension_daily_totals AS t (organization_id, dim_type, dim_value, day, shard, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+             SELECT $1, 'team', $2, v.day::date, pg_backend_pid() % 16, v.c, v.f, v.ds, v.c FROM unnest($4::text[], $5::int[], $6::int[], $7::bigint[]) AS v(day, c, f, ds)
+             ON CONFLICT (organization_id, dim_type, dim_value, day, shard) DO UPDATE SET tasks_completed = t.tasks_completed + excluded.tasks_completed,
+               tasks_failed = t.tasks_failed + excluded.tasks_failed, completed_duration_sum = t.completed_duration_sum + excluded.completed_duration_sum,
+               completed_duration_count = t.completed_duration_count + excluded.completed_duration_count),
+           seen AS (
+             INSERT INTO telemetry_dimension_weekly_keys (organization_id, dim_type, dim_value, week, kind, key)
+             SELECT $1, 'team', $2, w::date, k.kind, k.key FROM unnest($8::text[]) AS w CROSS JOIN (VALUES ('m', $3), ('s', $9)) AS k(kind, key)
+             ON CONFLICT DO NOTHING RETURNING week, kind)
+           INSERT INTO telemetry_dimension_weekly_counts AS c (organization_id, dim_type, dim_value, week, shard, active_members, sessions)
+           SELECT $1, 'team', $2, week, pg_backend_pid() % 16, count(*) FILTER (WHERE kind = 'm'), count(*) FILTER (WHERE kind = 's') FROM seen GROUP BY week ORDER BY week
+           ON CONFLICT (organization_id, dim_type, dim_value, week, shard) DO UPDATE SET active_members = c.active_members + excluded.active_members, sessions = c.sessions + excluded.sessions`,
+          [org.organizationId, tag, org.callerMemberId, dayList, dayList.map((d) => days.get(d)!.completed), dayList.map((d) => days.get(d)!.failed),
+            dayList.map((d) => days.get(d)!.dur), weekList, events[0]!.sessionId],
+        );
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
