@@ -78,6 +78,18 @@ export interface TelemetryWeeklyCountsTable {
   sessions: number;
 }
 
+/** The summaries above kept per session dimension (migration 20261124_0250, ./dimension-store.ts). */
+interface DimensionKey {
+  organization_id: string;
+  dim_type: string;
+  dim_value: string;
+}
+export type TelemetryDimensionSessionsTable = DimensionKey & Omit<TelemetrySessionsTable, 'organization_id'>;
+export type TelemetryDimensionDailyMembersTable = DimensionKey & Omit<TelemetryDailyMembersTable, 'organization_id'>;
+export type TelemetryDimensionDailyTotalsTable = DimensionKey & Omit<TelemetryDailyTotalsTable, 'organization_id'>;
+export type TelemetryDimensionWeeklyKeysTable = DimensionKey & Omit<TelemetryWeeklyKeysTable, 'organization_id'>;
+export type TelemetryDimensionWeeklyCountsTable = DimensionKey & Omit<TelemetryWeeklyCountsTable, 'organization_id'>;
+
 export interface TelemetryTables {
   telemetry_events: TelemetryEventsTable;
   telemetry_session_dimensions: TelemetrySessionDimensionsTable;
@@ -87,4 +99,9 @@ export interface TelemetryTables {
   telemetry_daily_members: TelemetryDailyMembersTable;
   telemetry_daily_totals: TelemetryDailyTotalsTable;
   telemetry_weekly_counts: TelemetryWeeklyCountsTable;
+  telemetry_dimension_sessions: TelemetryDimensionSessionsTable;
+  telemetry_dimension_daily_members: TelemetryDimensionDailyMembersTable;
+  telemetry_dimension_daily_totals: TelemetryDimensionDailyTotalsTable;
+  telemetry_dimension_weekly_keys: TelemetryDimensionWeeklyKeysTable;
+  telemetry_dimension_weekly_counts: TelemetryDimensionWeeklyCountsTable;
 }
