@@ -302,6 +302,20 @@ describe('refused at the ACS, nothing created', () => {
     expect(after.sso_saml_assertions).toBe(before.sso_saml_assertions + 1);
   });
 
+  test('two subjects with one e-mail signing in for the first time at once: one account, one member, two identities', async () => {
+    const email = `twin-${randomBytes(3).toString('hex')}@${DOMAIN}`;
+    const twin = (): SamlTestUser => ({ nameId: `opaque-${randomBytes(4).toString('hex')}`, nameIdFormat: NAMEID_PERSISTENT, attributes: { email } });
+    const [a, b] = [await idpAnswer(twin()), await idpAnswer(twin())];
+    const before = await counts();
+    const results = await Promise.all([a, b].map((x) => postAcs({ SAMLResponse: x.samlResponse, RelayState: x.relayState })));
+    expect(results.map((r) => r.status)).toEqual([200, 200]);
+    expect(results[0]!.body.user.id).toBe(results[1]!.body.user.id);
+    const after = await counts();
+    expect(after.users).toBe(before.users + 1);
+    expect(after.members).toBe(before.members + 1);
+    expect(after.sso_identities).toBe(before.sso_identities + 2);
+  });
+
   test('a new response reusing an accepted assertion id is refused (replay record)', async () => {
     const user = person('replay-id');
     const first = await idpAnswer(user);

@@ -81,6 +81,7 @@ export async function signInMember(trx: Transaction<DB>, deps: AppDeps, connecti
   } else {
     if (!(await inVerifiedDomain(trx, organizationId, profile.email))) throw outsideDomains(profile.email);
     const email = profile.email!;
+    await store.lockEmail(trx, normalizeEmail(email));
     user = await store.findUserByEmail(trx, normalizeEmail(email));
     if (!user) {
       const id = newId('user');

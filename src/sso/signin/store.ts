@@ -141,6 +141,15 @@ export async function lockSubject(db: Db, connectionId: string, subject: string)
   await sql`SELECT pg_advisory_xact_lock(hashtext(${`sso:${connectionId}:${subject}`}))`.execute(db);
 }
 
+/**
+ * Serialises first sign-ins that arrive with one e-mail under different subjects (two connections,
+ * or a provider that re-issued a subject): the second waits, then finds the account and the member
+ * the first created instead of inserting them again.
+ */
+export async function lockEmail(db: Db, emailNormalized: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtext(${`sso-email:${emailNormalized}`}))`.execute(db);
+}
+
 /** The identity of (connection, subject), locked until the sign-in transaction ends. */
 export async function lockIdentity(db: Db, connectionId: string, subject: string): Promise<IdentityRow | undefined> {
   return db
