@@ -46,7 +46,7 @@ export default defineConfig(
     rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
   },
   {
-    files: ['src/**/store.ts', 'src/**/tables.ts', 'src/domain/**/*.ts', 'src/access/**/*.ts', 'src/principal/**/*.ts', 'src/db/**/*.ts', 'src/lib/**/*.ts'],
+    files: ['src/**/store.ts', 'src/**/*-store.ts', 'src/**/tables.ts', 'src/domain/**/*.ts', 'src/access/**/*.ts', 'src/principal/**/*.ts', 'src/db/**/*.ts', 'src/lib/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -1,6 +1,6 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../db/schema';
-import type { Role } from '../http/types';
+import type { Role } from '../domain/principal';
 import { normalizeEmail } from '../auth/store';
 import type { JsonObject } from './attributes';
 
