@@ -1,3 +1,4 @@
+import { positioned } from '../lib/pagination';
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { Principal } from '../domain/principal';
@@ -32,7 +33,7 @@ export async function listOrganizations(deps: AppDeps, principal: Principal, pag
   return deps.cursors.page(
     'admin-organizations',
     page,
-    async (after, take) => (await store.listOrganizations(deps.db, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    async (after, take) => positioned(await store.listOrganizations(deps.db, after, take)),
     (row) => toAdminOrganization(row),
   );
 }

@@ -1,3 +1,4 @@
+import { positioned } from '../lib/pagination';
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal } from '../domain/principal';
@@ -76,7 +77,7 @@ export async function listApiKeys(deps: AppDeps, membership: Membership, page: P
   return deps.cursors.page(
     'api-keys',
     page,
-    async (after, take) => (await store.listApiKeys(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    async (after, take) => positioned(await store.listApiKeys(deps.db, membership.organizationId, after, take)),
     (row) => toApiKey(row),
   );
 }

@@ -1,3 +1,4 @@
+import { positioned } from '../lib/pagination';
 import type { AppDeps, Membership, StreamBody } from '../http/types';
 import type { PageRequest } from '../lib/pagination';
 import { Invalid } from '../lib/errors';
@@ -28,7 +29,7 @@ export async function listAuditLogs(
   return deps.cursors.page(
     'audit-logs',
     query,
-    async (after, take) => (await store.listEntries(deps.db, membership.organizationId, filter, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    async (after, take) => positioned(await store.listEntries(deps.db, membership.organizationId, filter, after, take)),
     (row) => toEntry(row),
   );
 }

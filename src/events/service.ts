@@ -1,3 +1,4 @@
+import { positioned } from '../lib/pagination';
 import type { components } from '../../generated/api';
 import type { AppDeps, Membership } from '../http/types';
 import { authorize } from '../access/roles';
@@ -20,7 +21,7 @@ export async function listEvents(deps: AppDeps, membership: Membership, query: P
     'events',
     query,
     async (after, take) =>
-      (await store.listEvents(deps.db, membership.organizationId, { type: query.type, since }, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+      positioned(await store.listEvents(deps.db, membership.organizationId, { type: query.type, since }, after, take)),
     (row) => toEvent(row),
   );
 }

@@ -1,3 +1,4 @@
+import { positioned } from '../lib/pagination';
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal, Role } from '../domain/principal';
@@ -85,7 +86,7 @@ export async function listInvitations(deps: AppDeps, membership: Membership, pag
   return deps.cursors.page(
     'invitations',
     page,
-    async (after, take) => (await store.listInvitations(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    async (after, take) => positioned(await store.listInvitations(deps.db, membership.organizationId, after, take)),
     (row) => toInvitation(row, now),
   );
 }

@@ -13,6 +13,11 @@ export interface Position {
   id: string;
 }
 
+/** Rows as stores return them (`created_at`), given the position a page is keyed on. */
+export function positioned<R extends { id: string; created_at: Date }>(rows: R[]): (R & Position)[] {
+  return rows.map((r) => ({ ...r, createdAt: r.created_at }));
+}
+
 export interface PageRequest {
   limit?: number;
   cursor?: string;

@@ -1,3 +1,4 @@
+import { positioned } from '../lib/pagination';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal } from '../domain/principal';
 import { Conflict, Forbidden, Invalid, NotFound } from '../lib/errors';
@@ -17,7 +18,7 @@ export async function listMembers(deps: AppDeps, membership: Membership, page: P
   return deps.cursors.page(
     'members',
     page,
-    async (after, take) => (await store.listMembers(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    async (after, take) => positioned(await store.listMembers(deps.db, membership.organizationId, after, take)),
     (row) => toMember(row),
   );
 }

@@ -1,3 +1,4 @@
+import { positioned } from '../lib/pagination';
 import type { components } from '../../generated/api';
 import type { AppDeps, Membership, Principal } from '../http/types';
 import { NotFound } from '../lib/errors';
@@ -53,7 +54,7 @@ export async function listTokens(deps: AppDeps, membership: Membership, page: Pa
   return deps.cursors.page(
     'scim-tokens',
     page,
-    async (after, take) => (await store.listTokens(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    async (after, take) => positioned(await store.listTokens(deps.db, membership.organizationId, after, take)),
     (row) => toScimToken(row),
   );
 }

@@ -1,5 +1,5 @@
 import type { Db } from '../db/schema';
-import { before, type Position } from '../lib/pagination';
+import { before, type Position, positioned } from '../lib/pagination';
 import type { Selectable } from 'kysely';
 import type { SsoConnectionsTable } from './tables';
 
@@ -78,7 +78,7 @@ export async function listConnections(db: Db, organizationId: string, after: Pos
   let q = connections(db, organizationId);
   if (after) q = q.where(before('c.created_at', 'c.id', after));
   const rows = (await q.orderBy('c.created_at', 'desc').orderBy('c.id', 'desc').limit(take).execute()) as ConnectionRow[];
-  return rows.map((r) => ({ ...r, createdAt: r.created_at }));
+  return positioned(rows);
 }
 
 export async function updateConnection(db: Db, organizationId: string, id: string, patch: Partial<ConnectionValues>, now: Date): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Db } from '../db/schema';
-import { before, type Position } from '../lib/pagination';
+import { before, type Position, positioned } from '../lib/pagination';
 import { emailDomainOf } from './domain-name';
 import type { SsoDomainsTable } from './tables';
 
@@ -30,7 +30,7 @@ export async function listDomains(db: Db, organizationId: string, after: Positio
   let q = domains(db, organizationId);
   if (after) q = q.where(before('d.created_at', 'd.id', after));
   const rows = (await q.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(take).execute()) as DomainRow[];
-  return rows.map((r) => ({ ...r, createdAt: r.created_at }));
+  return positioned(rows);
 }
 
 export async function markVerified(db: Db, organizationId: string, id: string, now: Date): Promise<void> {

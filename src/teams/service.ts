@@ -1,3 +1,4 @@
+import { positioned } from '../lib/pagination';
 import type { AppDeps } from '../domain/deps';
 import type { Membership } from '../domain/principal';
 import type { Db } from '../db/schema';
@@ -46,7 +47,7 @@ export async function listTeams(deps: AppDeps, membership: Membership, page: Pag
   return deps.cursors.page(
     'teams',
     page,
-    async (after, take) => (await store.listTeams(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    async (after, take) => positioned(await store.listTeams(deps.db, membership.organizationId, after, take)),
     (row) => toTeam(row),
   );
 }

@@ -1,3 +1,4 @@
+import { positioned } from '../lib/pagination';
 import type { components } from '../../generated/api';
 import type { AppDeps, Membership } from '../http/types';
 import { authorize } from '../access/roles';
@@ -85,7 +86,7 @@ export async function listWebhooks(deps: AppDeps, membership: Membership, page: 
   return deps.cursors.page(
     'webhooks',
     page,
-    async (after, take) => (await store.listEndpoints(deps.db, membership.organizationId, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    async (after, take) => positioned(await store.listEndpoints(deps.db, membership.organizationId, after, take)),
     (row) => toWebhook(row),
   );
 }
@@ -159,7 +160,7 @@ export async function listDeliveries(deps: AppDeps, membership: Membership, id: 
   return deps.cursors.page(
     'webhook-deliveries',
     page,
-    async (after, take) => (await store.listDeliveries(deps.db, membership.organizationId, id, after, take)).map((r) => ({ ...r, createdAt: r.created_at })),
+    async (after, take) => positioned(await store.listDeliveries(deps.db, membership.organizationId, id, after, take)),
     (row) => toDelivery(row),
   );
 }
