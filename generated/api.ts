@@ -349,7 +349,7 @@ export interface paths {
         put?: never;
         /**
          * Accept an invitation (session only)
-         * @description The signed-in user's e-mail must match the invitation's (case-insensitive; 403 reason `email_mismatch`). 404 `invitation_not_found`, 409 `invitation_not_pending` (accepted or cancelled), 409 `already_member`, 410 `invitation_expired`. An invitation is accepted at most once, however many requests race. The organization becomes the session's active one only when the session had none. 402 `plan_limit_reached` (`limit: members`) when the organization is at its plan's member limit; the invitation then stays pending.
+         * @description The signed-in user's e-mail must match the invitation's (case-insensitive; 403 reason `email_mismatch`). 404 `invitation_not_found`, 409 `invitation_not_pending` (accepted or cancelled), 409 `already_member`, 410 `invitation_expired`. An invitation is accepted at most once, however many requests race. The organization becomes the session's active one only when the session had none. 402 `plan_limit_reached` (`limit: members`) when the organization is at its plan's member limit; the invitation then stays pending. 403 reason `sso_required` when the e-mail is in a verified domain of an organization that enforces single sign-on and the session was not opened through one of that organization's SSO connections.
          */
         post: operations["acceptInvitation"];
         delete?: never;
@@ -2181,7 +2181,7 @@ export interface paths {
         get: operations["getSsoPolicy"];
         /**
          * Turn SSO enforcement on or off (admin, session only, fresh)
-         * @description While enforced, users whose e-mail is in a verified domain of the organization must sign in through SSO (403 `sso_required` on password sign-in, reauthentication, sign-up, and on invitation acceptance outside an SSO session); the owner keeps password sign-in. Sessions open when it is turned on keep working until they end. Needs the plan feature `sso` to turn it on.
+         * @description While enforced, users whose e-mail is in a verified domain of the organization must sign in through SSO (403 `sso_required` on password sign-in, reauthentication, sign-up, and on invitation acceptance outside an SSO session through one of the organization's connections); the owner keeps password sign-in. Sessions open when it is turned on keep working until they end. Needs the plan feature `sso` to turn it on.
          */
         put: operations["putSsoPolicy"];
         post?: never;
@@ -3849,7 +3849,7 @@ export interface components {
             item: components["schemas"]["SsoDomain"];
         };
         SsoPolicy: {
-            /** @description While true, password sign-in, reauthentication, sign-up and invitation acceptance (outside an SSO session) are refused with 403 `sso_required` for e-mails in the organization's verified domains; the owner keeps password sign-in (break-glass). */
+            /** @description While true, password sign-in, reauthentication, sign-up and invitation acceptance (outside an SSO session through one of the organization's connections) are refused with 403 `sso_required` for e-mails in the organization's verified domains; the owner keeps password sign-in (break-glass). */
             enforce: boolean;
         };
         SsoPolicyItem: {

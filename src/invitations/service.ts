@@ -122,7 +122,7 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
   }
   if (invitation.status !== 'pending') throw notPending();
   if (invitation.expires_at.getTime() <= now.getTime()) throw new CodedError(410, 'invitation_expired', 'The invitation has expired.');
-  await refuseAcceptOutsideSso(deps.db, user.email, principal.authMethod);
+  await refuseAcceptOutsideSso(deps.db, user.email, principal);
 
   const organizationId = invitation.organization_id;
   const sessionHadNone = principal.membership === null;

@@ -6,8 +6,9 @@ import { emailDomainOf } from './domain-name';
  * SSO enforcement (enterprise-identity §2): while an organization enforces SSO, an e-mail in one
  * of its verified domains signs in through SSO only. Checked where a password would otherwise
  * prove the user (sign-in, reauthentication), where an account would be made without the
- * identity provider (sign-up), and at invitation acceptance outside an SSO session. The owner of
- * the enforcing organization keeps password sign-in (break-glass when the IdP is down).
+ * identity provider (sign-up), and at invitation acceptance outside an SSO session of the
+ * enforcing organization. The owner of the enforcing organization keeps password sign-in
+ * (break-glass when the IdP is down).
  * Sessions that exist are not touched: they keep working until they end.
  */
 export const ssoRequired = () =>
@@ -38,7 +39,20 @@ export async function refuseSignUpUnderSso(db: Db, email: string): Promise<void>
   if (await enforcingOrganization(db, email)) throw ssoRequired();
 }
 
-/** Invitation acceptance by such an e-mail needs a session opened through SSO. */
-export async function refuseAcceptOutsideSso(db: Db, email: string, authMethod: 'password' | 'sso' | null): Promise<void> {
-  if (authMethod !== 'sso' && (await enforcingOrganization(db, email))) throw ssoRequired();
+/**
+ * Invitation acceptance by such an e-mail needs a session opened through SSO, and through a
+ * connection of the enforcing organization: its identity provider is the one that vouches for
+ * its domains, so a session from another organization's connection does not count.
+ */
+export async function refuseAcceptOutsideSso(db: Db, email: string, session: { authMethod: 'password' | 'sso' | null; ssoConnectionId: string | null }): Promise<void> {
+  const enforcing = await enforcingOrganization(db, email);
+  if (!enforcing) return;
+  if (session.authMethod !== 'sso' || session.ssoConnectionId === null) throw ssoRequired();
+  const own = await db
+    .selectFrom('sso_connections')
+    .select('id')
+    .where('id', '=', session.ssoConnectionId)
+    .where('organization_id', '=', enforcing.organizationId)
+    .executeTakeFirst();
+  if (!own) throw ssoRequired();
 }

@@ -2,7 +2,8 @@ import { createTestApp, LOCAL_FAKES, type TestApp } from '../support/app';
 import { addMember, bearer, signUp, PASSWORD } from '../support/factories';
 import { ManualClock } from '../../src/lib/clock';
 import { OidcIdp } from '../fakes/oidc-idp';
-import { callback, counts, IDP_CLIENT, idpAccount, loginAt, RETURN_ORIGIN, SSO_ENV, ssoOrganization } from '../support/sso-signin';
+import { snapshot, snapshotDiff } from '../support/snapshot';
+import { callback, counts, IDP_CLIENT, idpAccount, loginAt, RETURN_ORIGIN, SSO_ENV, ssoOrganization, verifyDomain } from '../support/sso-signin';
 
 /**
  * OIDC sign-in end to end through the HTTP API against oidc-provider (enterprise-identity §2):
@@ -170,4 +171,38 @@ test('a member signs in again without a new membership; a password user of anoth
   const members = await t.db.selectFrom('members').select('id').where('organization_id', '=', org.owner.organizationId).where('user_id', '=', one.body.user.id).execute();
   expect(members).toHaveLength(1);
   expect((await t.http.post('/v1/auth/sign-in').send({ email: other.email, password: PASSWORD })).status).toBe(200);
+});
+
+test('under SSO enforcement an invitation is accepted only from an SSO session through the enforcing organization\'s own connection', async () => {
+  // Alice first signed in through organization B's connection while B held her domain; B let the
+  // domain go, and A verified it, enforces SSO and invites her.
+  const b = await ssoOrganization(t, idp);
+  const sub = idpAccount(idp, { email: `alice@${b.domain}` });
+  expect((await callback(t, await loginAt(t, idp, { connectionId: b.connectionId }, sub))).status).toBe(200);
+  const domains = await t.http.get('/v1/sso/domains').set(...bearer(b.owner.token));
+  expect((await t.http.delete(`/v1/sso/domains/${domains.body.items[0].id}`).set(...bearer(b.owner.token))).status).toBe(204);
+  const a = await ssoOrganization(t, idp);
+  await verifyDomain(t, a.owner.organizationId, b.domain);
+  expect((await t.http.put('/v1/sso/policy').set(...bearer(a.owner.token)).send({ enforce: true })).status).toBe(200);
+  const invite = await t.http.post('/v1/invitations').set(...bearer(a.owner.token)).send({ email: `alice@${b.domain}`, role: 'member' });
+  expect(invite.status).toBe(201);
+
+  // An SSO session through B's connection (a known subject) does not satisfy A's enforcement.
+  const viaB = await callback(t, await loginAt(t, idp, { connectionId: b.connectionId }, sub));
+  expect(viaB.status).toBe(200);
+  const before = await snapshot(t.db, { exclude: ['rate_limits'] });
+  const refused = await t.http.post('/v1/invitations/accept').set(...bearer(viaB.body.session.token)).send({ token: invite.body.token });
+  expect([refused.status, refused.body.error, refused.body.reason]).toEqual([403, 'forbidden', 'sso_required']);
+  expect(snapshotDiff(before, await snapshot(t.db, { exclude: ['rate_limits'] }))).toEqual([]);
+
+  // Through A's own connection: she is provisioned in A just in time; removed from A, she accepts
+  // the invitation from that same session.
+  const viaA = await callback(t, await loginAt(t, idp, { connectionId: a.connectionId }, sub));
+  expect(viaA.status).toBe(200);
+  const provisioned = await orgView(viaA.body.session.token);
+  expect(provisioned.organization.id).toBe(a.owner.organizationId);
+  expect((await t.http.delete(`/v1/members/${provisioned.currentMember.id}`).set(...bearer(a.owner.token))).status).toBe(204);
+  const accepted = await t.http.post('/v1/invitations/accept').set(...bearer(viaA.body.session.token)).send({ token: invite.body.token });
+  expect(accepted.status).toBe(200);
+  expect(accepted.body.member).toMatchObject({ userId: viaA.body.user.id, role: 'member' });
 });
