@@ -11,8 +11,8 @@
  *   roles, outbound URL checks, valid random requests answered in the contract's shapes): the
  *   contract layer is the same code on both databases, and the SQL these requests reach is run on
  *   PGlite by each area's own test file (test/api/*), by the tenant-isolation and audit suites;
- * - they test several processes or a server going away, which PGlite (in-process) cannot have
- *   (on PGlite they skip every test).
+ * - they test several processes, concurrent transactions or a server going away, which PGlite
+ *   (in-process, one statement at a time) cannot have (on PGlite they skip every test).
  * Everything else (every test/api file, isolation, audit, concurrency, protection, migrations,
  * named statements...) runs on both.
  */
@@ -32,10 +32,11 @@ const PG_ONLY = [
   'test/hardening/bad-input.test.ts',
   'test/hardening/outbound-targets.test.ts',
   'test/hardening/valid-requests.test.ts',
-  // several processes, or the server going away (skipped on PGlite)
+  // several processes, concurrent transactions, or the server going away (skipped on PGlite)
   'test/hardening/faults-db.test.ts',
   'test/hardening/process.test.ts',
   'test/hardening/webhook-processes.test.ts',
+  'test/api/telemetry-concurrent-tags.test.ts',
 ];
 const skipOnPglite = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';
 

@@ -34,6 +34,23 @@ export async function insertEvents(db: Db, organizationId: string, memberId: str
          AS u(id, type, occurred_at, session_id, duration_ms, success, dimensions)`.execute(db);
 }
 
+/**
+ * Serialises batches of the same sessions until the transaction ends (one advisory lock per
+ * session, taken in one order). Without it, a batch bringing a session's first tag and a
+ * concurrent batch of more events of that session each read before the other commits: the first
+ * adds the session's earlier rollup rows to the tag's summaries, the second looks the session's
+ * tags up, and neither sees the other's events. Runs first, so every later statement of the batch
+ * (each with its own snapshot) sees what the previous batch of its sessions committed.
+ */
+export async function lockSessions(db: Db, organizationId: string, sessionIds: string[]): Promise<void> {
+  if (sessionIds.length === 0) return;
+  await sql`${preparedAs('telemetry_lock_sessions')}
+    SELECT pg_advisory_xact_lock(k) FROM (
+      SELECT DISTINCT hashtextextended('telemetry-session:' || ${organizationId}::text || ':' || u.s, 0) AS k FROM unnest(${sessionIds}::text[]) AS u(s)
+      ORDER BY k
+    ) AS l`.execute(db);
+}
+
 export interface SessionTag {
   organizationId: string;
   type: string;

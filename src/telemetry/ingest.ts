@@ -100,7 +100,9 @@ export function planIngest(rows: store.EventRow[]): IngestPlan {
  */
 export async function writeBatch(db: Kysely<DB>, organizationId: string, memberId: string, receivedAt: Date, rows: store.EventRow[]): Promise<void> {
   const plan = planIngest(rows);
+  const sessionIds = [...new Set(plan.sessionHours.map((p) => p.sessionId))];
   await db.transaction().execute(async (trx) => {
+    await store.lockSessions(trx, organizationId, sessionIds);
     await store.insertEvents(trx, organizationId, memberId, receivedAt, rows);
     // A session tagged now for the first time brings its earlier rollup rows to the tag's
     // summaries, read before this batch's rows are added to the rollup.
@@ -108,7 +110,7 @@ export async function writeBatch(db: Kysely<DB>, organizationId: string, memberI
     await dimensions.addTagged(trx, organizationId, newTags, plan.hourly);
     await store.addHourly(trx, organizationId, plan.hourly);
     await store.addSessionHours(trx, organizationId, plan.sessionHours);
-    await dimensions.copyTaggedSessions(trx, organizationId, [...new Set(plan.sessionHours.map((p) => p.sessionId))]);
+    await dimensions.copyTaggedSessions(trx, organizationId, sessionIds);
     await store.addDailyMember(trx, organizationId, memberId, plan.days);
     await store.addDailyTotals(trx, organizationId, plan.daily);
     await store.addWeeklyKeys(trx, organizationId, plan.weeklyKeys);
