@@ -11,7 +11,7 @@ import { countPendingInvitations } from '../invitations/store';
 import { writeBatch } from './ingest';
 import type { EventRow } from './ingest-store';
 import { analyticsRange } from './range';
-import { summaryWeekFigures, summaryWindowFigures } from './summary-queries';
+import { summaryFigures } from './summary-queries';
 import { DAY_MS } from './time';
 
 type Schemas = components['schemas'];
@@ -77,8 +77,7 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
     return {
       members: await countActiveMembers(trx, membership.organizationId),
       pendingInvites: await countPendingInvitations(trx, membership.organizationId, range.now),
-      windows: await summaryWindowFigures(trx, range),
-      weeks: await summaryWeekFigures(trx, range),
+      ...(await summaryFigures(trx, range)),
     };
   });
 

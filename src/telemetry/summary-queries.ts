@@ -10,6 +10,8 @@ import { dayStart, nextDay } from './time';
  * - the whole hours of the start's day after the start's hour, and of today before the current
  *   hour: the hourly rollup (about a day of rows per edge);
  * - the partial hour after the start, and the current hour up to now: raw events (index-only).
+ * The current ISO week (it starts after the 7-day window's start day) is today's edges, the same
+ * rows as the windows', plus its whole days.
  * Distinct sessions come from telemetry_sessions instead (see sessionsSince).
  */
 
@@ -42,111 +44,106 @@ function scopeOf(r: AnalyticsRange): Scope {
   };
 }
 
-/** Edge rows (member, tasks, in7, in30) from the hourly rollup and raw events. */
-function windowEdges(r: AnalyticsRange, sc: Scope): RawBuilder<unknown> {
-  const org = r.organizationId;
-  const todayStart = dayStart(r.today);
-  const hourly = (from: Date, to: Date, in7: boolean, in30: boolean) => sql`
-    SELECT d.member_id, d.tasks_completed AS c, d.tasks_failed AS f, d.completed_duration_sum AS ds, d.completed_duration_count AS dn, ${in7}::boolean AS in7, ${in30}::boolean AS in30
-    FROM telemetry_hourly_sessions d WHERE d.organization_id = ${org} AND d.hour >= ${from} AND d.hour < ${to} ${sc.session('d.session_key')}`;
-  const raw = (from: RawBuilder<unknown>, to: RawBuilder<unknown>, in7: boolean, in30: boolean) => sql`
-    SELECT e.member_id, (e.type = 'task.completed')::int AS c, (e.type = 'task.failed')::int AS f,
-           CASE WHEN e.type = 'task.completed' THEN coalesce(e.duration_ms, 0) ELSE 0 END::bigint AS ds,
-           CASE WHEN e.type = 'task.completed' AND e.duration_ms IS NOT NULL THEN 1 ELSE 0 END AS dn, ${in7}::boolean AS in7, ${in30}::boolean AS in30
-    FROM telemetry_events e WHERE e.organization_id = ${org} AND ${from} AND ${to} ${sc.session('e.session_id')}`;
+/** Raw-event segments of the edges (`raw.seg`): the partial hours after the window starts, and the current hour. */
+const SEG_30 = 1;
+const SEG_7 = 2;
+const SEG_NOW = 3;
+
+/**
+ * The raw events of the three partial hours, read once and summed per (segment, member, session):
+ * the windows' edges, the week's current hour and the session counts all take them from here, and
+ * a dimension filter probes the tag once per session rather than once per event.
+ */
+function rawEdges(r: AnalyticsRange): RawBuilder<unknown> {
+  const seg = (n: number, from: RawBuilder<unknown>, to: RawBuilder<unknown>) => sql`
+    SELECT ${sql.lit(n)} AS seg, e.member_id, e.session_id, e.type, e.duration_ms FROM telemetry_events e
+    WHERE e.organization_id = ${r.organizationId} AND ${from} AND ${to}`;
   return sql`
-    ${hourly(r.start30HourEnd, nextDay(r.start30.toISOString().slice(0, 10)), false, true)}
-    UNION ALL ${hourly(r.start7HourEnd, nextDay(r.start7.toISOString().slice(0, 10)), true, false)}
-    UNION ALL ${hourly(todayStart, r.hourStart, true, true)}
-    UNION ALL ${raw(sql`e.occurred_at > ${r.start30}`, sql`e.occurred_at < ${r.start30HourEnd}`, false, true)}
-    UNION ALL ${raw(sql`e.occurred_at > ${r.start7}`, sql`e.occurred_at < ${r.start7HourEnd}`, true, false)}
-    UNION ALL ${raw(sql`e.occurred_at >= ${r.hourStart}`, sql`e.occurred_at <= ${r.now}`, true, true)}`;
+    SELECT seg, member_id, session_id, count(*) FILTER (WHERE type = 'task.completed') AS c, count(*) FILTER (WHERE type = 'task.failed') AS f,
+           coalesce(sum(duration_ms) FILTER (WHERE type = 'task.completed'), 0) AS ds, count(duration_ms) FILTER (WHERE type = 'task.completed') AS dn
+    FROM (${seg(SEG_30, sql`e.occurred_at > ${r.start30}`, sql`e.occurred_at < ${r.start30HourEnd}`)}
+          UNION ALL ${seg(SEG_7, sql`e.occurred_at > ${r.start7}`, sql`e.occurred_at < ${r.start7HourEnd}`)}
+          UNION ALL ${seg(SEG_NOW, sql`e.occurred_at >= ${r.hourStart}`, sql`e.occurred_at <= ${r.now}`)}) AS x
+    GROUP BY seg, member_id, session_id`;
+}
+
+/** Edge rows (member, tasks, in7, in30, wk: in the current week) from the hourly rollup and the raw CTE. */
+function windowEdges(r: AnalyticsRange, sc: Scope): RawBuilder<unknown> {
+  const hourly = (from: Date, to: Date, in7: boolean, in30: boolean, wk: boolean) => sql`
+    SELECT d.member_id, d.tasks_completed AS c, d.tasks_failed AS f, d.completed_duration_sum AS ds, d.completed_duration_count AS dn,
+           ${in7}::boolean AS in7, ${in30}::boolean AS in30, ${wk}::boolean AS wk
+    FROM telemetry_hourly_sessions d WHERE d.organization_id = ${r.organizationId} AND d.hour >= ${from} AND d.hour < ${to} ${sc.session('d.session_key')}`;
+  return sql`
+    ${hourly(r.start30HourEnd, nextDay(r.start30.toISOString().slice(0, 10)), false, true, false)}
+    UNION ALL ${hourly(r.start7HourEnd, nextDay(r.start7.toISOString().slice(0, 10)), true, false, false)}
+    UNION ALL ${hourly(dayStart(r.today), r.hourStart, true, true, true)}
+    UNION ALL SELECT member_id, c, f, ds, dn, seg <> ${sql.lit(SEG_30)}, seg <> ${sql.lit(SEG_7)}, seg = ${sql.lit(SEG_NOW)} FROM raw`;
 }
 
 /**
- * Distinct sessions with an event in [from, now], plus (edgeFrom, from) when given; `from` is
- * the start of an hour. Sessions whose last hour is in [from, current hour) are counted from the
- * index alone; those with a later last hour (the current hour, or future-stamped events) by their
- * hours; and sessions seen only in the raw partial hours are added when not counted already.
+ * Distinct sessions with an event in [from, now], plus those of the raw segment `edgeSeg` (the
+ * partial hour before `from`) when given; `from` is the start of an hour. Sessions whose last hour
+ * is in [from, current hour) are counted from the index alone; those with a later last hour (the
+ * current hour, or future-stamped events) by their hours; and sessions seen only in the raw
+ * partial hours are added when not counted already.
  */
-function sessionsSince(r: AnalyticsRange, sc: Scope, from: Date, edgeFrom: Date | null): RawBuilder<unknown> {
+function sessionsSince(r: AnalyticsRange, sc: Scope, from: Date, edgeSeg: number | null): RawBuilder<unknown> {
   const org = r.organizationId;
   const hasHourInRange = (alias: string) =>
     sql`EXISTS (SELECT 1 FROM unnest(${sql.ref(alias)}.hours) AS h WHERE h >= ${from} AND h < ${r.hourStart})`;
-  const startEdge = edgeFrom
-    ? sql`SELECT e.session_id FROM telemetry_events e
-          WHERE e.organization_id = ${org} AND e.occurred_at > ${edgeFrom} AND e.occurred_at < ${from} AND e.session_id IS NOT NULL ${sc.session('e.session_id')}
-          UNION`
-    : sql``;
+  const segs = edgeSeg === null ? sql`seg = ${sql.lit(SEG_NOW)}` : sql`seg IN (${sql.lit(edgeSeg)}, ${sql.lit(SEG_NOW)})`;
   return sql`(
     (SELECT count(*) FROM ${sc.table('sessions')} s WHERE s.organization_id = ${org} ${sc.rows('s')} AND s.last_hour >= ${from} AND s.last_hour < ${r.hourStart})
     + (SELECT count(*) FROM ${sc.table('sessions')} s WHERE s.organization_id = ${org} ${sc.rows('s')} AND s.last_hour >= ${r.hourStart} AND ${hasHourInRange('s')})
-    + (SELECT count(*) FROM (
-         ${startEdge}
-         SELECT e.session_id FROM telemetry_events e
-         WHERE e.organization_id = ${org} AND e.occurred_at >= ${r.hourStart} AND e.occurred_at <= ${r.now} AND e.session_id IS NOT NULL ${sc.session('e.session_id')}
-       ) AS x
+    + (SELECT count(*) FROM (SELECT DISTINCT session_id FROM raw WHERE ${segs} AND session_id IS NOT NULL) AS x
        WHERE NOT EXISTS (SELECT 1 FROM ${sc.table('sessions')} s2 WHERE s2.organization_id = ${org} ${sc.rows('s2')} AND s2.session_id = x.session_id AND ${hasHourInRange('s2')}))
   )`;
 }
 
-export async function summaryWindowFigures(db: Db, r: AnalyticsRange): Promise<WindowFigures> {
+type CurrentWeek = { wkMembers: number; wkSessions: number; wkCompleted: number; wkFailed: number };
+
+/** The rolling windows and the current ISO week up to now, in one statement (the edges are shared). */
+async function windowAndCurrentWeek(db: Db, r: AnalyticsRange, sc: Scope): Promise<WindowFigures & CurrentWeek> {
   const org = r.organizationId;
   const d7 = r.start7.toISOString().slice(0, 10);
   const d30 = r.start30.toISOString().slice(0, 10);
-  const sc = scopeOf(r);
-  const result = await sql<Record<keyof WindowFigures, string | number | null>>`
-    WITH edge AS MATERIALIZED (${windowEdges(r, sc)}),
+  const result = await sql<Record<keyof (WindowFigures & CurrentWeek), string | number | null>>`
+    WITH raw AS MATERIALIZED (
+      SELECT * FROM (${rawEdges(r)}) AS g WHERE true ${sc.session('g.session_id')}
+    ),
+    edge AS MATERIALIZED (${windowEdges(r, sc)}),
     m AS (
-      SELECT member_id, bool_or(in7) AS in7, bool_or(in30) AS in30 FROM (
-        SELECT member_id, in7, in30 FROM edge
+      SELECT member_id, bool_or(in7) AS in7, bool_or(in30) AS in30, bool_or(wk) AS wk FROM (
+        SELECT member_id, in7, in30, wk FROM edge
         UNION ALL
-        SELECT member_id, day > ${d7}::date, true FROM ${sc.table('daily_members')}
+        SELECT member_id, day > ${d7}::date, true, day >= ${r.currentWeek}::date FROM ${sc.table('daily_members')}
         WHERE organization_id = ${org} ${sc.rows()} AND day > ${d30}::date AND day < ${r.today}::date
       ) AS x GROUP BY member_id
     ),
     t AS (
-      SELECT c, f, ds, dn, in7, in30 FROM edge
+      SELECT c, f, ds, dn, in7, in30, wk FROM edge
       UNION ALL
-      SELECT tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count, day > ${d7}::date, true FROM ${sc.table('daily_totals')}
+      SELECT tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count, day > ${d7}::date, true, day >= ${r.currentWeek}::date
+      FROM ${sc.table('daily_totals')}
       WHERE organization_id = ${org} ${sc.rows()} AND day > ${d30}::date AND day < ${r.today}::date
     )
-    SELECT (SELECT count(*) FILTER (WHERE in7) FROM m) AS active7,
-           (SELECT count(*) FILTER (WHERE in30) FROM m) AS active30,
-           ${sessionsSince(r, sc, r.start7HourEnd, r.start7)} AS sessions7,
-           ${sessionsSince(r, sc, r.start30HourEnd, r.start30)} AS sessions30,
+    SELECT mm.*,
+           ${sessionsSince(r, sc, r.start7HourEnd, SEG_7)} AS sessions7,
+           ${sessionsSince(r, sc, r.start30HourEnd, SEG_30)} AS sessions30,
+           ${sessionsSince(r, sc, dayStart(r.currentWeek), null)} AS "wkSessions",
            tt.*
-    FROM (SELECT coalesce(sum(c) FILTER (WHERE in7), 0) AS completed7, coalesce(sum(f) FILTER (WHERE in7), 0) AS failed7,
+    FROM (SELECT count(*) FILTER (WHERE in7) AS active7, count(*) FILTER (WHERE in30) AS active30, count(*) FILTER (WHERE wk) AS "wkMembers" FROM m) AS mm,
+         (SELECT coalesce(sum(c) FILTER (WHERE in7), 0) AS completed7, coalesce(sum(f) FILTER (WHERE in7), 0) AS failed7,
                  coalesce(sum(c) FILTER (WHERE in30), 0) AS completed30, coalesce(sum(f) FILTER (WHERE in30), 0) AS failed30,
-                 coalesce(sum(ds) FILTER (WHERE in30), 0) AS "durationSum30", coalesce(sum(dn) FILTER (WHERE in30), 0) AS "durationCount30"
+                 coalesce(sum(ds) FILTER (WHERE in30), 0) AS "durationSum30", coalesce(sum(dn) FILTER (WHERE in30), 0) AS "durationCount30",
+                 coalesce(sum(c) FILTER (WHERE wk), 0) AS "wkCompleted", coalesce(sum(f) FILTER (WHERE wk), 0) AS "wkFailed"
           FROM t) AS tt`.execute(db);
   return numbers(result.rows[0]!);
 }
 
-/** The current ISO week up to now, and the complete past weeks from `r.firstWeek` (week 0). */
-export async function summaryWeekFigures(db: Db, r: AnalyticsRange): Promise<WeekFigures[]> {
+/** The complete past weeks from `r.firstWeek` (week 0) before the current one. */
+async function pastWeeks(db: Db, r: AnalyticsRange, sc: Scope): Promise<WeekFigures[]> {
   const org = r.organizationId;
-  const todayStart = dayStart(r.today);
-  const sc = scopeOf(r);
-  const current = await sql<Record<keyof WeekFigures, string | number>>`
-    WITH edge AS MATERIALIZED (
-      SELECT d.member_id, d.tasks_completed AS c, d.tasks_failed AS f
-      FROM telemetry_hourly_sessions d WHERE d.organization_id = ${org} AND d.hour >= ${todayStart} AND d.hour < ${r.hourStart} ${sc.session('d.session_key')}
-      UNION ALL
-      SELECT e.member_id, (e.type = 'task.completed')::int, (e.type = 'task.failed')::int
-      FROM telemetry_events e WHERE e.organization_id = ${org} AND e.occurred_at >= ${r.hourStart} AND e.occurred_at <= ${r.now} ${sc.session('e.session_id')}
-    )
-    SELECT 11 AS week,
-           (SELECT count(*) FROM (
-              SELECT member_id FROM edge
-              UNION
-              SELECT member_id FROM ${sc.table('daily_members')} WHERE organization_id = ${org} ${sc.rows()} AND day >= ${r.currentWeek}::date AND day < ${r.today}::date
-            ) AS x) AS "activeMembers",
-           ${sessionsSince(r, sc, dayStart(r.currentWeek), null)} AS sessions,
-           (SELECT coalesce(sum(c), 0) FROM edge) + (SELECT coalesce(sum(tasks_completed), 0) FROM ${sc.table('daily_totals')}
-              WHERE organization_id = ${org} ${sc.rows()} AND day >= ${r.currentWeek}::date AND day < ${r.today}::date) AS "tasksCompleted",
-           (SELECT coalesce(sum(f), 0) FROM edge) + (SELECT coalesce(sum(tasks_failed), 0) FROM ${sc.table('daily_totals')}
-              WHERE organization_id = ${org} ${sc.rows()} AND day >= ${r.currentWeek}::date AND day < ${r.today}::date) AS "tasksFailed"`.execute(db);
   const past = await sql<Record<keyof WeekFigures, string | number>>`
     WITH counts AS (
       SELECT (week - ${r.firstWeek}::date) / 7 AS week, sum(active_members) AS members, sum(sessions) AS sessions
@@ -161,11 +158,14 @@ export async function summaryWeekFigures(db: Db, r: AnalyticsRange): Promise<Wee
     SELECT week, coalesce(counts.members, 0) AS "activeMembers", coalesce(counts.sessions, 0) AS sessions,
            coalesce(tasks.completed, 0) AS "tasksCompleted", coalesce(tasks.failed, 0) AS "tasksFailed"
     FROM counts FULL JOIN tasks USING (week)`.execute(db);
-  return [...past.rows, ...current.rows].map((row) => ({
-    week: Number(row.week),
-    activeMembers: Number(row.activeMembers),
-    sessions: Number(row.sessions),
-    tasksCompleted: Number(row.tasksCompleted),
-    tasksFailed: Number(row.tasksFailed),
-  }));
+  return past.rows.map((row) => numbers(row));
+}
+
+/** The rolling windows, and the 12 ISO weeks (week 11 the current one, up to now) as far as they have data. */
+export async function summaryFigures(db: Db, r: AnalyticsRange): Promise<{ windows: WindowFigures; weeks: WeekFigures[] }> {
+  const sc = scopeOf(r);
+  const { wkMembers, wkSessions, wkCompleted, wkFailed, ...windows } = await windowAndCurrentWeek(db, r, sc);
+  const weeks = await pastWeeks(db, r, sc);
+  weeks.push({ week: 11, activeMembers: wkMembers, sessions: wkSessions, tasksCompleted: wkCompleted, tasksFailed: wkFailed });
+  return { windows, weeks };
 }

@@ -146,3 +146,53 @@ describe('a dimension applied after a session’s first events', () => {
     }
   });
 });
+
+describe('the edges of the windows inside partial hours', () => {
+  it('counts sessions with several events in a partial hour once, and events at the window start and at now as defined', async () => {
+    const T = new Date('2026-11-19T15:37:00.000Z');
+    const at = (ms: number) => new Date(T.getTime() + ms).toISOString();
+    const M = 60_000;
+    const edgeTag = { dimensions: [{ type: 'team', value: 'edge' }] };
+    const batches = [
+      // The current hour: three events of one session, one of them at now, one of a session seen before.
+      [
+        { type: 'task.completed', timestamp: at(-32 * M), sessionId: 'cur', durationMs: 100, ...edgeTag },
+        { type: 'task.failed', timestamp: at(-27 * M), sessionId: 'cur' },
+        { type: 'task.completed', timestamp: at(0), sessionId: 'cur', durationMs: 300 },
+        { type: 'user.active', timestamp: at(-M), sessionId: 'w7' },
+      ],
+      // The 7-day window's start: one event at the start instant (outside), two in the rest of its hour, one before.
+      [
+        { type: 'task.completed', timestamp: at(-7 * D), sessionId: 'w7', durationMs: 1 },
+        { type: 'task.completed', timestamp: at(-7 * D + 1), sessionId: 'w7', durationMs: 10, ...edgeTag },
+        { type: 'task.failed', timestamp: at(-7 * D + 20 * M), sessionId: 'w7' },
+        { type: 'task.completed', timestamp: at(-7 * D - 5 * M), sessionId: 'before7', durationMs: 5 },
+      ],
+      // The 30-day window's start, the same way, and the rest of that day's hours.
+      [
+        { type: 'task.completed', timestamp: at(-30 * D + 2 * M), sessionId: 'w30', durationMs: 20, ...edgeTag },
+        { type: 'task.completed', timestamp: at(-30 * D + 22 * M), sessionId: 'w30', durationMs: 40 },
+        { type: 'task.failed', timestamp: at(-30 * D + 3 * H), sessionId: 'w30' },
+        { type: 'task.completed', timestamp: at(-30 * D - M), sessionId: 'before30', durationMs: 7, ...edgeTag },
+      ],
+    ];
+    for (const [i, events] of batches.entries()) {
+      const who = members[i % members.length]!;
+      expect((await t.http.post('/v1/telemetry/ingest').set(...bearer(who.token)).send({ events })).status).toBe(202);
+    }
+    for (const now of [T, new Date(T.getTime() + 23 * M), new Date(T.getTime() + 30 * 1000)]) {
+      clock.set(now);
+      try {
+        for (const dimension of [null, { type: 'team', value: 'edge' }]) {
+          const query = dimension ? `?dimensionType=${dimension.type}&dimensionValue=${dimension.value}` : '';
+          const res = await t.http.get(`/v1/telemetry/analytics${query}`).set(...bearer(owner.token));
+          expect(res.status).toBe(200);
+          const { members: _m, pendingInvites: _p, ...figures } = res.body;
+          expect(figures).toEqual(await naive(now, dimension));
+        }
+      } finally {
+        clock.set(NOW);
+      }
+    }
+  });
+});
