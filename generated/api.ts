@@ -560,7 +560,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a custom role (roles.manage, session only, fresh)
-         * @description 409 `role_in_use` while active members or pending invitations hold the role, unless `reassignTo` names the role they move to, in the same transaction (an unknown key, `owner` or the role itself → 400; a target role holding permissions the caller lacks → 403 `permission_not_held`). Built-in roles: 409 `builtin_role_immutable`.
+         * @description 409 `role_in_use` while active members, pending invitations or SSO connections (as their `defaultRole` or in `roleMappings`) hold the role, unless `reassignTo` names the role they move to, in the same transaction (an unknown key, `owner` or the role itself → 400; a target role holding permissions the caller lacks → 403 `permission_not_held`). Built-in roles: 409 `builtin_role_immutable`.
          */
         delete: operations["deleteRole"];
         options?: never;

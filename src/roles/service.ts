@@ -93,27 +93,38 @@ export async function updateRole(deps: AppDeps, principal: Principal, membership
 }
 
 /**
- * Deletes a custom role in one transaction. Held by active members or pending invitations: 409
- * `role_in_use`, unless `reassignTo` names the role they move to (never `owner`, never the role
- * itself, and only a role whose permissions the caller holds).
+ * Deletes a custom role in one transaction. Held by active members, pending invitations or SSO
+ * connections (default role, group mappings): 409 `role_in_use`, unless `reassignTo` names the
+ * role they move to (never `owner`, never the role itself, and only a role whose permissions the
+ * caller holds). A connection left naming a deleted role would hand out `member` at sign-in
+ * without anyone having chosen it.
  */
 export async function deleteRole(deps: AppDeps, principal: Principal, membership: Membership, roleId: string, reassignTo: string | undefined) {
   guardRoleWrite(deps, principal, membership);
   const { organizationId } = membership;
+  const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
     const locked = await store.lockRole(trx, organizationId, roleId);
     if (!locked) throw roleNotFound();
     if (locked.built_in) throw builtInImmutable();
     const target = reassignTo === undefined ? undefined : await reassignTarget(trx, membership, reassignTo, locked.key);
-    const holders = await store.holdersOf(trx, organizationId, locked.key, deps.clock.now());
-    if (!target && holders.members + holders.invitations > 0) {
-      throw new Conflict('role_in_use', `The role is held by ${holders.members} member(s) and ${holders.invitations} pending invitation(s); give reassignTo.`);
+    const holders = await store.holdersOf(trx, organizationId, locked.key, now);
+    if (!target && holders.members + holders.invitations + holders.connections > 0) {
+      throw new Conflict(
+        'role_in_use',
+        `The role is held by ${holders.members} member(s), ${holders.invitations} pending invitation(s) and ${holders.connections} SSO connection(s) (default role or group mapping); give reassignTo.`,
+      );
     }
     // Removed members and past invitations keep a role key too: they follow the reassignment, or
     // fall back to `member` (they grant nothing).
-    await store.reassignRole(trx, organizationId, locked.key, target?.key ?? 'member');
+    await store.reassignRole(trx, organizationId, locked.key, target?.key ?? 'member', now);
     await store.deleteRole(trx, organizationId, roleId);
-    const gone = { key: locked.key, reassignedTo: target?.key, membersReassigned: target ? holders.members : undefined };
+    const gone = {
+      key: locked.key,
+      reassignedTo: target?.key,
+      membersReassigned: target ? holders.members : undefined,
+      connectionsReassigned: target && holders.connections > 0 ? holders.connections : undefined,
+    };
     await recordChange(trx, { action: 'role.deleted', target: { type: 'role', id: roleId }, changes: deleted(gone) });
   });
 }
@@ -138,6 +149,15 @@ export async function assignableRole(db: Db, membership: Membership, key: string
   if (!role) throw Invalid.at(path, `the organization has no role ${key}`);
   requireHeld(membership, permissionsOf(role));
   return role.key;
+}
+
+/**
+ * Inside a transaction that writes role keys where no foreign key guards them (SSO connections):
+ * locks the roles before they are checked, so a concurrent delete either waits and then sees the
+ * writer as a holder, or wins and the check finds no such role.
+ */
+export async function holdRoles(db: Db, organizationId: string, keys: string[]): Promise<void> {
+  await store.shareLockRoles(db, organizationId, [...new Set(keys)]);
 }
 
 /** GET /v1/members/{memberId}/permissions: the member themself, or `members.read`. */

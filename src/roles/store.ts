@@ -49,6 +49,15 @@ export async function findRoleByKey(db: Db, organizationId: string, key: string)
   return roleQuery(db, organizationId).where('r.key', '=', key).executeTakeFirst();
 }
 
+/**
+ * Holds the roles (FOR SHARE) until the transaction ends: a write naming them in a column without a
+ * foreign key (SSO connection mappings) cannot race with a delete of one of them.
+ */
+export async function shareLockRoles(db: Db, organizationId: string, keys: string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await db.selectFrom('organization_roles').select('id').where('organization_id', '=', organizationId).where('key', 'in', keys).forShare().execute();
+}
+
 /** Locks the role row for a change that must not race with another (delete with reassignment). */
 export async function lockRole(db: Db, organizationId: string, roleId: string): Promise<{ key: string; built_in: boolean } | undefined> {
   return db
@@ -119,21 +128,40 @@ export async function updateRole(
   return row !== undefined;
 }
 
-/** Active members and pending (unexpired) invitations holding the role. */
-export async function holdersOf(db: Db, organizationId: string, key: string, now: Date): Promise<{ members: number; invitations: number }> {
-  const row = await sql<{ members: number; invitations: number }>`SELECT
+/** SSO connections giving the role: as their default role, or in a group mapping. */
+const givenByConnection = (key: string) =>
+  sql<boolean>`(default_role = ${key} OR role_mappings @> jsonb_build_array(jsonb_build_object('role', ${key}::text)))`;
+
+export interface RoleHolders {
+  members: number;
+  invitations: number;
+  connections: number;
+}
+
+/** Active members, pending (unexpired) invitations and SSO connections holding the role. */
+export async function holdersOf(db: Db, organizationId: string, key: string, now: Date): Promise<RoleHolders> {
+  const row = await sql<RoleHolders>`SELECT
       (SELECT count(*)::int FROM members WHERE organization_id = ${organizationId} AND role = ${key} AND removed_at IS NULL) AS members,
-      (SELECT count(*)::int FROM invitations WHERE organization_id = ${organizationId} AND role = ${key} AND status = 'pending' AND expires_at > ${now}) AS invitations`.execute(db);
+      (SELECT count(*)::int FROM invitations WHERE organization_id = ${organizationId} AND role = ${key} AND status = 'pending' AND expires_at > ${now}) AS invitations,
+      (SELECT count(*)::int FROM sso_connections WHERE organization_id = ${organizationId} AND ${givenByConnection(key)}) AS connections`.execute(db);
   return row.rows[0]!;
 }
 
 /**
- * Moves every row naming the role (members, removed ones included, and invitations of any status)
- * to another role, so the role can be deleted.
+ * Moves every row naming the role (members, removed ones included, invitations of any status, and
+ * SSO connections' default role and group mappings, in their order) to another role, so the role
+ * can be deleted.
  */
-export async function reassignRole(db: Db, organizationId: string, fromKey: string, toKey: string): Promise<void> {
+export async function reassignRole(db: Db, organizationId: string, fromKey: string, toKey: string, now: Date): Promise<void> {
   await db.updateTable('members').set({ role: toKey }).where('organization_id', '=', organizationId).where('role', '=', fromKey).execute();
   await db.updateTable('invitations').set({ role: toKey }).where('organization_id', '=', organizationId).where('role', '=', fromKey).execute();
+  await sql`UPDATE sso_connections SET
+      default_role = CASE WHEN default_role = ${fromKey} THEN ${toKey} ELSE default_role END,
+      role_mappings = (
+        SELECT coalesce(jsonb_agg(CASE WHEN m.value->>'role' = ${fromKey} THEN jsonb_set(m.value, '{role}', to_jsonb(${toKey}::text)) ELSE m.value END ORDER BY m.ordinality), '[]'::jsonb)
+        FROM jsonb_array_elements(role_mappings) WITH ORDINALITY AS m),
+      updated_at = ${now}
+    WHERE organization_id = ${organizationId} AND ${givenByConnection(fromKey)}`.execute(db);
 }
 
 export async function deleteRole(db: Db, organizationId: string, roleId: string): Promise<void> {

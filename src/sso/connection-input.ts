@@ -5,7 +5,7 @@ import type { Membership } from '../domain/principal';
 import type { Db } from '../db/schema';
 import { Invalid } from '../lib/errors';
 import { checkTenantUrl } from '../outbound';
-import { assignableRole } from '../roles/service';
+import { assignableRole, holdRoles } from '../roles/service';
 import type { ConnectionValues } from './connection-store';
 
 type Schemas = components['schemas'];
@@ -69,6 +69,16 @@ export function normalizeCertificate(value: string): string {
 export function normalizeScopes(scopes: string[] | undefined): string[] {
   const list = scopes ?? DEFAULT_OIDC_SCOPES;
   return list.includes('openid') ? list : ['openid', ...list];
+}
+
+/**
+ * First thing in a connection write's transaction: locks the roles the body names until it ends,
+ * so DELETE /v1/roles either waits and then counts this connection as a holder, or deletes first
+ * and `checkRoles` finds no such role. Taken before the connection row, in the order DELETE
+ * /v1/roles takes them (role, then connections), so the two cannot deadlock.
+ */
+export async function holdNamedRoles(db: Db, organizationId: string, body: Body): Promise<void> {
+  await holdRoles(db, organizationId, [...(body.defaultRole !== undefined ? [body.defaultRole] : []), ...(body.roleMappings ?? []).map((m) => m.role)]);
 }
 
 /**

@@ -10,7 +10,7 @@ import { requireFeature } from '../plans';
 import { changed, created, deleted, recordChange } from '../audit';
 import * as store from './connection-store';
 import type { ConnectionRow, ConnectionValues } from './connection-store';
-import { checkIssuer, checkRoles, checkSsoUrl, normalizeCertificate, normalizeScopes, refuseOtherTypeFields, requireFields } from './connection-input';
+import { checkIssuer, checkRoles, checkSsoUrl, holdNamedRoles, normalizeCertificate, normalizeScopes, refuseOtherTypeFields, requireFields } from './connection-input';
 import { ssoUrls } from './urls';
 
 type Schemas = components['schemas'];
@@ -90,6 +90,7 @@ export async function createConnection(deps: AppDeps, principal: Principal, memb
   };
   const id = newId('ssoConnection');
   const row = await deps.db.transaction().execute(async (trx) => {
+    await holdNamedRoles(trx, membership.organizationId, body);
     Object.assign(values, await checkRoles(trx, membership, body));
     await store.insertConnection(trx, { ...values, id, organizationId: membership.organizationId, type: body.type, memberId: membership.memberId, now: deps.clock.now() });
     const inserted = (await store.findConnection(trx, membership.organizationId, id))!;
@@ -119,6 +120,7 @@ export async function getConnection(deps: AppDeps, membership: Membership, id: s
 export async function updateConnection(deps: AppDeps, principal: Principal, membership: Membership, id: string, body: Schemas['UpdateSsoConnectionRequest']) {
   await guardSsoWrite(deps, principal, membership);
   const row = await deps.db.transaction().execute(async (trx) => {
+    await holdNamedRoles(trx, membership.organizationId, body);
     // Another organization's connection is 404 before anything about the body is judged.
     const current = await store.lockConnection(trx, membership.organizationId, id);
     if (!current) throw connectionNotFound();

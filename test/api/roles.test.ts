@@ -3,6 +3,7 @@ import { addMember, bearer, createOrganization, PASSWORD, signUp, type OrgOwner 
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import type { ManualClock } from '../../src/lib/clock';
 import { PERMISSION_KEYS } from '../../src/access/permissions';
+import { enterpriseOrganization, OIDC_CONNECTION, SAML_CONNECTION } from '../support/sso';
 
 let t: TestApp;
 let clock: ManualClock;
@@ -197,6 +198,63 @@ describe('custom roles', () => {
       expect([res.status, res.body.details[0].path]).toEqual([400, ['body', 'role']]);
       expect((await t.http.get(`/v1/members/${a.memberId}/permissions`).set(...bearer(b.token))).status).toBe(404);
     });
+  });
+});
+
+describe('roles given by SSO connections', () => {
+  const connection = async (owner: OrgOwner, body: Record<string, unknown>) => {
+    const res = await t.http.post('/v1/sso/connections').set(...bearer(owner.token)).send(body);
+    expect(res.status).toBe(201);
+    return res.body.item.id as string;
+  };
+  const connectionRoles = async (owner: OrgOwner, id: string) => {
+    const res = await t.http.get(`/v1/sso/connections/${id}`).set(...bearer(owner.token));
+    return { defaultRole: res.body.item.defaultRole, roleMappings: res.body.item.roleMappings };
+  };
+
+  it('a role a connection maps a group to, or gives by default, is in use: 409, nothing changes', async () => {
+    const owner = await enterpriseOrganization(t);
+    const mappedRole = await roleOf(owner, 'engineer', ['members.read']);
+    const defaultRole = await roleOf(owner, 'contractor', []);
+    await connection(owner, { ...OIDC_CONNECTION, roleMappings: [{ group: 'eng', role: 'engineer' }] });
+    await connection(owner, { ...SAML_CONNECTION, defaultRole: 'contractor' });
+    for (const role of [mappedRole, defaultRole]) {
+      await unchanged(async () => {
+        const res = await t.http.delete(`/v1/roles/${role.id}`).set(...bearer(owner.token));
+        expect([res.status, res.body.error]).toEqual([409, 'role_in_use']);
+        expect(res.body.message).toContain('1 SSO connection');
+      });
+    }
+  });
+
+  it('reassignTo moves the mappings and the default role in the same transaction (audited)', async () => {
+    const owner = await enterpriseOrganization(t);
+    const role = await roleOf(owner, 'engineer', ['members.read']);
+    const oidc = await connection(owner, { ...OIDC_CONNECTION, defaultRole: 'engineer', roleMappings: [{ group: 'eng', role: 'engineer' }, { group: 'ops', role: 'admin' }, { group: 'eng-leads', role: 'engineer' }] });
+    const saml = await connection(owner, { ...SAML_CONNECTION, roleMappings: [{ group: 'admins', role: 'admin' }] });
+    const res = await t.http.delete(`/v1/roles/${role.id}`).query({ reassignTo: 'member' }).set(...bearer(owner.token));
+    expect(res.status).toBe(204);
+    expect(await connectionRoles(owner, oidc)).toEqual({
+      defaultRole: 'member',
+      roleMappings: [{ group: 'eng', role: 'member' }, { group: 'ops', role: 'admin' }, { group: 'eng-leads', role: 'member' }],
+    });
+    expect(await connectionRoles(owner, saml)).toEqual({ defaultRole: 'member', roleMappings: [{ group: 'admins', role: 'admin' }] });
+    const audit = await t.db.selectFrom('audit_logs').select('changes').where('organization_id', '=', owner.organizationId).where('action', '=', 'role.deleted').executeTakeFirstOrThrow();
+    expect(audit.changes).toMatchObject({ reassignedTo: { from: 'member' }, connectionsReassigned: { from: 1 } });
+  });
+
+  it('a target role holding permissions the caller lacks: 403 permission_not_held, the mappings stay', async () => {
+    const owner = await enterpriseOrganization(t);
+    const doomed = await roleOf(owner, 'doomed', []);
+    const id = await connection(owner, { ...OIDC_CONNECTION, roleMappings: [{ group: 'g', role: 'doomed' }] });
+    await roleOf(owner, 'role-managers', ['roles.manage']);
+    await roleOf(owner, 'strong', ['roles.manage', 'teams.manage']);
+    const manager = await memberWithRole(owner, 'role-managers');
+    await unchanged(async () => {
+      const res = await t.http.delete(`/v1/roles/${doomed.id}`).query({ reassignTo: 'strong' }).set(...bearer(manager.token));
+      expect([res.status, res.body.reason]).toEqual([403, 'permission_not_held']);
+    });
+    expect((await connectionRoles(owner, id)).roleMappings).toEqual([{ group: 'g', role: 'doomed' }]);
   });
 });
 

@@ -5,6 +5,7 @@ import { connectServer, type Database } from '../../src/db/connect';
 import { createTestApp, type TestApp } from '../support/app';
 import { serverUrl, testDbKind } from '../support/env';
 import { addMember, bearer, createOrganization, signUp, type OrgMember, type OrgOwner } from '../support/factories';
+import { OIDC_CONNECTION } from '../support/sso';
 
 /**
  * 50 parallel grants, revokes, publishes and invitation accepts on the same targets, spread over
@@ -91,4 +92,43 @@ it(`${N} parallel accepts of one invitation make one member`, async () => {
   expect(answers.filter((r) => r.status !== 200 && !(r.status === 409 && r.body.error === 'invitation_not_pending')).map((r) => `${r.status} ${JSON.stringify(r.body)}`)).toEqual([]);
   const members = await t.http.get('/v1/members?limit=100').set(...bearer(owner.token));
   expect(members.body.items.filter((m: { userId: string }) => m.userId === invitee.userId)).toHaveLength(1);
+});
+
+describe('roles deleted while SSO connections are given them', () => {
+  const pairs = async (label: string, mapped: boolean) => {
+    await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
+    const out: { connectionId: string; roleId: string; key: string }[] = [];
+    for (let i = 0; i < 10; i++) {
+      const role = await t.http.post('/v1/roles').set(...bearer(owner.token)).send({ key: `${label}-${i}`, name: 'Race', permissions: [] });
+      const roleMappings = mapped ? [{ group: 'g', role: role.body.item.key }] : [];
+      const connection = await t.http.post('/v1/sso/connections').set(...bearer(owner.token)).send({ ...OIDC_CONNECTION, name: `${label} ${i}`, roleMappings });
+      expect([role.status, connection.status]).toEqual([201, 201]);
+      out.push({ connectionId: connection.body.item.id, roleId: role.body.item.id, key: role.body.item.key });
+    }
+    return out;
+  };
+  /** Each connection given its role while the role is deleted, on the other app; then no mapping names a missing role. */
+  const race = async (list: { connectionId: string; roleId: string; key: string }[], reassignTo?: string) => {
+    const answers = await Promise.all(
+      list.flatMap(({ connectionId, roleId, key }, i) => [
+        via(i).patch(`/v1/sso/connections/${connectionId}`).set(...bearer(owner.token)).send({ roleMappings: [{ group: 'g', role: key }] }),
+        via(i + 1).delete(`/v1/roles/${roleId}`).query(reassignTo ? { reassignTo } : {}).set(...bearer(owner.token)),
+      ]),
+    );
+    const outcomes = answers.map((r) => `${r.status} ${r.body?.error ?? ''}`.trim());
+    expect(outcomes.filter((o) => !['200', '400 invalid_request', '204', '409 role_in_use'].includes(o))).toEqual([]);
+    const roleKeys = new Set((await t.db.selectFrom('organization_roles').select('key').where('organization_id', '=', owner.organizationId).execute()).map((r) => r.key));
+    for (const { connectionId } of list) {
+      const row = await t.db.selectFrom('sso_connections').select('role_mappings').where('id', '=', connectionId).executeTakeFirstOrThrow();
+      for (const mapping of row.role_mappings) expect(roleKeys).toContain(mapping.role);
+    }
+  };
+
+  it('without reassignTo: no connection is left naming a missing role', async () => {
+    await race(await pairs('race', false));
+  });
+
+  it('with reassignTo, on connections that already map the role: no deadlock, no missing role', async () => {
+    await race(await pairs('moved', true), 'member');
+  });
 });

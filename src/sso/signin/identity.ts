@@ -43,8 +43,9 @@ async function inVerifiedDomain(trx: Transaction<DB>, organizationId: string, em
 
 /**
  * The role the connection maps this sign-in to: the first `roleMappings` entry whose group the
- * provider sent, else `defaultRole`. A role deleted since the mapping was written falls back to
- * the default, then to `member`; `owner` is never handed out this way.
+ * provider sent, else `defaultRole`. DELETE /v1/roles refuses a role a connection gives (or moves
+ * the mappings with `reassignTo`); should a mapping still name a missing role, it falls back to
+ * the default, then to `member`. `owner` is never handed out this way.
  */
 async function mappedRole(trx: Transaction<DB>, connection: SignInConnection, groups: string[]): Promise<string> {
   const sent = new Set(groups);
