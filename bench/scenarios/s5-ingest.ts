@@ -51,7 +51,9 @@ export function ingestRequests(token: string, prefix: string) {
  * Scenario 5: POST /v1/telemetry/ingest with 50-event batches, against the floor: the rows the
  * service writes for a batch (events in one multi-row INSERT, the session's dimension tag, the
  * hourly rollup, the session's hours, the member's days, the daily totals and the weekly keys and
- * counts) written straight through pg as multi-row statements in one transaction by as many loops. Keep it in step with `writeBatch` in src/telemetry/ingest.ts.
+ * counts, and the same summaries for the tag, its hourly rollup included) written straight through
+ * pg as multi-row statements in one transaction by as many loops, after the same per-session lock.
+ * Keep it in step with `writeBatch` in src/telemetry/ingest.ts.
  */
 export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult> {
   const result: ScenarioResult = {
@@ -107,6 +109,8 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
+        // Batches of one session are serialised, as the service's are.
+        await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('telemetry-session:' || $1::text || ':' || $2::text, 0))`, [org.organizationId, events[0]!.sessionId]);
         await client.query(
           `INSERT INTO telemetry_events (id, organization_id, member_id, type, occurred_at, received_at, session_id, duration_ms, success, dimensions) VALUES ${tuples.join(', ')}`,
           values,
@@ -195,6 +199,12 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
              ON CONFLICT (organization_id, dim_type, dim_value, day, shard) DO UPDATE SET tasks_completed = t.tasks_completed + excluded.tasks_completed,
                tasks_failed = t.tasks_failed + excluded.tasks_failed, completed_duration_sum = t.completed_duration_sum + excluded.completed_duration_sum,
                completed_duration_count = t.completed_duration_count + excluded.completed_duration_count),
+           h AS (
+             INSERT INTO telemetry_dimension_hourly AS h (organization_id, dim_type, dim_value, hour, member_id, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+             SELECT $1, 'team', $2, v.hour, $3, v.c, v.f, v.ds, v.c FROM unnest($10::timestamptz[], $11::int[], $12::int[], $13::bigint[]) AS v(hour, c, f, ds)
+             ON CONFLICT (organization_id, dim_type, dim_value, hour, member_id) DO UPDATE SET tasks_completed = h.tasks_completed + excluded.tasks_completed,
+               tasks_failed = h.tasks_failed + excluded.tasks_failed, completed_duration_sum = h.completed_duration_sum + excluded.completed_duration_sum,
+               completed_duration_count = h.completed_duration_count + excluded.completed_duration_count),
            seen AS (
              INSERT INTO telemetry_dimension_weekly_keys (organization_id, dim_type, dim_value, week, kind, key)
              SELECT $1, 'team', $2, w::date, k.kind, k.key FROM unnest($8::text[]) AS w CROSS JOIN (VALUES ('m', $3), ('s', $9)) AS k(kind, key)
@@ -203,7 +213,8 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
            SELECT $1, 'team', $2, week, pg_backend_pid() % 16, count(*) FILTER (WHERE kind = 'm'), count(*) FILTER (WHERE kind = 's') FROM seen GROUP BY week ORDER BY week
            ON CONFLICT (organization_id, dim_type, dim_value, week, shard) DO UPDATE SET active_members = c.active_members + excluded.active_members, sessions = c.sessions + excluded.sessions`,
           [org.organizationId, tag, org.callerMemberId, dayList, dayList.map((d) => days.get(d)!.completed), dayList.map((d) => days.get(d)!.failed),
-            dayList.map((d) => days.get(d)!.dur), weekList, events[0]!.sessionId],
+            dayList.map((d) => days.get(d)!.dur), weekList, events[0]!.sessionId,
+            hourList, hourList.map((h) => hours.get(h)!.completed), hourList.map((h) => hours.get(h)!.failed), hourList.map((h) => hours.get(h)!.dur)],
         );
         await client.query('COMMIT');
       } catch (err) {

@@ -4,7 +4,7 @@ import { preparedAs } from '../db/connect';
 import type { HourlyDelta, SessionTag } from './ingest-store';
 
 /*
- * The per-dimension summaries (migration 20261124_0250) that filtered analytics reads
+ * The per-dimension summaries (migrations 20261124_0250 and _0900) that filtered analytics reads
  * (./summary-queries.ts with a dimension), kept by ingestion in the batch's transaction
  * (./ingest.ts): the batch's rollup deltas added once per tag of their session, and, when a
  * session gets a tag for the first time, its rollup rows stored before this batch added too.
@@ -12,12 +12,22 @@ import type { HourlyDelta, SessionTag } from './ingest-store';
 
 /**
  * Adds rollup rows (columns dim_type, dim_value, hour, member_id, session_key, c, f, ds, dn; one
- * row per tag) to the per-dimension daily members, daily totals (this connection's shard) and
- * weekly keys and counts, in one statement. Every insert is grouped to distinct, sorted keys.
+ * row per tag) to the per-dimension hourly rollup, daily members, daily totals (this connection's
+ * shard) and weekly keys and counts, in one statement. Every insert is grouped to distinct, sorted keys.
  */
 async function addFacts(db: Db, name: string, organizationId: string, facts: RawBuilder<unknown>): Promise<void> {
   await sql`${preparedAs(name)}
     WITH r AS MATERIALIZED (${facts}),
+    hourly AS (
+      INSERT INTO telemetry_dimension_hourly AS h (organization_id, dim_type, dim_value, hour, member_id, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+      SELECT ${organizationId}, dim_type, dim_value, hour, member_id, sum(c), sum(f), sum(ds), sum(dn)
+      FROM r GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5
+      ON CONFLICT (organization_id, dim_type, dim_value, hour, member_id) DO UPDATE SET
+        tasks_completed = h.tasks_completed + excluded.tasks_completed,
+        tasks_failed = h.tasks_failed + excluded.tasks_failed,
+        completed_duration_sum = h.completed_duration_sum + excluded.completed_duration_sum,
+        completed_duration_count = h.completed_duration_count + excluded.completed_duration_count
+    ),
     members AS (
       INSERT INTO telemetry_dimension_daily_members (organization_id, dim_type, dim_value, day, member_id)
       SELECT DISTINCT ${organizationId}, dim_type, dim_value, (hour AT TIME ZONE 'UTC')::date, member_id FROM r

@@ -17,28 +17,29 @@ import { dayStart, nextDay } from './time';
 
 /**
  * Which summaries a query reads: the organization's, or with a dimension filter the same summaries
- * kept per dimension (telemetry_dimension_*, see ./dimension-store.ts), with the hourly rollup and
- * raw events of the edges restricted to the sessions carrying the tag.
+ * kept per dimension (telemetry_dimension_*, see ./dimension-store.ts, the hourly rollup included),
+ * with the raw events of the partial hours restricted to the sessions carrying the tag.
  */
 interface Scope {
-  table: (name: 'sessions' | 'daily_members' | 'daily_totals' | 'weekly_counts') => RawBuilder<unknown>;
+  /** `hourly` is the hourly rollup: per session (telemetry_hourly_sessions), or per dimension (telemetry_dimension_hourly). */
+  table: (name: 'hourly' | 'sessions' | 'daily_members' | 'daily_totals' | 'weekly_counts') => RawBuilder<unknown>;
   /** Extra condition on a summary table (column names unqualified, or qualified by `alias`). */
   rows: (alias?: string) => RawBuilder<unknown>;
-  /** Extra condition on a session id column of the rollup or the events. */
+  /** Extra condition on a session id column of the raw events. */
   session: (column: string) => RawBuilder<unknown>;
 }
 
 function scopeOf(r: AnalyticsRange): Scope {
   const dim = r.dimension;
-  if (!dim) return { table: (name) => sql.table(`telemetry_${name}`), rows: () => sql``, session: () => sql`` };
+  if (!dim) return { table: (name) => sql.table(name === 'hourly' ? 'telemetry_hourly_sessions' : `telemetry_${name}`), rows: () => sql``, session: () => sql`` };
   return {
     table: (name) => sql.table(`telemetry_dimension_${name}`),
     rows: (alias) => (alias
       ? sql`AND ${sql.ref(`${alias}.dim_type`)} = ${dim.type} AND ${sql.ref(`${alias}.dim_value`)} = ${dim.value}`
       : sql`AND dim_type = ${dim.type} AND dim_value = ${dim.value}`),
-    // A correlated probe of the tag's primary key per edge row (a few hundred rows): written as a
-    // scalar subquery with LIMIT so the planner keeps it per row instead of hashing every session
-    // carrying the tag (a cost that grows with the data).
+    // A correlated probe of the tag's primary key per session of the partial hours (a few dozen):
+    // written as a scalar subquery with LIMIT so the planner keeps it per row instead of hashing
+    // every session carrying the tag (a cost that grows with the data).
     session: (column) => sql`AND coalesce((SELECT true FROM telemetry_session_dimensions t
       WHERE t.organization_id = ${r.organizationId} AND t.type = ${dim.type} AND t.value = ${dim.value} AND t.session_id = ${sql.ref(column)} LIMIT 1), false)`,
   };
@@ -72,7 +73,7 @@ function windowEdges(r: AnalyticsRange, sc: Scope): RawBuilder<unknown> {
   const hourly = (from: Date, to: Date, in7: boolean, in30: boolean, wk: boolean) => sql`
     SELECT d.member_id, d.tasks_completed AS c, d.tasks_failed AS f, d.completed_duration_sum AS ds, d.completed_duration_count AS dn,
            ${in7}::boolean AS in7, ${in30}::boolean AS in30, ${wk}::boolean AS wk
-    FROM telemetry_hourly_sessions d WHERE d.organization_id = ${r.organizationId} AND d.hour >= ${from} AND d.hour < ${to} ${sc.session('d.session_key')}`;
+    FROM ${sc.table('hourly')} d WHERE d.organization_id = ${r.organizationId} ${sc.rows('d')} AND d.hour >= ${from} AND d.hour < ${to}`;
   return sql`
     ${hourly(r.start30HourEnd, nextDay(r.start30.toISOString().slice(0, 10)), false, true, false)}
     UNION ALL ${hourly(r.start7HourEnd, nextDay(r.start7.toISOString().slice(0, 10)), true, false, false)}

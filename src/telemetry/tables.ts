@@ -89,6 +89,8 @@ export type TelemetryDimensionDailyMembersTable = DimensionKey & Omit<TelemetryD
 export type TelemetryDimensionDailyTotalsTable = DimensionKey & Omit<TelemetryDailyTotalsTable, 'organization_id'>;
 export type TelemetryDimensionWeeklyKeysTable = DimensionKey & Omit<TelemetryWeeklyKeysTable, 'organization_id'>;
 export type TelemetryDimensionWeeklyCountsTable = DimensionKey & Omit<TelemetryWeeklyCountsTable, 'organization_id'>;
+/** The hourly rollup per dimension and member, without the session key (migration 20261124_0900). */
+export type TelemetryDimensionHourlyTable = DimensionKey & Omit<TelemetryHourlySessionsTable, 'organization_id' | 'session_key' | 'events'>;
 
 export interface TelemetryTables {
   telemetry_events: TelemetryEventsTable;
@@ -104,4 +106,5 @@ export interface TelemetryTables {
   telemetry_dimension_daily_totals: TelemetryDimensionDailyTotalsTable;
   telemetry_dimension_weekly_keys: TelemetryDimensionWeeklyKeysTable;
   telemetry_dimension_weekly_counts: TelemetryDimensionWeeklyCountsTable;
+  telemetry_dimension_hourly: TelemetryDimensionHourlyTable;
 }

@@ -3,11 +3,13 @@ import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization } from '../support/factories';
 import { ManualClock } from '../../src/lib/clock';
 import { up as dimensionSummaries } from '../../src/db/migrations/20261124_0250_telemetry_dimension_summaries';
+import { up as dimensionHourly } from '../../src/db/migrations/20261124_0900_telemetry_dimension_hourly';
 
 /**
- * The back-fill of migration 20261124_0250 leaves the per-dimension summaries that ingestion
- * keeps (shards summed): events ingested through the API, with tags arriving before, with and
- * after a session's other events, give the same summaries when dropped and back-filled.
+ * The back-fills of migrations 20261124_0250 and 20261124_0900 leave the per-dimension summaries
+ * that ingestion keeps (shards summed): events ingested through the API, with tags arriving
+ * before, with and after a session's other events, give the same summaries when dropped and
+ * back-filled.
  */
 const H = 3_600_000;
 const NOW = new Date('2026-11-19T15:00:00.000Z');
@@ -29,6 +31,9 @@ async function summaries() {
     keys: await q(`SELECT organization_id, dim_type, dim_value, week::text, kind, key FROM telemetry_dimension_weekly_keys ORDER BY 1, 2, 3, 4, 5, 6`),
     counts: await q(`SELECT organization_id, dim_type, dim_value, week::text, sum(active_members)::int AS m, sum(sessions)::int AS s
                      FROM telemetry_dimension_weekly_counts GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`),
+    hourly: await q(`SELECT organization_id, dim_type, dim_value, hour::text, member_id, tasks_completed AS c, tasks_failed AS f,
+                            completed_duration_sum::text AS ds, completed_duration_count AS dn
+                     FROM telemetry_dimension_hourly ORDER BY 1, 2, 3, 4, 5`),
   };
 }
 
@@ -57,11 +62,14 @@ it('back-fills the per-dimension summaries ingestion keeps', async () => {
   const kept = await summaries();
   expect(kept.sessions.length).toBe(4);
   expect(kept.totals.length).toBeGreaterThan(3);
+  // (tag, hour, member): red/a 2, blue/b 3, ci/b 3, red/b 3 (b's two earlier hours brought by the tag).
+  expect(kept.hourly.length).toBe(11);
 
-  for (const table of ['sessions', 'daily_members', 'daily_totals', 'weekly_keys', 'weekly_counts']) {
+  for (const table of ['sessions', 'daily_members', 'daily_totals', 'weekly_keys', 'weekly_counts', 'hourly']) {
     await sql`DROP TABLE ${sql.table(`telemetry_dimension_${table}`)}`.execute(t.db);
   }
   await sql`DROP INDEX telemetry_session_dimensions_session_idx`.execute(t.db);
   await dimensionSummaries(t.db as never);
+  await dimensionHourly(t.db as never);
   expect(await summaries()).toEqual(kept);
 });

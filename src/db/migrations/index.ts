@@ -17,6 +17,7 @@ import * as scim from './20261123_0800_scim';
 import * as sso from './20261124_0100_sso';
 import * as telemetryDimensionSummaries from './20261124_0250_telemetry_dimension_summaries';
 import * as mcpOAuthIssuer from './20261124_0400_mcp_oauth_issuer';
+import * as telemetryDimensionHourly from './20261124_0900_telemetry_dimension_hourly';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -42,6 +43,7 @@ const migrations: Record<string, Migration> = {
   '20261124_0100_sso': sso,
   '20261124_0250_telemetry_dimension_summaries': telemetryDimensionSummaries,
   '20261124_0400_mcp_oauth_issuer': mcpOAuthIssuer,
+  '20261124_0900_telemetry_dimension_hourly': telemetryDimensionHourly,
 };
 
 export const migrationProvider: MigrationProvider = {
