@@ -1,5 +1,4 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import helmet from 'helmet';
 import cors from 'cors';
 import type { Logger } from 'pino';
 import type { Kysely } from 'kysely';
@@ -13,6 +12,7 @@ import { createApiRouter, send } from './http/router';
 import { errorToResult } from './http/errors';
 import { docsRouter } from './http/docs';
 import { requestLogger } from './http/logging';
+import { securityHeaders } from './http/security-headers';
 import { handlers } from './http/registry';
 import type { AppDeps } from './domain/deps';
 import { createOutbound, type Outbound } from './outbound';
@@ -55,6 +55,35 @@ export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppD
   };
 }
 
+/**
+ * One layer for request bodies, passed straight through by requests without one (most reads): a
+ * body must be JSON (or, on the SAML ACS route, a form), anything else is refused before parsing,
+ * so it never reaches a handler.
+ */
+function bodyParser(limit: number) {
+  const json = express.json({
+    limit,
+    type: ['application/json', 'application/*+json'],
+    // JSON can carry U+0000 only as the escape `\u0000`: one scan of the raw bytes lets the
+    // router skip walking every string of a large body (see src/protection/nul.ts).
+    verify: (_req, res, raw) => {
+      (res as Response).locals.bodyMayHoldNul = raw.includes('\\u0000');
+    },
+  });
+  const form = express.urlencoded({ extended: false, limit, parameterLimit: 10 });
+  return (req: Request, res: Response, next: NextFunction) => {
+    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (!hasBody) return next();
+    const isForm = FORM_PATHS.has(req.path);
+    const accepted = isForm ? ['application/x-www-form-urlencoded'] : ['application/json', 'application/*+json'];
+    if (BODY_METHODS.has(req.method) && !req.is(accepted)) {
+      next(Object.assign(new Error('unsupported media type'), { type: 'unsupported.media.type' }));
+      return;
+    }
+    (isForm ? form : json)(req, res, next);
+  };
+}
+
 /** The Express app, without listening: main.ts serves it, tests drive it with supertest. */
 export function createApp(options: AppOptions): express.Express {
   const { settings, logger } = options;
@@ -62,35 +91,16 @@ export function createApp(options: AppOptions): express.Express {
 
   const app = express();
   app.disable('x-powered-by');
+  // No generated ETag: the contract declares none (templates set their own, which Express keeps),
+  // and hashing every response body cost a sha1 per request.
+  app.set('etag', false);
   app.set('trust proxy', settings.trustProxy);
   app.use(requestLogger(logger));
-  app.use(helmet({ contentSecurityPolicy: false }));
-  app.use(cors({ origin: settings.corsOrigins.length > 0 ? settings.corsOrigins : false }));
+  app.use(securityHeaders({ contentSecurityPolicy: false }));
+  // cors with no allowed origin adds nothing to a response: the layer is there only when configured.
+  if (settings.corsOrigins.length > 0) app.use(cors({ origin: settings.corsOrigins }));
   app.use(docsRouter());
-
-  // A body must be JSON: anything else is refused before parsing, so it never reaches a handler.
-  app.use((req: Request, _res: Response, next: NextFunction) => {
-    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-    const accepted = FORM_PATHS.has(req.path) ? ['application/x-www-form-urlencoded'] : ['application/json', 'application/*+json'];
-    if (BODY_METHODS.has(req.method) && hasBody && !req.is(accepted)) {
-      next(Object.assign(new Error('unsupported media type'), { type: 'unsupported.media.type' }));
-      return;
-    }
-    next();
-  });
-  app.use(
-    express.json({
-      limit: settings.bodyLimitBytes,
-      type: ['application/json', 'application/*+json'],
-      // JSON can carry U+0000 only as the escape `\u0000`: one scan of the raw bytes lets the
-      // router skip walking every string of a large body (see src/protection/nul.ts).
-      verify: (_req, res, raw) => {
-        (res as Response).locals.bodyMayHoldNul = raw.includes('\\u0000');
-      },
-    }),
-  );
-  const form = express.urlencoded({ extended: false, limit: settings.bodyLimitBytes, parameterLimit: 10 });
-  app.use((req: Request, res: Response, next: NextFunction) => (FORM_PATHS.has(req.path) ? form(req, res, next) : next()));
+  app.use(bodyParser(settings.bodyLimitBytes));
   app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true }));
 
   // Body-parser failures carry a `type`; everything else goes through the one error mapper.
