@@ -47,3 +47,79 @@ function pathTemplateToPattern(path: string): string {
   const escape = (literal: string) => literal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return `^${path.replace(/\{[^}]+\}/g, '\0').split('\0').map(escape).join('[^/]+')}$`;
 }
+
+type ParsedRequest = ReturnType<OpenAPIRouter['parseRequest']>;
+type QueryValue = string | number | boolean | null | undefined | (string | number | boolean | null)[];
+
+/**
+ * openapi-backend's parseRequest, which runs four times per request (routing, after routing,
+ * inside validation, after coercion), each time cloning the query with lodash, lower-casing the
+ * headers with lodash, parsing an absent cookie header, and compiling the operation's path
+ * template into a RegExp. For the common request (query values that are strings, numbers,
+ * booleans or arrays of them; no cookie header; a parsed or absent body) the same result is built
+ * here with each operation's template compiled once; anything else goes to the library's own
+ * parseRequest. Pinned by test/seams/router-parity.test.ts (parse parity for every operation).
+ */
+export function installFastParsing(router: OpenAPIRouter): void {
+  const original = router.parseRequest.bind(router);
+  const templates = new Map<string, { pattern: RegExp; names: string[] }>();
+  const templateOf = (path: string) => {
+    let t = templates.get(path);
+    if (!t) {
+      // bath-es5's conversion, which the library uses: each {name} matches one segment, decoded.
+      t = { pattern: new RegExp(`^${path.replace(/\{[A-Za-z0-9_-]+\}/g, '([^\\/]*)')}$`), names: (path.match(/\{[A-Za-z0-9_-]+\}/g) ?? []).map((x) => x.slice(1, -1)) };
+      templates.set(path, t);
+    }
+    return t;
+  };
+  router.parseRequest = ((req: RouterRequest, operation?: Operation): ParsedRequest => {
+    const query = typeof req.query === 'object' && req.query !== null ? plainQueryCopy(req.query as Record<string, unknown>) : undefined;
+    const body = req.body;
+    if (!query || req.headers.cookie !== undefined || req.headers.Cookie !== undefined || (body && typeof body !== 'object')) return original(req, operation);
+    const headers: Record<string, string | string[]> = {};
+    for (const name of Object.keys(req.headers)) headers[name.toLowerCase()] = req.headers[name]!;
+    if (headers.cookie !== undefined) return original(req, operation);
+    const normalized = router.normalizeRequest(req);
+    let params: Record<string, string> = {};
+    if (operation) {
+      const { pattern, names } = templateOf(operation.path);
+      const match = pattern.exec(router.normalizePath(normalized.path));
+      if (match) {
+        let decoded: string[] | null = [];
+        try {
+          decoded = match.slice(1).map((value) => decodeURIComponent(value));
+        } catch {
+          // A malformed escape throws in the library too: let it decide.
+          return original(req, operation);
+        }
+        // bath-es5 answers no parameters when one name appears twice with different values.
+        const clash = names.some((name, i) => names.some((other, j) => other === name && decoded![j] !== decoded![i]));
+        if (!clash) params = Object.fromEntries(names.map((name, i) => [name, decoded![i]!]));
+      }
+      for (const name of Object.keys(query)) {
+        if (!query[name]) continue;
+        const parameter = operation.parameters?.find((p) => !('$ref' in p) && p?.in === 'query' && p?.name === name) as
+          | { content?: Record<string, unknown>; explode?: boolean; style?: string }
+          | undefined;
+        if (!parameter) continue;
+        if (parameter.content?.['application/json'] || parameter.explode === false) return original(req, operation);
+      }
+    }
+    return { ...normalized, params, headers, query, cookies: {}, requestBody: body } as ParsedRequest;
+  }) as typeof router.parseRequest;
+}
+
+/** A copy of a query whose values are primitives or arrays of primitives; undefined otherwise. */
+function plainQueryCopy(query: Record<string, unknown>): Record<string, QueryValue> | undefined {
+  const copy: Record<string, QueryValue> = {};
+  for (const name of Object.keys(query)) {
+    const value = query[name];
+    if (Array.isArray(value)) {
+      if (value.some((v) => v !== null && typeof v === 'object')) return undefined;
+      copy[name] = value.slice();
+    } else if (value !== null && typeof value === 'object') {
+      return undefined;
+    } else copy[name] = value as QueryValue;
+  }
+  return copy;
+}

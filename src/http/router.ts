@@ -8,7 +8,7 @@ import { CREDENTIAL_RESOLVERS, credentialReader, type SchemeDefinition } from '.
 import type { AnyPrincipal } from '../domain/principal';
 import type { AppDeps } from '../domain/deps';
 import { contract, createBackend, initBackend, toBackendRequest } from './openapi';
-import { installFastRouting } from './fast-router';
+import { installFastParsing, installFastRouting } from './fast-router';
 import { nulInRequest } from '../protection/nul';
 import { malformedEncoding } from './encoding';
 import { errorToResult, shapeForRoute, validationDetails } from './errors';
@@ -133,7 +133,10 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
   const ready = initBackend(api, {
     compileRequestValidators: options.compileValidatorsAtStart,
     compileResponseValidators: options.validateResponses && options.compileValidatorsAtStart,
-  }).then(() => installFastRouting(api.router));
+  }).then(() => {
+    installFastRouting(api.router);
+    installFastParsing(api.router);
+  });
 
   return (req: Request, res: Response, next: NextFunction) => {
     ready

@@ -1,7 +1,7 @@
 import type OpenAPIBackend from 'openapi-backend';
 import type { Operation } from 'openapi-backend';
 import { createBackend } from '../../src/http/openapi';
-import { installFastRouting } from '../../src/http/fast-router';
+import { installFastParsing, installFastRouting } from '../../src/http/fast-router';
 import { fillPath, specOperations, typeIdPrefix } from '../support/spec';
 
 /**
@@ -19,6 +19,7 @@ beforeAll(async () => {
   fast = createBackend();
   await Promise.all([pristine.init(), fast.init()]);
   installFastRouting(fast.router);
+  installFastParsing(fast.router);
 });
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'head', 'options'];
@@ -87,5 +88,45 @@ describe.each(operations.map((op) => [`${op.method.toUpperCase()} ${op.path}`, o
     expect(differences).toEqual([]);
     // The operation's own path reaches it (else the cases above proved nothing about it).
     expect(outcome(pristine, op.method, own[0]!)).toBe(`${op.operationId} (${op.method} ${op.path})`);
+  });
+});
+
+/**
+ * The fast parse (installFastParsing) against the library's parseRequest, for every operation:
+ * its paths (with an encoded slash, escaped characters) with and without the operation, queries with each declared parameter as a string, a
+ * number, an array and an empty string, undeclared and nested query values, headers in mixed case,
+ * a cookie header, a parsed, absent or raw body. The results must be equal.
+ */
+describe.each(operations.map((op) => [`${op.method.toUpperCase()} ${op.path}`, op] as const))('parse %s', (_label, op) => {
+  it('is parsed exactly as openapi-backend parses it', () => {
+    const concrete = concretePaths(op.path, op.parameters);
+    const path = concrete[0]!;
+    const operation = pristine.router.getOperation(op.operationId)!;
+    const declared = op.parameters.filter((p) => p.in === 'query').map((p) => p.name);
+    const queries: Record<string, unknown>[] = [{}, { undeclared: 'x' }, { nested: { a: '1' } }, { list: [{ a: 1 }] }];
+    for (const name of declared) queries.push({ [name]: 'abc' }, { [name]: '10' }, { [name]: 10 }, { [name]: true }, { [name]: ['a', 'b'] }, { [name]: '' }, { [name]: 'a,b' });
+    const headerSets: Record<string, string>[] = [
+      { authorization: 'Bearer x', 'content-type': 'application/json' },
+      { Authorization: 'Bearer x', 'X-Worker-Token': 't', Accept: '*/*' },
+      { cookie: 'a=1; b=2', authorization: 'Bearer x' },
+    ];
+    const bodies: unknown[] = [undefined, { name: 'x', nested: { list: [1, 2] } }, '{"name":"raw"}'];
+    const paths = [...concrete, `${path}?ignored=1`, ` ${path} `, path.replace(/_01h2/g, '_%30%31h2')];
+    const differences: string[] = [];
+    for (const query of queries)
+      for (const headers of headerSets)
+        for (const body of bodies)
+          for (const p of paths)
+            for (const withOperation of [true, false]) {
+              const request = () => ({ method: op.method.toUpperCase(), path: p, query: structuredClone(query), headers: { ...headers }, body: structuredClone(body) });
+              const expected = pristine.router.parseRequest(request() as never, withOperation ? operation : undefined);
+              const actual = fast.router.parseRequest(request() as never, withOperation ? operation : undefined);
+              try {
+                expect(actual).toEqual(expected);
+              } catch {
+                differences.push(`${JSON.stringify(request())} (operation ${withOperation}): fast ${JSON.stringify(actual)}; openapi-backend ${JSON.stringify(expected)}`);
+              }
+            }
+    expect(differences).toEqual([]);
   });
 });
