@@ -24,6 +24,7 @@ const PG_ONLY = [
   'test/api/unavailable.test.ts',
   'test/outbound/client.test.ts',
   'test/outbound/policy.test.ts',
+  'test/seams/lazy-libraries.test.ts',
   'test/seams/router-parity.test.ts',
   'test/seams/validator-parity.test.ts',
   'test/sso/oidc-client.test.ts',

@@ -1,7 +1,12 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import { EgressPolicy } from './policy';
+import { lazy } from '../lib/lazy';
+
+// Loaded on the first outbound call: most processes make none for a long time (src/lib/lazy.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const undici = lazy(() => require('undici') as typeof import('undici'));
 
 export type OutboundFailure = 'not_allowed' | 'invalid_url' | 'timeout' | 'refused' | 'unreachable' | 'too_large';
 
@@ -70,7 +75,9 @@ export interface OutboundOptions {
 /** One client per process: a connection pool whose every connection went through the policy. */
 export function createOutbound(options: OutboundOptions = {}): Outbound {
   const policy = new EgressPolicy(options.allowedNetworks ?? []);
-  const dispatcher = new Agent({ connect: { lookup: checkedLookup(policy, options.lookup ?? (dns.lookup as LookupFunction)) } });
+  const lookup = checkedLookup(policy, options.lookup ?? (dns.lookup as LookupFunction));
+  let agent: Agent | undefined;
+  const dispatcher = () => (agent ??= new (undici().Agent)({ connect: { lookup } }));
 
   return {
     policy,
@@ -92,7 +99,7 @@ export function createOutbound(options: OutboundOptions = {}): Outbound {
       const signal = AbortSignal.timeout(init.timeoutMs);
       try {
         // undici's request never follows redirects: a 3xx comes back as it is.
-        const res = await request(url, { dispatcher, method: init.method ?? 'GET', headers: init.headers, body: init.body, signal });
+        const res = await undici().request(url, { dispatcher: dispatcher(), method: init.method ?? 'GET', headers: init.headers, body: init.body, signal });
         const declared = Number(res.headers['content-length'] ?? NaN);
         if (Number.isFinite(declared) && declared > init.maxBytes) {
           res.body.destroy();

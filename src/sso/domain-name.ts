@@ -1,5 +1,9 @@
-import { parse } from 'tldts';
 import { Invalid } from '../lib/errors';
+import { lazy } from '../lib/lazy';
+
+// The public suffix list (~0.5 MB of heap) is loaded when a domain is first claimed (src/lib/lazy.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const tldts = lazy(() => require('tldts') as typeof import('tldts'));
 
 /**
  * Mail domains anyone can get an address at: claiming one would let an organization take over
@@ -31,7 +35,7 @@ export function canonicalDomain(input: string, path: string[] = ['body', 'domain
   const refuse = (why: string) => Invalid.at(path, why);
   const labels = name.split('.');
   if (labels.length < 2 || !labels.every((l) => LABEL.test(l)) || name.length > 253) throw refuse('must be a domain name such as example.com');
-  const parsed = parse(name, { allowPrivateDomains: true });
+  const parsed = tldts().parse(name, { allowPrivateDomains: true });
   if (parsed.isIp) throw refuse('must be a domain name, not an IP address');
   if (parsed.hostname !== name) throw refuse('must be a domain name such as example.com');
   if (!parsed.isIcann && !parsed.isPrivate) throw refuse(`is not under a known public suffix`);

@@ -1,7 +1,13 @@
-import * as oidc from 'openid-client';
+import type * as OpenIdClient from 'openid-client';
 import { OutboundError, type Outbound } from '../../outbound';
 import { OidcRejected } from './errors';
 import { outboundFetch } from './fetch';
+import { lazy } from '../../lib/lazy';
+
+// openid-client (with oauth4webapi and jose) loads on the first OIDC sign-in, not at start: most
+// processes never serve one (src/lib/lazy.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const openIdClient = lazy(() => require('openid-client') as typeof OpenIdClient);
 
 /** An SSO connection's OIDC settings (the client secret already unsealed). */
 export interface OidcClientSettings {
@@ -18,7 +24,7 @@ export interface OidcCallOptions {
 /** A discovered provider: openid-client's configuration for one connection's client. */
 export interface OidcProvider {
   readonly issuer: string;
-  readonly config: oidc.Configuration;
+  readonly config: OpenIdClient.Configuration;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -30,6 +36,7 @@ const DEFAULT_TIMEOUT_MS = 10_000;
  * endpoint the document names is reached through the policy too.
  */
 export async function discoverOidc(outbound: Outbound, settings: OidcClientSettings, options: OidcCallOptions = {}): Promise<OidcProvider> {
+  const oidc = openIdClient();
   let issuer: URL;
   try {
     issuer = new URL(settings.issuer);
@@ -57,6 +64,7 @@ export interface OidcChecks {
 }
 
 export function newOidcChecks(): OidcChecks {
+  const oidc = openIdClient();
   return { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier() };
 }
 
@@ -65,6 +73,7 @@ export async function oidcAuthorizeUrl(
   provider: OidcProvider,
   request: { redirectUri: string; scopes: readonly string[]; checks: OidcChecks },
 ): Promise<string> {
+  const oidc = openIdClient();
   const scopes = request.scopes.includes('openid') ? request.scopes : ['openid', ...request.scopes];
   const url = oidc.buildAuthorizationUrl(provider.config, {
     redirect_uri: request.redirectUri,
@@ -103,6 +112,7 @@ export async function completeOidcSignIn(
   params: OidcCallbackParams,
   expected: { redirectUri: string; checks: OidcChecks },
 ): Promise<OidcProfile> {
+  const oidc = openIdClient();
   const metadata = provider.config.serverMetadata();
   if (params.iss !== undefined && params.iss !== provider.issuer) {
     throw new OidcRejected('invalid_request', 'The iss parameter does not name the issuer this sign-in was started with.', ['query', 'iss']);
@@ -159,6 +169,7 @@ function profileOf(subject: string, claims: Record<string, unknown>): OidcProfil
 /** Sorts a failure of the exchange into the kinds of OidcRejected, with a message safe to show. */
 function rejection(err: unknown): OidcRejected {
   if (err instanceof OidcRejected) return err;
+  const oidc = openIdClient();
   if (err instanceof oidc.AuthorizationResponseError) return new OidcRejected('oauth_error', `The identity provider answered ${err.error}`);
   if (err instanceof oidc.ResponseBodyError) return new OidcRejected('oauth_error', `The identity provider refused the code: ${err.error}`);
   if (err instanceof oidc.WWWAuthenticateChallengeError) return new OidcRejected('oauth_error', 'The identity provider refused the access token at UserInfo.');

@@ -1,5 +1,8 @@
-import { DOMParser } from '@xmldom/xmldom';
 import { SamlRejected } from './rejected';
+import { lazy } from '../../lib/lazy';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const xmldom = lazy(() => require('@xmldom/xmldom') as typeof import('@xmldom/xmldom'));
 
 /**
  * Decoding and parsing of the posted SAMLResponse, before anything is trusted. Everything read here
@@ -45,7 +48,7 @@ export function parseXml(xml: string): Document {
   };
   let doc: Document;
   try {
-    doc = new DOMParser({ errorHandler: { warning: () => undefined, error: fail, fatalError: fail } })
+    doc = new (xmldom().DOMParser)({ errorHandler: { warning: () => undefined, error: fail, fatalError: fail } })
       .parseFromString(xml, 'text/xml') as unknown as Document;
   } catch {
     throw new SamlRejected('malformed_response');

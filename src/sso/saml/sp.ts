@@ -1,6 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { generateServiceProviderMetadata, SAML, ValidateInResponseTo } from '@node-saml/node-saml';
 import type { SamlIdpConfig, SamlSpConfig } from './types';
+import { lazy } from '../../lib/lazy';
+
+// node-saml and its XML stack (xml-crypto, xpath, xml2js, xmlbuilder: ~3 MB of heap) load on the
+// first SAML request, not at start: most processes never serve one (src/lib/lazy.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const nodeSaml = lazy(() => require('@node-saml/node-saml') as typeof import('@node-saml/node-saml'));
 
 /** The service provider side of one connection: its entity id and the shared ACS URL. */
 export function samlSpFor(publicBaseUrl: string, connectionId: string): SamlSpConfig {
@@ -19,7 +24,7 @@ const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
  * same connection always yields the same document.
  */
 export function samlMetadataXml(sp: SamlSpConfig): string {
-  return generateServiceProviderMetadata({
+  return nodeSaml().generateServiceProviderMetadata({
     issuer: sp.entityId,
     callbackUrl: sp.acsUrl,
     wantAssertionsSigned: true,
@@ -40,6 +45,7 @@ export async function samlAuthorizeUrl(
 ): Promise<{ url: string; requestId: string }> {
   // An xs:ID must start with a letter or underscore.
   const requestId = `_${randomBytes(20).toString('hex')}`;
+  const { SAML, ValidateInResponseTo } = nodeSaml();
   const saml = new SAML({
     entryPoint: idp.idpSsoUrl,
     issuer: sp.entityId,

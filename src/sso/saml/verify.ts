@@ -1,9 +1,10 @@
-import { SAML, ValidateInResponseTo, type CacheProvider } from '@node-saml/node-saml';
+import type { CacheProvider, SAML } from '@node-saml/node-saml';
 import { checkSignedAssertion } from './assertion';
 import { decodeSamlResponse, isSuccess, parseXml, readEnvelope } from './document';
 import { SamlRejected, type SamlRejectReason } from './rejected';
 import { samlCertificateValid } from './certificate';
 import type { SamlIdpConfig, SamlProfile, SamlSpConfig } from './types';
+import { nodeSaml } from './sp';
 
 /**
  * Verifies a posted SAMLResponse (HTTP-POST binding) for one expected AuthnRequest.
@@ -57,6 +58,7 @@ export async function verifySamlResponse(
 
 function verifier(idp: SamlIdpConfig, sp: SamlSpConfig, requestId: string): SAML {
   if (!samlCertificateValid(idp.idpCertificate)) throw new SamlRejected('invalid_idp_certificate');
+  const { SAML, ValidateInResponseTo } = nodeSaml();
   try {
     return new SAML({
       idpCert: idp.idpCertificate,
