@@ -19,6 +19,7 @@ import type { Transaction } from 'kysely';
 import type { DB, Db } from '../db/schema';
 import type { Settings } from '../settings';
 import { CodedError, NotFound } from '../lib/errors';
+import { countActiveMembers } from '../members/store';
 import * as store from './store';
 import type { PlanRow } from './store';
 
@@ -61,7 +62,7 @@ export function toPlanInfo(row: PlanRow): PlanInfo {
 const organizationNotFound = () => new NotFound('organization_not_found', 'The organization could not be found.');
 
 const COUNTERS: Record<LimitName, (db: Db, organizationId: string) => Promise<number>> = {
-  members: store.countMembers,
+  members: countActiveMembers,
   workers: store.countWorkers,
   llmProviders: store.countLlmProviders,
 };

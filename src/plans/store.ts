@@ -35,16 +35,6 @@ export async function lockOrganizationPlan(trx: Transaction<DB>, organizationId:
     .executeTakeFirst();
 }
 
-export async function countMembers(db: Db, organizationId: string): Promise<number> {
-  const row = await db
-    .selectFrom('members')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .where('organization_id', '=', organizationId)
-    .where('removed_at', 'is', null)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 /** Stopped workers count: a stopped worker still holds its registration and can be started again. */
 export async function countWorkers(db: Db, organizationId: string): Promise<number> {
   const row = await db
