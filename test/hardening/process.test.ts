@@ -1,40 +1,18 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
-import path from 'node:path';
-import pg from 'pg';
-import { LOCAL_FAKES, TEST_RATE_LIMITS, TEST_SECRET_KEY } from '../support/app';
-import { ADMIN_DATABASE, serverUrl, testDbKind } from '../support/env';
+import { LOCAL_FAKES } from '../support/app';
+import { testDbKind } from '../support/env';
 import { PASSWORD, uniqueEmail } from '../support/factories';
+import { adminSql, startService, type ServiceProcess } from '../support/service-process';
 
 /**
  * The real service process (src/main.ts) on a scratch database: a slow-loris body is cut at the
  * request timeout, and SIGTERM under load lets in-flight requests finish, refuses new connections
  * and exits 0. Runs with the server-database pass only (the process is the same either way).
  */
-const ROOT = path.resolve(__dirname, '..', '..');
 const maybe = testDbKind() === 'pg' ? describe : describe.skip;
 const REQUEST_TIMEOUT_MS = 2000;
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverUrl(ADMIN_DATABASE) });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Answer {
   status: number;
@@ -57,10 +35,8 @@ function request(port: number, method: string, url: string, body?: unknown, head
 
 maybe('the service process', () => {
   const database = `cp_proc_${randomBytes(5).toString('hex')}`;
-  let child: ChildProcess;
+  let service: ServiceProcess;
   let port: number;
-  let exit: Promise<number | null>;
-  let stderr = '';
   // A worker runtime that takes 1.5 s to answer: requests to it are in flight when SIGTERM comes.
   let runtimeHits = 0;
   const runtime = http.createServer((req, res) => {
@@ -72,42 +48,16 @@ maybe('the service process', () => {
   });
 
   beforeAll(async () => {
-    await admin(`CREATE DATABASE ${database}`);
+    await adminSql(`CREATE DATABASE ${database}`);
     await new Promise<void>((r) => runtime.listen(0, '127.0.0.1', r));
-    port = await freePort();
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        DATABASE_URL: serverUrl(database),
-        SECRET_KEY: TEST_SECRET_KEY,
-        PORT: String(port),
-        LOG_LEVEL: 'warn',
-        REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-        ...TEST_RATE_LIMITS,
-        ...LOCAL_FAKES,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    child.stderr!.on('data', (c) => (stderr += c));
-    exit = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      try {
-        if ((await request(port, 'GET', '/health')).status === 200) break;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the service did not start: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    service = await startService(database, { REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), ...LOCAL_FAKES });
+    port = service.port;
   }, 120_000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await service?.kill();
     await new Promise<void>((r) => runtime.close(() => r()));
-    await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await adminSql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   });
 
   it('cuts a slow-loris body at the request timeout', async () => {
@@ -145,7 +95,7 @@ maybe('the service process', () => {
     while (runtimeHits < 8 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(runtimeHits).toBe(8);
 
-    child.kill('SIGTERM');
+    const exit = service.stop();
     await new Promise((r) => setTimeout(r, 200));
     const refused = await request(port, 'GET', '/health').then(
       (a) => `answered ${a.status}`,
