@@ -11,7 +11,14 @@ declare module 'http' {
   }
 }
 
-export function createLogger(level: string): Logger {
+/**
+ * The service's logger. Lines go to stdout through an asynchronous destination: pino's default
+ * writes each line with a synchronous write(2) on the event loop, one per request; here a line is
+ * handed to a background write at once and lines that arrive while one is in flight go out
+ * together. pino flushes what is pending when the process exits (main.ts ends with process.exit),
+ * so only a kill -9 can lose the lines of the last write.
+ */
+export function createLogger(level: string, destination: pino.DestinationStream = pino.destination({ dest: 1, sync: false })): Logger {
   return pino({
     level,
     // Defence in depth: nothing below logs headers or bodies, but if a future line does, these go.
@@ -19,7 +26,7 @@ export function createLogger(level: string): Logger {
       paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-worker-token"]', 'req.headers["x-bootstrap-token"]', 'req.headers.cookie', '*.password', '*.token', '*.apiKey', '*.clientSecret'],
       censor: '[redacted]',
     },
-  });
+  }, destination);
 }
 
 const GIVEN_ID = /^[\w.-]{1,64}$/;
