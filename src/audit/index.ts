@@ -27,8 +27,11 @@
  *   so its row lock orders that organization's writes only. Call recordChange late in the
  *   transaction: the lock is held until commit.
  * - The events outbox (webhooks, §2) is written from here too, so every audited change is an event.
+ * - A change written as ONE statement of its own (no transaction; creating a plugin with its
+ *   components) takes the same entry and event as CTEs of that statement: `changeCtes` (record.ts),
+ *   with recordChange in a transaction as its fallback.
  */
-export { recordChange, type Change, type Changes, type AuditEntry } from './record';
+export { recordChange, changeCtes, type Change, type Changes, type AuditEntry } from './record';
 export { contextOfRequest, currentAuditContext, systemContext, withAuditContext, actorOf, type AuditContext, type Actor, type ActorType } from './context';
 export { REDACTED, isSecretField } from './redact';
 export { created, deleted, changed } from './changes';

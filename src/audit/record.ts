@@ -1,10 +1,10 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import { newId } from '../lib/ids';
 import { canonicalJson } from './canonical';
 import { currentAuditContext, type Actor, type AuditContext } from './context';
 import { redactChanges } from './redact';
-import { emitEvent } from '../events/outbox';
+import { emitEvent, eventCtes, isDeliveryOverflow } from '../events/outbox';
 
 /** `{field: {from, to}}`; values may nest. Secrets are redacted by recordChange, whatever is passed. */
 export type Changes = Record<string, { from?: unknown; to?: unknown } | unknown>;
@@ -51,11 +51,16 @@ export function entryCanonical(entry: AuditEntry): string {
   return canonicalJson(entry);
 }
 
-/**
- * See src/audit/index.ts for how to call it. Writes one entry in `trx` (the change's own
- * transaction) and moves the organization's chain head in the same statement.
- */
-export async function recordChange(trx: Transaction<DB>, contextOrChange: AuditContext | Change, maybeChange?: Change): Promise<AuditEntry | null> {
+/** An entry made from a change and the request's context, not yet written. */
+interface PreparedEntry {
+  entry: AuditEntry;
+  organizationId: string;
+  createdAt: Date;
+  canonical: string;
+}
+
+/** The entry `recordChange` writes (null when auditing is off), checked and redacted. */
+function prepareEntry(contextOrChange: AuditContext | Change, maybeChange?: Change): PreparedEntry | null {
   const change = (maybeChange ?? contextOrChange) as Change;
   const context = maybeChange ? (contextOrChange as AuditContext) : currentAuditContext();
   if (!context) throw new Error(`recordChange(${change.action}) outside a request: pass a context (systemContext()).`);
@@ -77,7 +82,37 @@ export async function recordChange(trx: Transaction<DB>, contextOrChange: AuditC
   };
   const createdAt = context.clock.now();
   entry.createdAt = createdAt.toISOString();
-  const canonical = entryCanonical(entry);
+  return { entry, organizationId, createdAt, canonical: entryCanonical(entry) };
+}
+
+/** The chain head's new values for an entry (the VALUES of the upsert, or the SELECT list of the CTE form). */
+function headValues(p: PreparedEntry) {
+  return sql`${p.organizationId}, 1, '', encode(sha256(convert_to(${p.canonical}::text, 'UTF8')), 'hex'), ${p.createdAt}::timestamptz`;
+}
+
+function headConflict(p: PreparedEntry) {
+  return sql`ON CONFLICT (organization_id) DO UPDATE
+        SET seq = h.seq + 1, prev_hash = h.hash, hash = encode(sha256(convert_to(h.hash || ${p.canonical}::text, 'UTF8')), 'hex'), last_at = excluded.last_at
+      RETURNING seq, prev_hash, hash`;
+}
+
+/** The entry's row, taking seq and hashes from the chain head (`head`: the CTE holding them). */
+function entryRow(p: PreparedEntry, head: string) {
+  const { entry } = p;
+  return sql`INSERT INTO audit_logs (id, organization_id, seq, action, actor_type, actor_id, actor_member_id, target_type, target_id, changes, request_id, ip, user_agent, created_at, prev_hash, hash)
+    SELECT ${entry.id}, ${p.organizationId}, ${sql.ref(`${head}.seq`)}, ${entry.action}, ${entry.actor.type}, ${entry.actor.id}, ${entry.actor.memberId},
+      ${entry.target.type}, ${entry.target.id}, ${JSON.stringify(entry.changes)}::jsonb, ${entry.requestId}, ${entry.ip}, ${entry.userAgent},
+      ${p.createdAt}::timestamptz, ${sql.ref(`${head}.prev_hash`)}, ${sql.ref(`${head}.hash`)}`;
+}
+
+/**
+ * See src/audit/index.ts for how to call it. Writes one entry in `trx` (the change's own
+ * transaction) and moves the organization's chain head in the same statement.
+ */
+export async function recordChange(trx: Transaction<DB>, contextOrChange: AuditContext | Change, maybeChange?: Change): Promise<AuditEntry | null> {
+  const prepared = prepareEntry(contextOrChange, maybeChange);
+  if (!prepared) return null;
+  const { entry, organizationId, createdAt } = prepared;
   // The same change as an event (audit-and-events.md §2), in the same transaction: the outbox.
   // Written before the entry: the entry takes the organization's chain head (a row lock held
   // until commit, which every audited write of the organization waits for), so taking it last
@@ -87,16 +122,41 @@ export async function recordChange(trx: Transaction<DB>, contextOrChange: AuditC
     /* prepared:audit_record */
     WITH head AS (
       INSERT INTO audit_chain_heads AS h (organization_id, seq, prev_hash, hash, last_at)
-      VALUES (${organizationId}, 1, '', encode(sha256(convert_to(${canonical}::text, 'UTF8')), 'hex'), ${createdAt}::timestamptz)
-      ON CONFLICT (organization_id) DO UPDATE
-        SET seq = h.seq + 1, prev_hash = h.hash, hash = encode(sha256(convert_to(h.hash || ${canonical}::text, 'UTF8')), 'hex'), last_at = excluded.last_at
-      RETURNING seq, prev_hash, hash
+      VALUES (${headValues(prepared)})
+      ${headConflict(prepared)}
     )
-    INSERT INTO audit_logs (id, organization_id, seq, action, actor_type, actor_id, actor_member_id, target_type, target_id, changes, request_id, ip, user_agent, created_at, prev_hash, hash)
-    SELECT ${entry.id}, ${organizationId}, head.seq, ${entry.action}, ${entry.actor.type}, ${entry.actor.id}, ${entry.actor.memberId},
-      ${entry.target.type}, ${entry.target.id}, ${JSON.stringify(entry.changes)}::jsonb, ${entry.requestId}, ${entry.ip}, ${entry.userAgent},
-      ${createdAt}::timestamptz, head.prev_hash, head.hash
+    ${entryRow(prepared, 'head')}
     FROM head
   `.execute(trx);
   return entry;
+}
+
+/**
+ * A change written in ONE statement of its own (no transaction: one round trip, atomic by itself)
+ * carries its audit entry and event as CTEs of that statement: `WITH <the change's CTEs>,
+ * ${ctes} SELECT ...`. The CTEs are the same rows recordChange writes: the event and its
+ * deliveries (`eventCtes`), then the chain head and the entry. `after` names a CTE of the change
+ * with a RETURNING clause: the chain head is moved only once it has run, so the head's row lock
+ * (which orders the organization's audited writes) is held for the entry and the commit, not for
+ * the whole change. Null when auditing is off: write the change without them.
+ *
+ * When the organization has more matching webhook endpoints than the statement carries delivery
+ * ids for, the statement fails and writes nothing (`overflowed(err)` is then true): write the
+ * change in a transaction with recordChange instead.
+ */
+export function changeCtes(change: Change, after: string): { ctes: RawBuilder<unknown>; entry: AuditEntry; overflowed(err: unknown): boolean } | null {
+  const prepared = prepareEntry(change);
+  if (!prepared) return null;
+  const { entry, organizationId, createdAt } = prepared;
+  const event = eventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt });
+  const ctes = sql`${event}, audit_head AS (
+      INSERT INTO audit_chain_heads AS h (organization_id, seq, prev_hash, hash, last_at)
+      SELECT ${headValues(prepared)}
+      FROM (SELECT count(*) FROM ${sql.table(after)}) AS change_written, (SELECT count(*) FROM event_queued) AS event_written
+      ${headConflict(prepared)}
+    ), audit_entry AS (
+      ${entryRow(prepared, 'audit_head')}
+      FROM audit_head LEFT JOIN event_announced ON true
+    )`;
+  return { ctes, entry, overflowed: isDeliveryOverflow };
 }

@@ -21,6 +21,12 @@ export function isForeignKeyViolation(err: unknown, constraint?: string): boolea
   return sqlState(err) === '23503' && (constraint === undefined || constraintName(err) === constraint);
 }
 
+/** A NULL into a NOT NULL column (23502), optionally of one table and column. */
+export function isNotNullViolation(err: unknown, table?: string, column?: string): boolean {
+  const e = err as { table?: unknown; column?: unknown } | null;
+  return sqlState(err) === '23502' && (table === undefined || e?.table === table) && (column === undefined || e?.column === column);
+}
+
 /** Value errors the validator should have caught (too long, bad text representation, out of range). */
 export function isBadValue(err: unknown): boolean {
   const code = sqlState(err);

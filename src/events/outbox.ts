@@ -1,5 +1,6 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../db/schema';
+import { isNotNullViolation } from '../db/errors';
 import { newId } from '../lib/ids';
 
 /**
@@ -74,6 +75,39 @@ export async function emitEvent(trx: Transaction<DB>, input: EventInput): Promis
   const rest = rows.filter((r) => !r.queued).map((r) => r.id);
   if (rest.length > 0) await queueDeliveries(trx, { eventId: id, organizationId: input.organizationId, type: input.type, createdAt: input.createdAt }, rest);
   return id;
+}
+
+/**
+ * The same event as CTEs of a caller's own statement (see `changeCtes` in src/audit/record.ts), for
+ * a change written in one statement without a transaction: `event_row`, `event_matched`,
+ * `event_queued` and `event_announced` (a SELECT CTE: the statement must read it, or the NOTIFY is
+ * not sent). Without a transaction there is no second statement for the deliveries beyond the ids
+ * sent, so none is left out: the (IDS_AHEAD + 1)th matching endpoint gets a NULL id and the whole
+ * statement fails on it (`isDeliveryOverflow`), writing nothing; the caller then writes the change
+ * in a transaction through `emitEvent`.
+ */
+export function eventCtes(input: EventInput): RawBuilder<unknown> {
+  const id = newId('event');
+  const ids = Array.from({ length: IDS_AHEAD }, () => newId('webhookDelivery'));
+  return sql`event_row AS (
+      INSERT INTO events (id, organization_id, type, data, created_at)
+      VALUES (${id}, ${input.organizationId}, ${input.type}, ${JSON.stringify(eventData(input))}::jsonb, ${input.createdAt}::timestamptz)
+    ), event_matched AS (
+      SELECT e.id, row_number() OVER (ORDER BY e.id) AS n FROM webhook_endpoints e
+      WHERE e.organization_id = ${input.organizationId} AND e.enabled AND e.events && ${matchingFilters(input.type)}::text[]
+    ), event_queued AS (
+      INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, next_attempt_at, created_at, updated_at)
+      SELECT (${ids}::text[])[m.n], ${input.organizationId}, m.id, ${id}, ${input.type}, 'pending', ${input.createdAt}::timestamptz, ${input.createdAt}::timestamptz, ${input.createdAt}::timestamptz
+      FROM event_matched m
+      RETURNING 1
+    ), event_announced AS (
+      SELECT pg_notify(${DELIVERIES_CHANNEL}, '') AS notified WHERE EXISTS (SELECT 1 FROM event_queued)
+    )`;
+}
+
+/** True when a statement built with `eventCtes` failed because more endpoints matched than it had delivery ids for. */
+export function isDeliveryOverflow(err: unknown): boolean {
+  return isNotNullViolation(err, 'webhook_deliveries', 'id');
 }
 
 /** A `webhook.test` event delivered to one endpoint only, whatever its filter (POST …/test). */

@@ -13,9 +13,8 @@ import { authorizeMarketplace, marketplaceNotFound } from '../marketplaces/servi
 import { addPlugin, lockMarketplace } from '../marketplaces/store';
 import { componentTypeOf, toComponent, toPlugin } from './mappers';
 import * as store from './store';
-import type { Transaction } from 'kysely';
-import type { DB } from '../db/schema';
-import { changed, created, recordChange } from '../audit';
+import type { RawBuilder } from 'kysely';
+import { changeCtes, changed, created, recordChange, type Change } from '../audit';
 
 export const pluginNotFound = () => new NotFound('plugin_not_found', 'The plugin could not be found.');
 
@@ -65,11 +64,14 @@ export interface CreatePluginBody {
 }
 
 /**
- * All or nothing: the plugin, all components, the creator's manager grant and the org-wide viewer
- * grant are one statement (one round trip, atomic on its own). With a marketplace it runs in a
- * transaction after the marketplace is locked and the caller's editor role checked, and the
- * membership follows; a failure at any step (the marketplace missing, archived or not editable)
- * writes nothing. The answer is built from what was written, not read back.
+ * All or nothing. Without a marketplace: the plugin, all components, the creator's manager grant,
+ * the org-wide viewer grant, the audit entry and its event are ONE statement (one round trip,
+ * atomic on its own); only an organization with more matching webhook endpoints than that
+ * statement carries delivery ids for (or auditing off) takes a transaction of the same writes.
+ * With a marketplace it runs in a transaction after the marketplace is locked and the caller's
+ * editor role checked, and the membership follows; a failure at any step (the marketplace
+ * missing, archived or not editable) writes nothing. The answer is built from what was written,
+ * not read back.
  */
 export async function createPlugin(deps: AppDeps, membership: Membership, body: CreatePluginBody) {
   if (body.orgWide) authorize(membership, 'resources.manage');
@@ -92,18 +94,26 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
     now,
   };
   const grants = creatorGrants(PLUGIN, { organizationId, resourceId: id, memberId, now, orgWideRole: body.orgWide ? 'viewer' : undefined });
-  const write = (db: Db) => store.insertPluginWithComponents(db, plugin, components, { insert: grantsInsert(PLUGIN, grants), count: grants.length });
+  const grantRows = { insert: grantsInsert(PLUGIN, grants), count: grants.length };
+  const write = (db: Db, audit?: RawBuilder<unknown>) => store.insertPluginWithComponents(db, plugin, components, grantRows, audit);
   const parts = components.map((c) => ({ type: c.type, payload: (c.input.normalizedPayloadJson as Record<string, unknown> | undefined) ?? null }));
-  const audit = (trx: Transaction<DB>) =>
-    recordChange(trx, {
-      action: 'plugin.created',
-      target: { type: 'plugin', id },
-      changes: created({ name: body.name, description: body.description ?? '', orgWide: body.orgWide ?? false, marketplaceId: body.marketplaceId, componentTypes: components.map((c) => c.type) }),
-    });
+  const change: Change = {
+    action: 'plugin.created',
+    target: { type: 'plugin', id },
+    changes: created({ name: body.name, description: body.description ?? '', orgWide: body.orgWide ?? false, marketplaceId: body.marketplaceId, componentTypes: components.map((c) => c.type) }),
+  };
   if (!body.marketplaceId) {
+    const audited = changeCtes(change, 'components');
+    if (audited) {
+      try {
+        return toPlugin(await write(deps.db, audited.ctes), parts, []);
+      } catch (err) {
+        if (!audited.overflowed(err)) throw err;
+      }
+    }
     return deps.db.transaction().execute(async (trx) => {
       const row = await write(trx);
-      await audit(trx);
+      await recordChange(trx, change);
       return toPlugin(row, parts, []);
     });
   }
@@ -115,7 +125,7 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
     const marketplace = await authorizeMarketplace(trx, membership, marketplaceId, 'editor');
     const row = await write(trx);
     await addPlugin(trx, { organizationId, marketplaceId: marketplace.id, pluginId: id, memberId, now });
-    await audit(trx);
+    await recordChange(trx, change);
     return toPlugin(row, parts, [{ id: marketplace.id, name: marketplace.name }]);
   });
 }

@@ -118,16 +118,20 @@ export async function insertComponents(db: Db, organizationId: string, pluginId:
  * A new plugin, all its components and the given grants (e.g. `grantsInsert` of the creator's
  * grants) in ONE statement: one round trip, atomic without a transaction of its own. The components
  * travel as one jsonb array parameter expanded in SQL (not 8 parameters per component), so the
- * statement text depends only on the grants' shape and is prepared once per connection.
+ * statement text depends only on the grants' shape and is prepared once per connection. `audit`:
+ * the change's audit entry and event as CTEs (`changeCtes(change, 'components')` of src/audit),
+ * written by the same statement.
  */
 export async function insertPluginWithComponents(
   db: Db,
   p: NewPlugin,
   components: NewComponent[],
   grants: { insert: RawBuilder<unknown>; count: number },
+  audit?: RawBuilder<unknown>,
 ): Promise<PluginRow> {
   const json = JSON.stringify(components.map((c) => ({ id: c.id, type: c.type, input: c.input })));
-  const result = await sql<PluginRow>`${preparedAs(`create_plugin_${grants.count}`)}
+  const name = audit ? `create_plugin_audited_${grants.count}` : `create_plugin_${grants.count}`;
+  const result = await sql<PluginRow>`${preparedAs(name)}
     WITH plugin AS (
       INSERT INTO plugins (id, organization_id, name, description, status, source_format, source_origin, source_trusted, source_reference,
         created_by_member_id, created_at, updated_at, deleted_at)
@@ -140,7 +144,8 @@ export async function insertPluginWithComponents(
       SELECT c.value ->> 'id', ${p.organizationId}::text, ${p.id}::text, (c.ordinality - 1)::int, c.value ->> 'type', c.value -> 'input',
         ${p.now}::timestamptz, NULL
       FROM jsonb_array_elements(${json}::jsonb) WITH ORDINALITY AS c
-    ), grants AS (${grants.insert})
+      RETURNING 1
+    ), grants AS (${grants.insert})${audit ? sql`, ${audit}` : sql``}
     SELECT * FROM plugin`.execute(db);
   return result.rows[0]!;
 }
