@@ -18,6 +18,7 @@ import * as sso from './20261124_0100_sso';
 import * as telemetryDimensionSummaries from './20261124_0250_telemetry_dimension_summaries';
 import * as mcpOAuthIssuer from './20261124_0400_mcp_oauth_issuer';
 import * as telemetryDimensionHourly from './20261124_0900_telemetry_dimension_hourly';
+import * as telemetryHourlyCovering from './20261124_0930_telemetry_hourly_covering';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -44,6 +45,7 @@ const migrations: Record<string, Migration> = {
   '20261124_0250_telemetry_dimension_summaries': telemetryDimensionSummaries,
   '20261124_0400_mcp_oauth_issuer': mcpOAuthIssuer,
   '20261124_0900_telemetry_dimension_hourly': telemetryDimensionHourly,
+  '20261124_0930_telemetry_hourly_covering': telemetryHourlyCovering,
 };
 
 export const migrationProvider: MigrationProvider = {
