@@ -110,19 +110,60 @@ function summarize(label: string, run: RawRun, samples: ReturnType<ReturnType<ty
   };
 }
 
+/** A floor as a load: `work` (one operation straight on the database) run by `concurrency` loops, timed per operation like a request. */
+export interface LoopLoad {
+  label: string;
+  concurrency: number;
+  work: () => Promise<void>;
+  /** Seconds of measurement (split over the rounds by measureRounds). */
+  duration: number;
+  warmup?: number;
+}
+
+function isLoop(load: LoadOptions | LoopLoad): load is LoopLoad {
+  return 'work' in load;
+}
+
+/** `concurrency` loops of `work` for `seconds`; an operation that throws counts as an error. */
+async function runLoop(load: LoopLoad, seconds: number): Promise<RawRun> {
+  const latencies: number[] = [];
+  const started = process.hrtime.bigint();
+  const until = Date.now() + seconds * 1000;
+  const loop = async () => {
+    let errors = 0;
+    while (Date.now() < until) {
+      const t0 = process.hrtime.bigint();
+      try {
+        await load.work();
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      } catch {
+        errors++;
+      }
+    }
+    return errors;
+  };
+  const errors = (await Promise.all(Array.from({ length: load.concurrency }, loop))).reduce((a, b) => a + b, 0);
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  return { latencies, requests: latencies.length, errors, non2xx: 0, statusCodes: {}, seconds: Math.max(elapsed, 0.001) };
+}
+
+const runOnce = (load: LoadOptions | LoopLoad, seconds: number): Promise<RawRun> => (isLoop(load) ? runLoop(load, seconds) : fire(load, seconds));
+
 /**
  * Several targets measured in alternation: warm each up, then `rounds` rounds in which each target
  * gets `duration / rounds` seconds alone. On a shared machine whose background load drifts, every
- * target sees the same drift, so their ratios hold better than with one long window each.
+ * target sees the same drift, so their ratios hold better than with one long window each. A
+ * target is an HTTP load or an in-process loop (a floor), so a service and its floor alternate too.
  */
-export async function measureRounds(loads: LoadOptions[], rounds: number): Promise<Measurement[]> {
-  for (const load of loads) if (load.warmup && load.warmup > 0) await fire(load, load.warmup);
+export async function measureRounds(loads: (LoadOptions | LoopLoad)[], rounds: number): Promise<Measurement[]> {
+  for (const load of loads) if (load.warmup && load.warmup > 0) await runOnce(load, load.warmup);
   const runs: RawRun[][] = loads.map(() => []);
   const samples: ProcessSample[][][] = loads.map(() => []);
   for (let r = 0; r < rounds; r++) {
     for (const [i, load] of loads.entries()) {
-      const sampler = load.targets ? sampleProcesses(load.targets.map((t) => t.pid)) : null;
-      runs[i]!.push(await fire(load, load.duration / rounds));
+      const targets = isLoop(load) ? undefined : load.targets;
+      const sampler = targets ? sampleProcesses(targets.map((t) => t.pid)) : null;
+      runs[i]!.push(await runOnce(load, load.duration / rounds));
       if (sampler) samples[i]!.push(sampler.stop());
     }
   }
