@@ -50,7 +50,7 @@ export function ingestRequests(token: string, prefix: string) {
 /**
  * Scenario 5: POST /v1/telemetry/ingest with 50-event batches, against the floor: the rows the
  * service writes for a batch (events in one multi-row INSERT, the session's dimension tag, the
- * hourly rollup, the session's hours, the member's days, the daily totals and the weekly keys and
+ * hourly and 5-minute rollups, the session's hours, the member's days, the daily totals and the weekly keys and
  * counts, and the same summaries for the tag, its hourly rollup included) written straight through
  * pg as multi-row statements in one transaction by as many loops, after the same per-session lock.
  * Keep it in step with `writeBatch` in src/telemetry/ingest.ts.
@@ -122,6 +122,7 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
         ]);
         // Per hour, day and ISO week of the batch (a batch may straddle an hour or a midnight).
         const hours = new Map<string, { completed: number; failed: number; dur: number }>();
+        const buckets = new Map<string, { completed: number; failed: number; dur: number }>();
         const days = new Map<string, { completed: number; failed: number; dur: number }>();
         const weeks = new Set<string>();
         for (const e of events) {
@@ -129,7 +130,8 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
           const hour = new Date(Math.floor(at.getTime() / 3_600_000) * 3_600_000).toISOString();
           const day = hour.slice(0, 10);
           weeks.add(new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() - ((at.getUTCDay() + 6) % 7))).toISOString().slice(0, 10));
-          for (const [map, key] of [[hours, hour], [days, day]] as const) {
+          const bucket = new Date(Math.floor(at.getTime() / 300_000) * 300_000).toISOString();
+          for (const [map, key] of [[hours, hour], [buckets, bucket], [days, day]] as const) {
             const c = map.get(key) ?? { completed: 0, failed: 0, dur: 0 };
             if (e.type === 'task.completed') { c.completed += 1; c.dur += e.durationMs ?? 0; }
             if (e.type === 'task.failed') c.failed += 1;
@@ -151,6 +153,16 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
             const c = hours.get(h)!;
             return [h, events.filter((e) => e.timestamp.startsWith(h.slice(0, 13))).length, c.completed, c.failed, c.dur];
           })],
+        );
+        const bucketList = [...buckets.keys()].sort();
+        await client.query(
+          `INSERT INTO telemetry_five_minute_sessions AS t (organization_id, bucket, member_id, session_key, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+           SELECT $1, v.bucket, $2, $3, v.c, v.f, v.ds, v.c FROM unnest($4::timestamptz[], $5::int[], $6::int[], $7::bigint[]) AS v(bucket, c, f, ds)
+           ON CONFLICT (organization_id, bucket, member_id, session_key) DO UPDATE SET tasks_completed = t.tasks_completed + excluded.tasks_completed,
+             tasks_failed = t.tasks_failed + excluded.tasks_failed, completed_duration_sum = t.completed_duration_sum + excluded.completed_duration_sum,
+             completed_duration_count = t.completed_duration_count + excluded.completed_duration_count`,
+          [org.organizationId, org.callerMemberId, events[0]!.sessionId, bucketList, bucketList.map((b) => buckets.get(b)!.completed),
+            bucketList.map((b) => buckets.get(b)!.failed), bucketList.map((b) => buckets.get(b)!.dur)],
         );
         await client.query(
           `INSERT INTO telemetry_sessions AS s (organization_id, session_id, last_hour, hours) VALUES ($1, $2, $3, $4::timestamptz[])

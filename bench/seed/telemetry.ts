@@ -97,7 +97,7 @@ export async function seedTelemetry(db: Kysely<DB>, options: TelemetrySeedOption
   // As autovacuum would have after this many inserts: visibility map set, so the narrow summary
   // indexes are read index-only (the per-dimension summaries too; the raw events are left as
   // inserted, so the partial hours' index-only reads visit the heap as they do for fresh events).
-  for (const table of ['telemetry_sessions', 'telemetry_daily_members', 'telemetry_daily_totals', 'telemetry_weekly_counts', 'telemetry_hourly_sessions',
+  for (const table of ['telemetry_sessions', 'telemetry_daily_members', 'telemetry_daily_totals', 'telemetry_weekly_counts', 'telemetry_hourly_sessions', 'telemetry_five_minute_sessions',
     'telemetry_dimension_sessions', 'telemetry_dimension_daily_members', 'telemetry_dimension_daily_totals', 'telemetry_dimension_weekly_counts', 'telemetry_dimension_hourly']) {
     await sql`VACUUM (ANALYZE) ${sql.table(table)}`.execute(db);
   }

@@ -4,7 +4,7 @@ import { preparedAs } from '../db/connect';
 
 /*
  * The statements ingestion runs, in one transaction per batch (see ./ingest.ts): the raw events,
- * the session tags, the hourly rollup and the summaries analytics reads (./summary-queries.ts).
+ * the session tags, the hourly and 5-minute rollups and the summaries analytics reads (./summary-queries.ts).
  */
 
 export interface EventRow {
@@ -98,6 +98,33 @@ export async function addHourly(db: Db, organizationId: string, deltas: HourlyDe
          AS u(hour, member_id, session_key, events, completed, failed, dur_sum, dur_n)
     ON CONFLICT (organization_id, hour, member_id, session_key) DO UPDATE SET
       events = t.events + excluded.events,
+      tasks_completed = t.tasks_completed + excluded.tasks_completed,
+      tasks_failed = t.tasks_failed + excluded.tasks_failed,
+      completed_duration_sum = t.completed_duration_sum + excluded.completed_duration_sum,
+      completed_duration_count = t.completed_duration_count + excluded.completed_duration_count`.execute(db);
+}
+
+export interface BucketDelta {
+  bucket: Date;
+  memberId: string;
+  sessionKey: string;
+  tasksCompleted: number;
+  tasksFailed: number;
+  completedDurationSum: number;
+  completedDurationCount: number;
+}
+
+/** Adds a batch's per-5-minute counts to the finer rollup (rows distinct and sorted by key). */
+export async function addFiveMinute(db: Db, organizationId: string, deltas: BucketDelta[]): Promise<void> {
+  if (deltas.length === 0) return;
+  await sql`${preparedAs('telemetry_add_five_minute')}
+    INSERT INTO telemetry_five_minute_sessions AS t (organization_id, bucket, member_id, session_key, tasks_completed, tasks_failed, completed_duration_sum, completed_duration_count)
+    SELECT ${organizationId}, u.bucket, u.member_id, u.session_key, u.completed, u.failed, u.dur_sum, u.dur_n
+    FROM unnest(${deltas.map((d) => d.bucket.toISOString())}::timestamptz[], ${deltas.map((d) => d.memberId)}::text[], ${deltas.map((d) => d.sessionKey)}::text[],
+                ${deltas.map((d) => d.tasksCompleted)}::int[], ${deltas.map((d) => d.tasksFailed)}::int[],
+                ${deltas.map((d) => d.completedDurationSum)}::bigint[], ${deltas.map((d) => d.completedDurationCount)}::int[])
+         AS u(bucket, member_id, session_key, completed, failed, dur_sum, dur_n)
+    ON CONFLICT (organization_id, bucket, member_id, session_key) DO UPDATE SET
       tasks_completed = t.tasks_completed + excluded.tasks_completed,
       tasks_failed = t.tasks_failed + excluded.tasks_failed,
       completed_duration_sum = t.completed_duration_sum + excluded.completed_duration_sum,

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema';
 import * as store from './ingest-store';
 import * as dimensions from './dimension-store';
-import { dayOf, startOfHour, startOfWeek } from './time';
+import { dayOf, startOfBucket, startOfHour, startOfWeek } from './time';
 
 /**
  * What one batch of a member's events adds to each summary: the rollup rules, in one place.
@@ -12,6 +12,7 @@ import { dayOf, startOfHour, startOfWeek } from './time';
 export interface IngestPlan {
   tags: store.SessionTag[];
   hourly: store.HourlyDelta[];
+  buckets: store.BucketDelta[];
   sessionHours: { sessionId: string; hour: Date }[];
   days: string[];
   daily: store.DailyDelta[];
@@ -32,6 +33,7 @@ interface HourKeys {
 export function planIngest(rows: store.EventRow[]): IngestPlan {
   const tags = new Map<string, store.SessionTag>();
   const hourly = new Map<string, store.HourlyDelta>();
+  const buckets = new Map<string, store.BucketDelta>();
   const sessionHours = new Map<string, { sessionId: string; hour: Date }>();
   const days = new Set<string>();
   const daily = new Map<string, store.DailyDelta>();
@@ -64,21 +66,23 @@ export function planIngest(rows: store.EventRow[]): IngestPlan {
       hourly.get(key) ??
       { organizationId: row.organizationId, hour, memberId: row.memberId, sessionKey, events: 0, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
     delta.events += 1;
+    const bucket = startOfBucket(row.occurredAt);
+    const bucketKey = `${bucket.getTime()}\u0000${row.memberId}\u0000${sessionKey}`;
+    const fine = buckets.get(bucketKey) ?? { bucket, memberId: row.memberId, sessionKey, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
+    buckets.set(bucketKey, fine);
     if (row.type === 'task.completed' || row.type === 'task.failed') {
       const totals = daily.get(day) ?? { day, tasksCompleted: 0, tasksFailed: 0, completedDurationSum: 0, completedDurationCount: 0 };
       daily.set(day, totals);
       if (row.type === 'task.completed') {
-        delta.tasksCompleted += 1;
-        totals.tasksCompleted += 1;
-        if (row.durationMs !== null) {
-          delta.completedDurationSum += row.durationMs;
-          delta.completedDurationCount += 1;
-          totals.completedDurationSum += row.durationMs;
-          totals.completedDurationCount += 1;
+        for (const c of [delta, totals, fine]) {
+          c.tasksCompleted += 1;
+          if (row.durationMs !== null) {
+            c.completedDurationSum += row.durationMs;
+            c.completedDurationCount += 1;
+          }
         }
       } else {
-        delta.tasksFailed += 1;
-        totals.tasksFailed += 1;
+        for (const c of [delta, totals, fine]) c.tasksFailed += 1;
       }
     }
     hourly.set(key, delta);
@@ -86,6 +90,8 @@ export function planIngest(rows: store.EventRow[]): IngestPlan {
   return {
     tags: sortedValues(tags),
     hourly: sortedValues(hourly),
+    // Keys sort by bucket time as a number: fixed-width (13 digits) for every time this side of 2286.
+    buckets: sortedValues(buckets),
     sessionHours: sortedValues(sessionHours),
     days: [...days].sort(),
     daily: sortedValues(daily),
@@ -109,6 +115,7 @@ export async function writeBatch(db: Kysely<DB>, organizationId: string, memberI
     const newTags = await store.tagSessions(trx, plan.tags);
     await dimensions.addTagged(trx, organizationId, newTags, plan.hourly);
     await store.addHourly(trx, organizationId, plan.hourly);
+    await store.addFiveMinute(trx, organizationId, plan.buckets);
     await store.addSessionHours(trx, organizationId, plan.sessionHours);
     await dimensions.copyTaggedSessions(trx, organizationId, sessionIds);
     await store.addDailyMember(trx, organizationId, memberId, plan.days);

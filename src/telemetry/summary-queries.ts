@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/schema';
 import { numbers, type AnalyticsRange, type WeekFigures, type WindowFigures } from './range';
-import { dayStart, nextDay } from './time';
+import { BUCKET_MS, dayStart, nextDay, startOfBucket } from './time';
 
 /*
  * Analytics from the summaries (with a dimension filter, the summaries kept per dimension). A rolling window (start, now] is split into
@@ -9,7 +9,8 @@ import { dayStart, nextDay } from './time';
  *   telemetry_daily_totals (rows bounded by members × days and shards × days);
  * - the whole hours of the start's day after the start's hour, and of today before the current
  *   hour: the hourly rollup (about a day of rows per edge);
- * - the partial hour after the start, and the current hour up to now: raw events (index-only).
+ * - the partial hour after the start, and the current hour up to now: the 5-minute rollup, and raw
+ *   events (index-only) for the partial 5 minutes at each end.
  * The current ISO week (it starts after the 7-day window's start day) is today's edges, the same
  * rows as the windows', plus its whole days.
  * Distinct sessions come from telemetry_sessions instead (see sessionsSince).
@@ -51,20 +52,32 @@ const SEG_7 = 2;
 const SEG_NOW = 3;
 
 /**
- * The raw events of the three partial hours, read once and summed per (segment, member, session):
- * the windows' edges, the week's current hour and the session counts all take them from here, and
- * a dimension filter probes the tag once per session rather than once per event.
+ * The three partial hours, read once and summed per (segment, member, session): their whole
+ * 5-minute buckets from the finer rollup, and raw events for the partial bucket at the window's
+ * start and the current one up to now. The windows' edges, the week's current hour and the session
+ * counts all take them from here, and a dimension filter probes the tag once per session.
  */
 function rawEdges(r: AnalyticsRange): RawBuilder<unknown> {
-  const seg = (n: number, from: RawBuilder<unknown>, to: RawBuilder<unknown>) => sql`
-    SELECT ${sql.lit(n)} AS seg, e.member_id, e.session_id, e.type, e.duration_ms FROM telemetry_events e
-    WHERE e.organization_id = ${r.organizationId} AND ${from} AND ${to}`;
+  const org = r.organizationId;
+  const events = (n: number, from: RawBuilder<unknown>, to: RawBuilder<unknown>) => sql`
+    SELECT ${sql.lit(n)} AS seg, e.member_id, e.session_id, (e.type = 'task.completed')::int AS c, (e.type = 'task.failed')::int AS f,
+           CASE WHEN e.type = 'task.completed' THEN coalesce(e.duration_ms, 0) ELSE 0 END AS ds,
+           (e.type = 'task.completed' AND e.duration_ms IS NOT NULL)::int AS dn
+    FROM telemetry_events e WHERE e.organization_id = ${org} AND ${from} AND ${to}`;
+  const buckets = (n: number, from: Date, to: Date) => sql`
+    SELECT ${sql.lit(n)}, b.member_id, nullif(b.session_key, ''), b.tasks_completed, b.tasks_failed, b.completed_duration_sum, b.completed_duration_count
+    FROM telemetry_five_minute_sessions b WHERE b.organization_id = ${org} AND b.bucket >= ${from} AND b.bucket < ${to}`;
+  // The window starts are exclusive: raw events after the start up to the next bucket, then whole buckets to the hour's end.
+  const after = (start: Date) => new Date(startOfBucket(start).getTime() + BUCKET_MS);
+  const nowBucket = startOfBucket(r.now);
   return sql`
-    SELECT seg, member_id, session_id, count(*) FILTER (WHERE type = 'task.completed') AS c, count(*) FILTER (WHERE type = 'task.failed') AS f,
-           coalesce(sum(duration_ms) FILTER (WHERE type = 'task.completed'), 0) AS ds, count(duration_ms) FILTER (WHERE type = 'task.completed') AS dn
-    FROM (${seg(SEG_30, sql`e.occurred_at > ${r.start30}`, sql`e.occurred_at < ${r.start30HourEnd}`)}
-          UNION ALL ${seg(SEG_7, sql`e.occurred_at > ${r.start7}`, sql`e.occurred_at < ${r.start7HourEnd}`)}
-          UNION ALL ${seg(SEG_NOW, sql`e.occurred_at >= ${r.hourStart}`, sql`e.occurred_at <= ${r.now}`)}) AS x
+    SELECT seg, member_id, session_id, sum(c) AS c, sum(f) AS f, sum(ds) AS ds, sum(dn) AS dn
+    FROM (${events(SEG_30, sql`e.occurred_at > ${r.start30}`, sql`e.occurred_at < ${after(r.start30)}`)}
+          UNION ALL ${buckets(SEG_30, after(r.start30), r.start30HourEnd)}
+          UNION ALL ${events(SEG_7, sql`e.occurred_at > ${r.start7}`, sql`e.occurred_at < ${after(r.start7)}`)}
+          UNION ALL ${buckets(SEG_7, after(r.start7), r.start7HourEnd)}
+          UNION ALL ${buckets(SEG_NOW, r.hourStart, nowBucket)}
+          UNION ALL ${events(SEG_NOW, sql`e.occurred_at >= ${nowBucket}`, sql`e.occurred_at <= ${r.now}`)}) AS x
     GROUP BY seg, member_id, session_id`;
 }
 

@@ -38,6 +38,19 @@ export interface TelemetryHourlySessionsTable {
   completed_duration_count: number;
 }
 
+/** The same counts per 5-minute bucket (migration 20261124_1000), for the partial hours at a window's edges. */
+export interface TelemetryFiveMinuteSessionsTable {
+  organization_id: string;
+  /** Start of the 5-minute bucket (UTC). */
+  bucket: Timestamp;
+  member_id: string;
+  session_key: string;
+  tasks_completed: number;
+  tasks_failed: number;
+  completed_duration_sum: ColumnType<string, number | string, number | string>;
+  completed_duration_count: number;
+}
+
 export interface TelemetryWeeklyKeysTable {
   organization_id: string;
   week: DayColumn;
@@ -96,6 +109,7 @@ export interface TelemetryTables {
   telemetry_events: TelemetryEventsTable;
   telemetry_session_dimensions: TelemetrySessionDimensionsTable;
   telemetry_hourly_sessions: TelemetryHourlySessionsTable;
+  telemetry_five_minute_sessions: TelemetryFiveMinuteSessionsTable;
   telemetry_weekly_keys: TelemetryWeeklyKeysTable;
   telemetry_sessions: TelemetrySessionsTable;
   telemetry_daily_members: TelemetryDailyMembersTable;

@@ -148,7 +148,7 @@ describe('a dimension applied after a session’s first events', () => {
 });
 
 describe('the edges of the windows inside partial hours', () => {
-  it('counts sessions with several events in a partial hour once, and events at the window start and at now as defined', async () => {
+  it('counts sessions with several events in a partial hour once, and events at the window start, at 5-minute boundaries and at now as defined', async () => {
     const T = new Date('2026-11-19T15:37:00.000Z');
     const at = (ms: number) => new Date(T.getTime() + ms).toISOString();
     const M = 60_000;
@@ -159,6 +159,8 @@ describe('the edges of the windows inside partial hours', () => {
         { type: 'task.completed', timestamp: at(-32 * M), sessionId: 'cur', durationMs: 100, ...edgeTag },
         { type: 'task.failed', timestamp: at(-27 * M), sessionId: 'cur' },
         { type: 'task.completed', timestamp: at(0), sessionId: 'cur', durationMs: 300 },
+        // On the boundary of the current 5-minute bucket (15:35): read raw, not from the rollup.
+        { type: 'task.completed', timestamp: at(-2 * M), sessionId: 'cur', durationMs: 50 },
         { type: 'user.active', timestamp: at(-M), sessionId: 'w7' },
       ],
       // The 7-day window's start: one event at the start instant (outside), two in the rest of its hour, one before.
@@ -166,6 +168,8 @@ describe('the edges of the windows inside partial hours', () => {
         { type: 'task.completed', timestamp: at(-7 * D), sessionId: 'w7', durationMs: 1 },
         { type: 'task.completed', timestamp: at(-7 * D + 1), sessionId: 'w7', durationMs: 10, ...edgeTag },
         { type: 'task.failed', timestamp: at(-7 * D + 20 * M), sessionId: 'w7' },
+        // The first whole 5-minute bucket after the start (15:40), read from the rollup.
+        { type: 'task.completed', timestamp: at(-7 * D + 3 * M), sessionId: 'w7b', durationMs: 30 },
         { type: 'task.completed', timestamp: at(-7 * D - 5 * M), sessionId: 'before7', durationMs: 5 },
       ],
       // The 30-day window's start, the same way, and the rest of that day's hours.

@@ -19,6 +19,7 @@ import * as telemetryDimensionSummaries from './20261124_0250_telemetry_dimensio
 import * as mcpOAuthIssuer from './20261124_0400_mcp_oauth_issuer';
 import * as telemetryDimensionHourly from './20261124_0900_telemetry_dimension_hourly';
 import * as telemetryHourlyCovering from './20261124_0930_telemetry_hourly_covering';
+import * as telemetryFiveMinute from './20261124_1000_telemetry_five_minute';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -46,6 +47,7 @@ const migrations: Record<string, Migration> = {
   '20261124_0400_mcp_oauth_issuer': mcpOAuthIssuer,
   '20261124_0900_telemetry_dimension_hourly': telemetryDimensionHourly,
   '20261124_0930_telemetry_hourly_covering': telemetryHourlyCovering,
+  '20261124_1000_telemetry_five_minute': telemetryFiveMinute,
 };
 
 export const migrationProvider: MigrationProvider = {
