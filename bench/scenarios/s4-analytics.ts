@@ -12,7 +12,7 @@ const OTHER_EVENTS = 50_000;
  * Scenario 4: GET /v1/telemetry/analytics for an organization with 100,000 events and one with
  * 1,000,000 (90 days each, 50 members), next to other organizations' data, seeded with the
  * telemetry area's own seeder (bench/seed/telemetry.ts). Growth should be sub-linear: the 10×
- * larger organization within 2× the p50.
+ * larger organization within 1.5× the p50 (2× filtered by a dimension), issue #20's targets.
  */
 export async function scenarioAnalytics(ctx: BenchContext): Promise<ScenarioResult> {
   const result: ScenarioResult = {
@@ -67,7 +67,7 @@ export async function scenarioAnalytics(ctx: BenchContext): Promise<ScenarioResu
     result.rows = rows;
     const [small, smallFiltered, large, largeFiltered] = rows as [Measurement, Measurement, Measurement, Measurement];
     result.checks.push(
-      check('p50 at 1M / p50 at 100k', large.p50 / small.p50, '<=', 2),
+      check('p50 at 1M / p50 at 100k', large.p50 / small.p50, '<=', 1.5),
       check('p50 at 1M / p50 at 100k, filtered', largeFiltered.p50 / smallFiltered.p50, '<=', 2),
       check('p50 at 1M, ms (guide)', large.p50, '<=', 100),
       check('errors + non-2xx', rows.reduce((n, r) => n + r.errors + r.non2xx, 0), '<=', 0),
