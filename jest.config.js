@@ -26,6 +26,7 @@ const PG_ONLY = [
   'test/outbound/policy.test.ts',
   'test/seams/lazy-libraries.test.ts',
   'test/seams/router-parity.test.ts',
+  'test/seams/start-command.test.ts',
   'test/seams/validator-parity.test.ts',
   'test/sso/oidc-client.test.ts',
   'test/sso/saml.test.ts',

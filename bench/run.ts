@@ -1,7 +1,8 @@
 // `npm run bench` (every scenario) and `npm run bench:smoke` (scenario 1 against its baseline,
 // ~10 s of load). Options: --only=1,3  --duration=8  --warmup=2  --log-level=info  --no-build
 // --keep-logs --keep-db (leave the scratch database for EXPLAIN; drop it yourself) --cpu-prof
-// (V8 profiles of the service processes, kept with the logs).
+// (V8 profiles of the service processes, kept with the logs) --compare-node-flags (scenario 1 also
+// measures the service without the node flags of `npm start`, in the same alternating rounds).
 // Talks only to 127.0.0.1; stops itself within 10 minutes whatever happens.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -34,6 +35,7 @@ interface Args {
   keepLogs: boolean;
   keepDb: boolean;
   cpuProf: boolean;
+  compareNodeFlags: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -49,6 +51,7 @@ function parseArgs(argv: string[]): Args {
     keepLogs: argv.includes('--keep-logs'),
     keepDb: argv.includes('--keep-db'),
     cpuProf: argv.includes('--cpu-prof'),
+    compareNodeFlags: argv.includes('--compare-node-flags'),
   };
 }
 
@@ -102,7 +105,7 @@ async function main(): Promise<number> {
   try {
     scratch = await createScratchDatabase();
     console.log(`bench: scratch database ${scratch.name}; process logs in ${logDir}`);
-    const ctx = makeContext({ scratch, logDir, duration: args.duration, warmup: args.warmup, smoke: args.smoke, logLevel: args.logLevel, cpuProf: args.cpuProf });
+    const ctx = makeContext({ scratch, logDir, duration: args.duration, warmup: args.warmup, smoke: args.smoke, logLevel: args.logLevel, cpuProf: args.cpuProf, compareNodeFlags: args.compareNodeFlags });
     for (const [id, run] of SCENARIOS) {
       if (args.only && !args.only.has(id)) continue;
       const t0 = Date.now();

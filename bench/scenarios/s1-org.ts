@@ -1,4 +1,4 @@
-import type { BenchContext } from '../lib/context';
+import { shippedNodeFlags, type BenchContext } from '../lib/context';
 import { measureRounds, type LoadOptions, type Measurement } from '../lib/load';
 import type { Target } from '../lib/procs';
 import { check, type ScenarioResult } from '../lib/report';
@@ -35,7 +35,7 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
     setup: [
       `${CONNECTIONS} connections; each target warmed up ${ctx.warmup} s, then measured ${ctx.duration} s in ${ROUNDS} alternating rounds (one target loaded at a time), per organization size`,
       `organizations of ${sizes.join(' and ')} members and 20 teams seeded through the stores, then ANALYZE; the caller (an admin) is in all 20 teams`,
-      `service: node dist/src/main.js, LOG_LEVEL=${ctx.logLevel}, response validation off (as shipped), pool max 10, every route group loaded`,
+      `service: node ${[...shippedNodeFlags(), ''].join(' ')}dist/src/main.js (as npm start), LOG_LEVEL=${ctx.logLevel}, response validation off (as shipped), pool max 10, every route group loaded`,
       'bare-org floor: node:http + pg, sha256 of the token, ONE prepared statement, JSON.stringify, pool max 10',
       'express-org baseline: Express + pg, sha256 of the token then 4 sequential queries (session, member+org, owner, teams), pool max 10',
       'cpu ms/req: CPU seconds of the process over the measured window ÷ requests answered',
@@ -50,6 +50,8 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
     ['bare-org', () => ctx.startBaseline('bare-org.mjs')],
     ['express-org', () => ctx.startBaseline('express-org.mjs')],
     ['service', () => ctx.startService('s1-service')],
+    // --compare-node-flags: the same service without the flags it ships with (README "Memory").
+    ...(ctx.compareNodeFlags ? ([['service-no-flags', () => ctx.startService('s1-service-no-flags', {}, [])]] as const) : []),
   ] as const;
   const targets: Record<string, Target> = {};
   try {
@@ -80,6 +82,7 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
       const service = rows['service']!;
       const express = rows['express-org']!;
       const bare = rows['bare-org'];
+      const plain = rows['service-no-flags'];
       for (const m of Object.values(rows)) m.extra = { ...m.extra, cpu_ms_per_req: Number(cpuMsPerRequest(m).toFixed(3)) };
       result.rows.push(...Object.values(rows));
       result.checks.push(
@@ -93,8 +96,13 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
           `${members} members: p99 service / bare-org ${(service.p99 / bare.p99).toFixed(2)}; CPU per request service ${cpuMsPerRequest(service).toFixed(2)} ms, bare-org ${cpuMsPerRequest(bare).toFixed(2)} ms, express-org ${cpuMsPerRequest(express).toFixed(2)} ms`,
         );
       }
+      if (plain) {
+        result.notes.push(
+          `${members} members: service with its node flags / without: throughput ${(service.rps / plain.rps).toFixed(2)}, CPU per request ${cpuMsPerRequest(service).toFixed(3)} / ${cpuMsPerRequest(plain).toFixed(3)} ms, peak RSS ${service.peakRssMb?.toFixed(0)} / ${plain.peakRssMb?.toFixed(0)} MB`,
+        );
+      }
       if (index === orgs.length - 1) {
-        const peak = Math.max(...result.rows.filter((m) => m.label.startsWith('service')).map((m) => m.peakRssMb ?? NaN));
+        const peak = Math.max(...result.rows.filter((m) => m.label.startsWith('service,')).map((m) => m.peakRssMb ?? NaN));
         result.checks.push(check('service peak RSS MB, both sizes (every route group loaded)', peak, '<=', 180));
       }
     }
@@ -102,7 +110,7 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
     await Promise.all(Object.values(targets).map((t) => t.stop()));
   }
   const ceiling = result.rows.find((m) => m.label.startsWith('bare-http'));
-  const service = result.rows.filter((m) => m.label.startsWith('service')).at(-1);
+  const service = result.rows.filter((m) => m.label.startsWith('service,')).at(-1);
   if (ceiling && service) result.notes.push(`service throughput is ${(service.rps / ceiling.rps).toFixed(2)}× the constant-JSON HTTP ceiling`);
   return result;
 }
