@@ -8,6 +8,8 @@ import { check, type ScenarioResult } from '../lib/report';
 import { seedOrganization } from '../seed/org';
 
 const COMPONENTS = 100;
+/** Plugins the organization holds before the run (see the seed below). */
+const EXISTING_PLUGINS = 1000;
 /**
  * Latency is compared at 1 connection (no queueing), then at 4 (throughput under load, where the
  * service also queues for the 2 cores it shares with the load generator and Postgres, and the
@@ -47,12 +49,23 @@ export async function scenarioPlugin(ctx: BenchContext): Promise<ScenarioResult>
     setup: [
       `${CONCURRENCY.join(' and ')} connections (service) / as many concurrent loops on a pg pool (floors), ${ctx.warmup} s warm-up + ${ctx.duration} s measured each, in ${ROUNDS} alternating rounds (service, floor, earlier floor)`,
       'body: name, description, 100 components of ~400 bytes (≈45 KB JSON); caller is an organization admin',
+      `the organization holds ${EXISTING_PLUGINS} plugins before the run (then ANALYZE), so the components' foreign-key checks find their plugin through its index`,
     ],
     rows: [],
     checks: [],
     notes: [],
   };
   const org = await seedOrganization(ctx.scratch.database.db, { name: 'Plugin Org', members: 20, teams: 2 });
+  // An organization that already has plugins, analysed as such: with the plugins table nearly empty
+  // at ANALYZE, Postgres checks every component's foreign key to its plugin with a sequential scan
+  // of plugins, which grows with every plugin the run writes (the service's and the floor's alike).
+  const existing = Array.from({ length: EXISTING_PLUGINS }, () => newId('plugin'));
+  await ctx.scratch.pool.query(
+    `INSERT INTO plugins (id, organization_id, name, description, status, source_format, source_origin, source_trusted, source_reference, created_by_member_id, created_at, updated_at)
+     SELECT p.id, $2, 'Existing ' || p.n, '', 'active', 'custom', 'organization', false, 'plugin:' || p.id, $3, now(), now()
+     FROM unnest($1::text[]) WITH ORDINALITY AS p(id, n)`,
+    [existing, org.organizationId, org.callerMemberId],
+  );
   await ctx.scratch.analyze();
   const components = Array.from({ length: COMPONENTS }, (_, i) => component(i));
   const body = JSON.stringify({ name: 'Bench plugin', description: 'A plugin with 100 components', components });
