@@ -52,25 +52,11 @@ export const DELIVERIES_CHANNEL = 'webhook_deliveries';
  * change that rolls back; polling remains the fallback).
  */
 export async function emitEvent(trx: Transaction<DB>, input: EventInput): Promise<string> {
-  const id = newId('event');
-  const ids = Array.from({ length: IDS_AHEAD }, () => newId('webhookDelivery'));
+  const { id, ctes } = eventStatement(input, 'queue-the-rest');
   const { rows } = await sql<{ id: string; queued: boolean }>`
     /* prepared:events_emit */
-    WITH inserted AS (
-      INSERT INTO events (id, organization_id, type, data, created_at)
-      VALUES (${id}, ${input.organizationId}, ${input.type}, ${JSON.stringify(eventData(input))}::jsonb, ${input.createdAt}::timestamptz)
-    ), matched AS (
-      SELECT e.id, row_number() OVER (ORDER BY e.id) AS n FROM webhook_endpoints e
-      WHERE e.organization_id = ${input.organizationId} AND e.enabled AND e.events && ${matchingFilters(input.type)}::text[]
-    ), queued AS (
-      INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, next_attempt_at, created_at, updated_at)
-      SELECT (${ids}::text[])[m.n], ${input.organizationId}, m.id, ${id}, ${input.type}, 'pending', ${input.createdAt}::timestamptz, ${input.createdAt}::timestamptz, ${input.createdAt}::timestamptz
-      FROM matched m WHERE m.n <= ${IDS_AHEAD}::int
-      RETURNING 1
-    ), announced AS (
-      SELECT pg_notify(${DELIVERIES_CHANNEL}, '') WHERE EXISTS (SELECT 1 FROM queued)
-    )
-    SELECT m.id, m.n <= ${IDS_AHEAD}::int AS queued FROM matched m LEFT JOIN announced ON true
+    WITH ${ctes}
+    SELECT m.id, m.n <= ${IDS_AHEAD}::int AS queued FROM event_matched m LEFT JOIN event_announced ON true
   `.execute(trx);
   const rest = rows.filter((r) => !r.queued).map((r) => r.id);
   if (rest.length > 0) await queueDeliveries(trx, { eventId: id, organizationId: input.organizationId, type: input.type, createdAt: input.createdAt }, rest);
@@ -87,9 +73,18 @@ export async function emitEvent(trx: Transaction<DB>, input: EventInput): Promis
  * in a transaction through `emitEvent`.
  */
 export function eventCtes(input: EventInput): RawBuilder<unknown> {
+  return eventStatement(input, 'fail').ctes;
+}
+
+/**
+ * The one writing of an event and its deliveries (both callers above): which endpoints match and
+ * how a delivery is queued. Past IDS_AHEAD matches, 'queue-the-rest' leaves them out (the caller
+ * queues them in a second statement) and 'fail' gives them a NULL id.
+ */
+function eventStatement(input: EventInput, overflow: 'queue-the-rest' | 'fail') {
   const id = newId('event');
   const ids = Array.from({ length: IDS_AHEAD }, () => newId('webhookDelivery'));
-  return sql`event_row AS (
+  const ctes = sql`event_row AS (
       INSERT INTO events (id, organization_id, type, data, created_at)
       VALUES (${id}, ${input.organizationId}, ${input.type}, ${JSON.stringify(eventData(input))}::jsonb, ${input.createdAt}::timestamptz)
     ), event_matched AS (
@@ -98,11 +93,12 @@ export function eventCtes(input: EventInput): RawBuilder<unknown> {
     ), event_queued AS (
       INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, next_attempt_at, created_at, updated_at)
       SELECT (${ids}::text[])[m.n], ${input.organizationId}, m.id, ${id}, ${input.type}, 'pending', ${input.createdAt}::timestamptz, ${input.createdAt}::timestamptz, ${input.createdAt}::timestamptz
-      FROM event_matched m
+      FROM event_matched m ${overflow === 'queue-the-rest' ? sql`WHERE m.n <= ${IDS_AHEAD}::int` : sql``}
       RETURNING 1
     ), event_announced AS (
       SELECT pg_notify(${DELIVERIES_CHANNEL}, '') AS notified WHERE EXISTS (SELECT 1 FROM event_queued)
     )`;
+  return { id, ctes };
 }
 
 /** True when a statement built with `eventCtes` failed because more endpoints matched than it had delivery ids for. */
