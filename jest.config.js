@@ -20,6 +20,7 @@ const PG_ONLY = [
   // no database
   'src/settings.test.ts',
   'src/lib/ids.test.ts',
+  'src/http/logging.test.ts',
   'test/api/permissions-catalogue.test.ts',
   'test/api/unavailable.test.ts',
   'test/outbound/client.test.ts',

@@ -31,38 +31,51 @@ export function createLogger(level: string, destination: pino.DestinationStream 
 
 const GIVEN_ID = /^[\w.-]{1,64}$/;
 
+/** Where a request keeps its log bindings and, once made, its child logger (see requestLogger). */
+const LOG_STATE = Symbol('requestLog');
+interface LogState {
+  bindings: { req: { id: string; method: string; path: string } };
+  child?: Logger;
+}
+
 /**
  * One line per request: id, method, path (never the query string: OAuth callbacks carry codes
  * there), matched route, status and duration. No headers, no bodies. Lines of the same shape as
  * pino-http's, which this replaced: pino-http built a child logger (serialising the request into
  * its bindings) and two closures for every request; here the child is made only when something
  * logs through `req.log` (errors), and the request line is one call on the process's logger.
+ *
+ * `req.log` is a getter defined once on the app's request prototype (Express's `app.request`):
+ * defining it on each request object instead turned every request into a slow dictionary-mode
+ * object for the rest of its life.
  */
-export function requestLogger(logger: Logger) {
+export function requestLogger(logger: Logger, requestPrototype: object) {
   // The request line is built here from the id, method, path, status and route only, so the
   // redaction paths (which walk every line's keys) have nothing to find in it: skipped for it.
   const lines = logger.child({}, { redact: { paths: [] } });
+  Object.defineProperty(requestPrototype, 'log', {
+    configurable: true,
+    get(this: { [LOG_STATE]?: LogState }): Logger {
+      const state = this[LOG_STATE];
+      if (!state) return logger;
+      return (state.child ??= logger.child(state.bindings));
+    },
+  });
   return (req: Request, res: Response, next: NextFunction): void => {
     const startedAt = Date.now();
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && GIVEN_ID.test(given) ? given : randomUUID();
     req.id = id;
     res.setHeader('x-request-id', id);
-    const bindings = { req: { id, method: req.method, path: req.url.split('?')[0] } };
-    let child: Logger | undefined;
-    Object.defineProperty(req, 'log', { configurable: true, enumerable: false, get: () => (child ??= logger.child(bindings)) });
-    let logged = false;
-    const done = () => {
-      if (logged) return;
-      logged = true;
+    const state: LogState = { bindings: { req: { id, method: req.method, path: req.url.split('?')[0]! } } };
+    (req as unknown as { [LOG_STATE]: LogState })[LOG_STATE] = state;
+    // 'close' comes once per response: after 'finish', or alone when the client hung up mid-answer.
+    res.once('close', () => {
       const status = res.statusCode;
-      const line = { ...bindings, res: { status }, responseTime: Date.now() - startedAt, route: res.locals.route as string | undefined, operationId: res.locals.operationId as string | undefined };
+      const line = { ...state.bindings, res: { status }, responseTime: Date.now() - startedAt, route: res.locals.route as string | undefined, operationId: res.locals.operationId as string | undefined };
       if (status >= 500) lines.error({ ...line, err: new Error(`failed with status code ${status}`) }, 'request errored');
       else lines.info(line, 'request completed');
-    };
-    // As pino-http: whichever comes first ('close' alone when the client hung up mid-answer).
-    res.once('finish', done);
-    res.once('close', done);
+    });
     next();
   };
 }
