@@ -1,34 +1,13 @@
+import type { components } from '../../generated/api';
 import type { Membership } from '../domain/principal';
 import { Invalid, NotFound } from '../lib/errors';
 import { visibilityOf } from '../access/resource-roles';
 import type { AccountTarget } from '../connected-accounts/service';
 import { accessOf, type ConnectionGrant } from './access';
-import type { Access, ConnectionRow } from './store';
+import type { ConnectionRow } from './store';
 
-/** The API shape of an MCP connection and what every MCP operation shares to read one. */
-export interface McpConnection {
-  id: string;
-  organizationId: string;
-  name: string;
-  url: string;
-  authType: 'none' | 'apikey' | 'oauth';
-  credentialMode: 'shared' | 'per_member';
-  hasApiKey: boolean;
-  oauthClient: {
-    authorizationUrl: string;
-    tokenUrl: string;
-    clientId: string;
-    scopes: string[];
-    hasClientSecret: boolean;
-    issuer: string | null;
-    issParameterSupported: boolean;
-  } | null;
-  access: Access;
-  connectedForMe: boolean;
-  createdByOrgMembershipId: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+/** The API shape of an MCP connection (the contract's), which every MCP operation reads. */
+export type McpConnection = components['schemas']['McpConnection'];
 
 export const notFound = () => new NotFound('connection_not_found', 'The MCP connection could not be found.');
 
