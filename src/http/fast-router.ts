@@ -75,7 +75,7 @@ export function installFastParsing(router: OpenAPIRouter): void {
   router.parseRequest = ((req: RouterRequest, operation?: Operation): ParsedRequest => {
     const query = typeof req.query === 'object' && req.query !== null ? plainQueryCopy(req.query as Record<string, unknown>) : undefined;
     const body = req.body;
-    if (!query || req.headers.cookie !== undefined || req.headers.Cookie !== undefined || (body && typeof body !== 'object')) return original(req, operation);
+    if (!query || (body && typeof body !== 'object')) return original(req, operation);
     const headers: Record<string, string | string[]> = {};
     for (const name of Object.keys(req.headers)) headers[name.toLowerCase()] = req.headers[name]!;
     if (headers.cookie !== undefined) return original(req, operation);
