@@ -12,6 +12,7 @@ import { installFastParsing, installFastRouting } from './fast-router';
 import { nulInRequest } from '../protection/nul';
 import { malformedEncoding } from './encoding';
 import { errorToResult, shapeForRoute, validationDetails } from './errors';
+import { serializeBody } from '../lib/json-text';
 import { deferredCredentials, sessionLoaders } from './registry';
 import { contextOfRequest, withAuditContext } from '../audit';
 import type { HandlerContext, Handlers, HttpResult, OperationId } from './types';
@@ -123,7 +124,9 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
     const known = String(result.status) in declared || 'default' in declared;
     const declaredResponse = declared[String(result.status)] as { content?: unknown } | undefined;
     if (known && result.body === undefined && declaredResponse && !declaredResponse.content) return result;
-    const check = known ? api.validateResponse(result.body, operationId, result.status) : undefined;
+    // What is checked is what is sent: the serialised body, parsed (JSON text spliced in, dates as strings).
+    const sent: unknown = result.body === undefined ? undefined : JSON.parse(serializeBody(result.body));
+    const check = known ? api.validateResponse(sent, operationId, result.status) : undefined;
     if (known && !check?.errors?.length) return result;
     const problem = known ? JSON.stringify(check?.errors) : `status ${result.status} is not declared`;
     (req.log ?? deps.logger).error({ operationId, status: result.status, problem }, 'response does not match the spec');
@@ -174,5 +177,7 @@ export function send(res: Response, answer: HttpResult): void {
     res.status(result.status).end();
     return;
   }
-  res.status(result.status).json(result.body);
+  // As Express's res.json, with JSON text made elsewhere spliced in (src/lib/json-text.ts).
+  if (!res.get('Content-Type')) res.set('Content-Type', 'application/json');
+  res.status(result.status).send(serializeBody(result.body));
 }

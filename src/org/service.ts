@@ -10,12 +10,15 @@ import { principalFromSessionWith } from '../principal/session';
 import { RequestPreload } from '../principal/preload';
 import * as store from './store';
 import { findMember } from '../members/store';
-import { toMember, toOrganization, toTeam } from './mappers';
+import { toMember, toOrganization } from './mappers';
+import { jsonText } from '../lib/json-text';
+import type { components } from '../../generated/api';
 import { provisionOrganization } from './provisioning';
 import { changed, created, recordChange } from '../audit';
 import { insertBuiltInRoles } from '../roles/store';
 
 export type Plan = 'free' | 'team' | 'enterprise';
+type Schemas = components['schemas'];
 
 const orgNotFound = () => new NotFound('organization_not_found', 'The organization could not be found.');
 
@@ -56,7 +59,7 @@ function toContext(rows: store.OrganizationContextRows) {
   return {
     organization: toOrganization(rows.organization, rows.owner),
     currentMember: toMember(rows.member),
-    currentMemberTeams: rows.teams.map(toTeam),
+    currentMemberTeams: jsonText<Schemas['Team'][]>(rows.teamsJson),
   };
 }
 

@@ -88,14 +88,8 @@ export interface OrganizationContextRows {
   organization: OrganizationRow;
   owner: OwnerRow | undefined;
   member: MemberRow;
-  teams: TeamRow[];
-}
-
-interface ContextTeamJson {
-  id: string;
-  name: string;
-  created_ms: number | string;
-  member_ids: string[];
+  /** The member's teams as the contract's `Team[]`, JSON text made by Postgres (see CONTEXT_COLUMNS). */
+  teamsJson: string;
 }
 
 /** The columns both context queries select, under these names. */
@@ -118,7 +112,7 @@ interface ContextColumns {
   owner_name: string | null;
   owner_email: string | null;
   owner_image: string | null;
-  teams: ContextTeamJson[] | string | null;
+  teams_json: string | null;
 }
 
 /**
@@ -126,14 +120,19 @@ interface ContextColumns {
  * all its active member ids, oldest team first) json-aggregated, so the whole context is one row.
  * The member ids of all the member's teams are gathered in one grouped pass (the member is in each
  * of those teams, so none is empty), not one subquery per team.
+ *
+ * The teams are the contract's `Team` objects as JSON text, sent as they are (src/lib/json-text.ts):
+ * this SQL is their mapper (the same fields as toTeam in ./mappers.ts; `createdAt` as
+ * Date#toISOString writes it, milliseconds truncated as a JS Date holds them).
  */
 const CONTEXT_COLUMNS = sql`o.id, o.name, o.plan, o.created_at, o.updated_at,
   m.id AS member_id, m.organization_id AS member_organization_id, m.user_id AS member_user_id, m.role AS member_role,
   m.created_at AS member_created_at, u.name AS user_name, u.email AS user_email, u.image AS user_image,
   ow.id AS owner_member_id, owu.id AS owner_user_id, owu.name AS owner_name, owu.email AS owner_email, owu.image AS owner_image,
-  (SELECT json_agg(json_build_object(
-      'id', t.id, 'name', t.name, 'created_ms', floor(extract(epoch FROM t.created_at) * 1000), 'member_ids', x.ids
-    ) ORDER BY t.created_at, t.id)
+  (SELECT coalesce(json_agg(json_build_object(
+      'id', t.id, 'name', t.name, 'memberIds', x.ids,
+      'createdAt', to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+    ) ORDER BY t.created_at, t.id), '[]'::json)::text
     FROM (SELECT tm.team_id, array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id) AS ids
           FROM team_members mine
           JOIN team_members tm ON tm.team_id = mine.team_id
@@ -141,7 +140,7 @@ const CONTEXT_COLUMNS = sql`o.id, o.name, o.plan, o.created_at, o.updated_at,
           WHERE mine.member_id = m.id
           GROUP BY tm.team_id) x
     JOIN teams t ON t.id = x.team_id
-    WHERE t.organization_id = m.organization_id) AS teams`;
+    WHERE t.organization_id = m.organization_id) AS teams_json`;
 
 /** The organization, its owner (absent when none) and the owner's user, for member `m` (may be null). */
 const CONTEXT_JOINS = sql`LEFT JOIN organizations o ON o.id = m.organization_id
@@ -150,8 +149,6 @@ const CONTEXT_JOINS = sql`LEFT JOIN organizations o ON o.id = m.organization_id
 
 function toContextRows(row: ContextColumns): OrganizationContextRows | undefined {
   if (!row.id || !row.member_id || !row.member_organization_id || !row.member_user_id || !row.member_role || !row.member_created_at || row.user_email === null) return undefined;
-  // pg parses json columns; keep a string fallback for a driver that does not.
-  const teams: ContextTeamJson[] = typeof row.teams === 'string' ? JSON.parse(row.teams) : (row.teams ?? []);
   return {
     organization: { id: row.id, name: row.name!, plan: row.plan!, created_at: row.created_at!, updated_at: row.updated_at! },
     owner:
@@ -168,7 +165,7 @@ function toContextRows(row: ContextColumns): OrganizationContextRows | undefined
       user_email: row.user_email,
       user_image: row.user_image,
     },
-    teams: teams.map((t) => ({ id: t.id, name: t.name, created_at: new Date(Number(t.created_ms)), member_ids: t.member_ids })),
+    teamsJson: row.teams_json ?? '[]',
   };
 }
 

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization } from '../support/factories';
 import { newId } from '../../src/lib/ids';
@@ -80,6 +81,32 @@ describe('GET /v1/org', () => {
       { id: older, name: 'Older', memberIds: [a.memberId, b.memberId], createdAt: now.toISOString() },
       { id: newer, name: 'Newer', memberIds: [a.memberId], createdAt: later.toISOString() },
     ]);
+  });
+
+  it('shows each team exactly as the teams API does (names that need escaping, sub-millisecond times)', async () => {
+    // The teams of GET /v1/org are JSON made by Postgres and sent as is; the teams API maps the
+    // same rows in TypeScript. Both must write the same values.
+    const owner = await createOrganization(t);
+    const names = ['Quote " and \\ backslash', 'Line\nbreak\ttab', 'Ünïcødé 🚀 \u2028', '<script>&amp;</script>'];
+    const ids = names.map(() => newId('team'));
+    for (const [i, name] of names.entries()) {
+      // Written by SQL with sub-millisecond digits, not from a JS Date (which holds milliseconds).
+      await sql`INSERT INTO teams (id, organization_id, name, created_at, updated_at)
+        VALUES (${ids[i]}, ${owner.organizationId}, ${name}, ${`2026-03-04 05:06:07.${String(i)}894+00`}::timestamptz, now())`.execute(t.db);
+      await t.db.insertInto('team_members').values({ team_id: ids[i]!, member_id: owner.memberId, organization_id: owner.organizationId, created_at: t.clock.now() }).execute();
+    }
+    const res = await t.http.get('/v1/org').set(...bearer(owner.token));
+    expect(res.status).toBe(200);
+    const fromTeamsApi = [];
+    for (const id of ids) {
+      const team = await t.http.get(`/v1/teams/${id}`).set(...bearer(owner.token));
+      expect(team.status).toBe(200);
+      fromTeamsApi.push(team.body.item);
+    }
+    expect(res.body.currentMemberTeams).toEqual(fromTeamsApi);
+    expect(res.body.currentMemberTeams.map((team: { name: string; createdAt: string }) => [team.name, team.createdAt])).toEqual(
+      names.map((name, i) => [name, `2026-03-04T05:06:07.${String(i)}89Z`]),
+    );
   });
 
   it('answers 401 without a token, with a bad token, and with an API key', async () => {
