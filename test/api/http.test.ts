@@ -23,6 +23,19 @@ describe('the HTTP layer', () => {
     expect(docs.text).not.toMatch(/https?:\/\/(cdn|unpkg)/);
   });
 
+  it('serves the contract at every spelling its routes match (the docs layer passes only what cannot be one)', async () => {
+    for (const path of ['/openapi.json/', '/OpenAPI.JSON', '/OPENAPI.json/']) {
+      const res = await t.http.get(path);
+      expect([path, res.status, res.body.openapi]).toEqual([path, 200, '3.1.0']);
+    }
+    expect((await t.http.get('/OpenAPI.yaml/')).text).toContain('openapi: 3.1.0');
+    const docs = await t.http.get('/DOCS/');
+    expect(docs.status).toBe(200);
+    expect(docs.text).toContain('swagger-ui');
+    // Not docs routes: the API answers them.
+    for (const path of ['/openapi.jsonx', '/docsx', '/v1/openapi.json']) expect((await t.http.get(path)).body.error).toBe('not_found');
+  });
+
   it('answers JSON errors for unknown routes and wrong methods', async () => {
     const unknown = await t.http.get('/v1/nothing-here');
     expect(unknown.status).toBe(404);
