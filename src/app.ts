@@ -52,6 +52,7 @@ export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppD
     settings,
     cursors: new Cursors(deriveKey(settings.secretKey, 'cursor')),
     secrets: new SecretBox(settings.secretKey),
+    audit: null,
   };
 }
 

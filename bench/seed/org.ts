@@ -6,7 +6,7 @@ import { insertSession, insertUser } from '../../src/auth/store';
 import { insertMember } from '../../src/org/store';
 import { createOrganizationIn, type Plan } from '../../src/org/service';
 import type { Role } from '../../src/domain/principal';
-import { systemContext, withAuditContext } from '../../src/audit';
+import { systemContext } from '../../src/audit';
 import { systemClock } from '../../src/lib/clock';
 
 export interface SeededOrg {
@@ -48,8 +48,8 @@ export async function seedOrganization(db: Kysely<DB>, options: OrgSeedOptions):
 
   const owner = await newUser('owner', now);
   // Outside a request: the organization's creation is audited as the system.
-  const created = await withAuditContext(systemContext(systemClock), () =>
-    db.transaction().execute((trx) => createOrganizationIn(trx, { name: options.name, plan: options.plan ?? 'enterprise', ownerUserId: owner.id, now })),
+  const created = await db.transaction().execute((trx) =>
+    createOrganizationIn(trx, systemContext(systemClock), { name: options.name, plan: options.plan ?? 'enterprise', ownerUserId: owner.id, now }),
   );
   const organizationId = created.organization.id;
   const memberIds = [created.member.id];

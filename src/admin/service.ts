@@ -47,7 +47,7 @@ export async function setPlan(deps: AppDeps, principal: Principal, organizationI
     const row = await store.findOrganization(trx, organizationId);
     if (!row) throw notFound();
     // A platform admin acts from outside the organization: no member id there.
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       organizationId,
       actorMemberId: null,
       action: 'organization.plan_changed',

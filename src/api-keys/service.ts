@@ -62,7 +62,7 @@ export async function createApiKey(
       expiresAt,
       permissions: input.permissions ?? null,
     });
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'api_key.created',
       target: { type: 'api_key', id: inserted.id },
       changes: created({ name: input.name, prefix: inserted.prefix, expiresAt, key }),
@@ -88,6 +88,6 @@ export async function revokeApiKey(deps: AppDeps, membership: Membership, apiKey
     if (!(await store.revokeApiKey(trx, membership.organizationId, apiKeyId, deps.clock.now()))) {
       throw new NotFound('api_key_not_found', 'The API key could not be found.');
     }
-    await recordChange(trx, { action: 'api_key.revoked', target: { type: 'api_key', id: apiKeyId } });
+    await recordChange(trx, deps.audit, { action: 'api_key.revoked', target: { type: 'api_key', id: apiKeyId } });
   });
 }

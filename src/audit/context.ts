@@ -1,6 +1,9 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AnyPrincipal } from '../domain/principal';
 import type { Clock } from '../lib/clock';
+
+// The context travels explicitly, on the request's AppDeps (`deps.audit`), not in an
+// AsyncLocalStorage: one AsyncLocalStorage.run makes Node enable promise hooks for the whole
+// process, and every promise of every request then pays for their hooks (about 12% of a request's CPU).
 
 /** Who made a change (spec: audit-and-events.md §1). */
 export type ActorType = 'member' | 'api_key' | 'scim' | 'worker' | 'system';
@@ -80,16 +83,4 @@ export function contextOfRequest(input: {
 /** A change made by the service itself (a periodic job, a worker-facing route without a member). */
 export function systemContext(clock: Clock, organizationId: string | null = null, actor: Actor = { type: 'system', id: null, memberId: null }): AuditContext {
   return { actor, organizationId, requestId: null, ip: null, userAgent: null, clock, enabled: true };
-}
-
-const scope = new AsyncLocalStorage<AuditContext>();
-
-/** Runs `fn` with `context` as the current request's audit context (the router does this per request). */
-export function withAuditContext<T>(context: AuditContext, fn: () => T): T {
-  return scope.run(context, fn);
-}
-
-/** The current request's audit context, or null outside a request. */
-export function currentAuditContext(): AuditContext | null {
-  return scope.getStore() ?? null;
 }

@@ -7,15 +7,17 @@
  *
  *   await deps.db.transaction().execute(async (trx) => {
  *     const team = await store.insertTeam(trx, ...);
- *     await recordChange(trx, { action: 'team.created', target: { type: 'team', id: team.id }, changes: created({ name }) });
+ *     await recordChange(trx, deps.audit, { action: 'team.created', target: { type: 'team', id: team.id }, changes: created({ name }) });
  *   });
  *
  * - `trx` must be a Transaction (a plain Kysely handle does not type-check): if the change rolls
  *   back, so does its entry; an entry cannot commit without its change.
  * - The context (actor {type: member | api_key | scim | worker | system, id, memberId}, requestId,
  *   ip, userAgent, organization, clock) is derived once per request by the router from the
- *   principal (`contextOfRequest` in ./context.ts) and found by recordChange on its own. Outside a
- *   request (a periodic job) pass one: `recordChange(trx, systemContext(clock, orgId), change)`.
+ *   principal (`contextOfRequest` in ./context.ts) and handed to the handler as `deps.audit`; it is
+ *   always passed explicitly (no AsyncLocalStorage: see ./context.ts). A helper without `deps`
+ *   takes it as a parameter from its caller. Outside a request (a periodic job) pass one:
+ *   `recordChange(trx, systemContext(clock, orgId), change)`; a null context throws.
  * - `action` is '<resource>.<verb>' ('member.role_changed', 'marketplace.archived'), `target` the
  *   resource changed, `changes` `{field: {from, to}}` (helpers below). Secret fields (passwords,
  *   keys, tokens, client secrets, webhook secrets) are redacted to '[redacted]' by recordChange
@@ -28,10 +30,11 @@
  *   transaction: the lock is held until commit.
  * - The events outbox (webhooks, §2) is written from here too, so every audited change is an event.
  * - A change written as ONE statement of its own (no transaction; creating a plugin with its
- *   components) takes the same entry and event as CTEs of that statement: `changeCtes` (record.ts),
- *   with recordChange in a transaction as its fallback.
+ *   components) takes the same entry and event as CTEs of that statement:
+ *   `changeCtes(context, change, after)` (record.ts), with recordChange in a transaction as its
+ *   fallback.
  */
 export { recordChange, changeCtes, type Change, type Changes, type AuditEntry } from './record';
-export { contextOfRequest, currentAuditContext, systemContext, withAuditContext, actorOf, type AuditContext, type Actor, type ActorType } from './context';
+export { contextOfRequest, systemContext, actorOf, type AuditContext, type Actor, type ActorType } from './context';
 export { REDACTED, isSecretField } from './redact';
 export { created, deleted, changed } from './changes';

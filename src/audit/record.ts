@@ -2,7 +2,7 @@ import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import { newId } from '../lib/ids';
 import { canonicalJson } from './canonical';
-import { currentAuditContext, type Actor, type AuditContext } from './context';
+import type { Actor, AuditContext } from './context';
 import { redactChanges } from './redact';
 import { emitEvent, eventCtes, isDeliveryOverflow } from '../events/outbox';
 
@@ -60,9 +60,7 @@ interface PreparedEntry {
 }
 
 /** The entry `recordChange` writes (null when auditing is off), checked and redacted. */
-function prepareEntry(contextOrChange: AuditContext | Change, maybeChange?: Change): PreparedEntry | null {
-  const change = (maybeChange ?? contextOrChange) as Change;
-  const context = maybeChange ? (contextOrChange as AuditContext) : currentAuditContext();
+function prepareEntry(context: AuditContext | null, change: Change): PreparedEntry | null {
   if (!context) throw new Error(`recordChange(${change.action}) outside a request: pass a context (systemContext()).`);
   if (!context.enabled || disabledForBenchmark) return null;
   if (!ACTION.test(change.action)) throw new Error(`audit action "${change.action}" is not '<resource>.<verb>'`);
@@ -109,8 +107,8 @@ function entryRow(p: PreparedEntry, head: string) {
  * See src/audit/index.ts for how to call it. Writes one entry in `trx` (the change's own
  * transaction) and moves the organization's chain head in the same statement.
  */
-export async function recordChange(trx: Transaction<DB>, contextOrChange: AuditContext | Change, maybeChange?: Change): Promise<AuditEntry | null> {
-  const prepared = prepareEntry(contextOrChange, maybeChange);
+export async function recordChange(trx: Transaction<DB>, context: AuditContext | null, change: Change): Promise<AuditEntry | null> {
+  const prepared = prepareEntry(context, change);
   if (!prepared) return null;
   const { entry, organizationId, createdAt } = prepared;
   // The same change as an event (audit-and-events.md §2), in the same transaction: the outbox.
@@ -144,8 +142,8 @@ export async function recordChange(trx: Transaction<DB>, contextOrChange: AuditC
  * ids for, the statement fails and writes nothing (`overflowed(err)` is then true): write the
  * change in a transaction with recordChange instead.
  */
-export function changeCtes(change: Change, after: string): { ctes: RawBuilder<unknown>; entry: AuditEntry; overflowed(err: unknown): boolean } | null {
-  const prepared = prepareEntry(change);
+export function changeCtes(context: AuditContext | null, change: Change, after: string): { ctes: RawBuilder<unknown>; entry: AuditEntry; overflowed(err: unknown): boolean } | null {
+  const prepared = prepareEntry(context, change);
   if (!prepared) return null;
   const { entry, organizationId, createdAt } = prepared;
   const event = eventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt });

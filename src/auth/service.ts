@@ -11,7 +11,7 @@ import { membershipsOfUser } from '../org/store';
 import { toUser } from '../org/mappers';
 import * as store from './store';
 import * as limits from '../protection/rate-limit';
-import { recordChange } from '../audit';
+import { recordChange, type AuditContext } from '../audit';
 import { findMemberIdOfUser } from '../members/store';
 import { refusePasswordUnderSso, refuseSignUpUnderSso } from '../sso/enforcement';
 
@@ -35,11 +35,11 @@ async function openSession(deps: AppDeps, db: Transaction<DB> | AppDeps['db'], u
  * A sign-in to an organization (signing in, or switching the session's organization) is audited
  * in that organization; a user with no organization leaves no entry (there is no log to write to).
  */
-async function recordSignIn(trx: Transaction<DB>, userId: string, organizationId: string | null, how: 'password' | 'switch') {
+async function recordSignIn(trx: Transaction<DB>, audit: AuditContext | null, userId: string, organizationId: string | null, how: 'password' | 'switch') {
   if (!organizationId) return;
   const memberId = await findMemberIdOfUser(trx, organizationId, userId);
   if (!memberId) return;
-  await recordChange(trx, {
+  await recordChange(trx, audit, {
     organizationId,
     actor: { type: 'member', id: userId, memberId },
     action: 'member.signed_in',
@@ -66,7 +66,7 @@ export async function bootstrap(
     await store.lockBootstrap(trx);
     if ((await store.countUsers(trx)) > 0) throw new Conflict('already_bootstrapped', 'The platform has already been bootstrapped.');
     const user = await store.insertUser(trx, { id: newId('user'), email: input.email, name: input.name, passwordHash, isPlatformAdmin: true, now });
-    const { organization, member } = await createOrganizationIn(trx, { name: input.organizationName, plan: 'enterprise', ownerUserId: user.id, now });
+    const { organization, member } = await createOrganizationIn(trx, deps.audit, { name: input.organizationName, plan: 'enterprise', ownerUserId: user.id, now });
     const { activeOrganizationId: _active, ...session } = await openSession(deps, trx, user.id, now);
     return { user: toUser(user), organization, member, session };
   });
@@ -111,7 +111,7 @@ export async function signIn(deps: AppDeps, input: { email: string; password: st
   const now = deps.clock.now();
   const session = await deps.db.transaction().execute(async (trx) => {
     const { activeOrganizationId, ...opened } = await openSession(deps, trx, user.id, now);
-    await recordSignIn(trx, user.id, activeOrganizationId, 'password');
+    await recordSignIn(trx, deps.audit, user.id, activeOrganizationId, 'password');
     return opened;
   });
   return { user: toUser(user), session };
@@ -150,7 +150,7 @@ export async function signOut(deps: AppDeps, principal: Principal): Promise<void
     await store.revokeSession(trx, sessionId, deps.clock.now());
     // Recorded in the organization the session was signed in to (none: no organization log).
     if (principal.membership) {
-      await recordChange(trx, { action: 'member.signed_out', target: { type: 'member', id: principal.membership.memberId } });
+      await recordChange(trx, deps.audit, { action: 'member.signed_out', target: { type: 'member', id: principal.membership.memberId } });
     }
   });
 }
@@ -174,7 +174,7 @@ export async function setActiveOrganization(deps: AppDeps, principal: Principal,
   const sessionId = principal.sessionId;
   await deps.db.transaction().execute(async (trx) => {
     await store.setSessionOrganization(trx, sessionId, organizationId);
-    await recordSignIn(trx, principal.userId, organizationId, 'switch');
+    await recordSignIn(trx, deps.audit, principal.userId, organizationId, 'switch');
   });
   return organizationId;
 }

@@ -169,7 +169,7 @@ export async function storeAuthorizedAccount(deps: AppDeps, pending: PendingAuth
     });
     await store.deleteState(trx, pending.stateHash);
     // The callback has no principal: the member who started the sign-in is the actor.
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       ...accountChange(pending.target, 'account_connected'),
       actor: { type: 'member', id: null, memberId: pending.target.memberId },
       changes: { scopes: { from: null, to: input.tokens.scopes.join(' ') }, accessToken: { from: null, to: input.tokens.accessToken } },
@@ -198,7 +198,7 @@ export async function storeApiKeyAccount(deps: AppDeps, target: AccountTarget, a
       externalDisplayName: null,
       now: deps.clock.now(),
     });
-    await recordChange(trx, { ...accountChange(target, 'account_connected'), changes: { apiKey: { from: null, to: apiKey } } });
+    await recordChange(trx, deps.audit, { ...accountChange(target, 'account_connected'), changes: { apiKey: { from: null, to: apiKey } } });
     return row;
   });
 }

@@ -59,7 +59,7 @@ export async function createConnectorInstance(
       now,
     });
     await grantCreator(trx, CONNECTOR_INSTANCE, { organizationId: membership.organizationId, resourceId: row.id, memberId: membership.memberId, now });
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'connector_instance.created',
       target: { type: 'connector_instance', id: row.id },
       changes: created({ name: body.name, connectorType: body.connectorType, remoteId: body.remoteId ?? null, config: body.config ?? {} }),
@@ -92,7 +92,7 @@ export async function updateConnectorInstance(
     const before = await authorizeConnectorInstance(trx, membership, id, 'editor');
     const row = await store.updateConnectorInstance(trx, membership.organizationId, id, body, deps.clock.now());
     if (!row) throw notFound();
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'connector_instance.updated',
       target: { type: 'connector_instance', id },
       changes: changed({ name: before.name, remoteId: before.remote_id, config: before.config, status: before.status }, body),
@@ -105,7 +105,7 @@ export async function deleteConnectorInstance(deps: AppDeps, membership: Members
   await deps.db.transaction().execute(async (trx) => {
     const before = await authorizeConnectorInstance(trx, membership, id, 'manager');
     if (!(await store.deleteConnectorInstance(trx, membership.organizationId, id))) throw notFound();
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'connector_instance.deleted',
       target: { type: 'connector_instance', id },
       changes: deleted({ name: before.name, connectorType: before.connector_type }),

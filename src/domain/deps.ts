@@ -6,6 +6,7 @@ import type { Cursors } from '../lib/pagination';
 import type { SecretBox } from '../lib/crypto';
 import type { Settings } from '../settings';
 import type { Outbound } from '../outbound';
+import type { AuditContext } from '../audit/context';
 
 /** Everything a service may use, injected once by createApp (tests pass their own clock and fetch). */
 export interface AppDeps {
@@ -18,4 +19,6 @@ export interface AppDeps {
   settings: Settings;
   cursors: Cursors;
   secrets: SecretBox;
+  /** The request's audit context (set per request by the router); null in the app's own bag, where there is no request. */
+  audit: AuditContext | null;
 }

@@ -82,7 +82,7 @@ export async function grantAccess(deps: AppDeps, resource: GrantedResource, guar
       createdByMemberId: membership.memberId,
       now: deps.clock.now(),
     });
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: `${resource.name}.access_granted`,
       target: { type: resource.name, id: resourceId },
       changes: { grantId: { from: null, to: row.id }, ...createdFields({ ...target, role: body.role }) },
@@ -97,7 +97,7 @@ export async function revokeAccess(deps: AppDeps, resource: GrantedResource, gua
     const row = await store.revokeGrant(trx, resource, membership.organizationId, resourceId, grantId, deps.clock.now());
     if (!row) throw new NotFound('grant_not_found', `No such grant on this ${resource.label}.`);
     const grant = toGrant(row);
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: `${resource.name}.access_revoked`,
       target: { type: resource.name, id: resourceId },
       changes: { grantId: { from: grant.id, to: null }, ...deleted({ orgMembershipId: grant.orgMembershipId, teamId: grant.teamId, orgWide: grant.orgWide, role: grant.role }) },

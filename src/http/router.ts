@@ -14,7 +14,7 @@ import { malformedEncoding } from './encoding';
 import { errorToResult, shapeForRoute, validationDetails } from './errors';
 import { serializeBody } from '../lib/json-text';
 import { deferredCredentials, sessionLoaders } from './registry';
-import { contextOfRequest, withAuditContext } from '../audit';
+import { contextOfRequest } from '../audit';
 import type { HandlerContext, Handlers, HttpResult, OperationId } from './types';
 
 export interface RouterOptions {
@@ -82,6 +82,18 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       const security = (c.security ?? {}) as Record<string, AnyPrincipal | boolean | undefined>;
       // A scheme's entry is its principal, false, or `{error}` when its handler threw.
       const principal = Object.values(security).find((value): value is AnyPrincipal => typeof value === 'object' && value !== null && 'kind' in value) ?? null;
+      const requestId = String(req.id ?? '');
+      const ip = req.ip ?? '';
+      // The audit context is derived here, once per request, and travels on the request's deps
+      // to recordChange (src/audit/): one shallow copy, no AsyncLocalStorage (see context.ts).
+      const audit = contextOfRequest({
+        principal,
+        requestId,
+        ip,
+        userAgent: req.get('user-agent'),
+        clock: deps.clock,
+        enabled: !deps.settings.auditBenchDisable,
+      });
       const ctx = {
         operationId,
         body: c.request.requestBody,
@@ -89,25 +101,16 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
         query: c.request.query,
         headers: c.request.headers,
         principal,
-        deps,
-        requestId: String(req.id ?? ''),
-        ip: req.ip ?? '',
+        deps: { ...deps, audit },
+        requestId,
+        ip,
       } as unknown as HandlerContext<OperationId>;
       let result: HttpResult;
       const body = res.locals.bodyMayHoldNul === false ? undefined : c.request.requestBody;
       const nul = nulInRequest({ params: c.request.params, query: c.request.query, body });
       try {
         if (nul) throw Invalid.at(nul, 'must not contain a NUL character (U+0000)');
-        // The audit context is derived here, once per request, for recordChange (src/audit/).
-        const audit = contextOfRequest({
-          principal: ctx.principal,
-          requestId: ctx.requestId,
-          ip: ctx.ip,
-          userAgent: req.get('user-agent'),
-          clock: deps.clock,
-          enabled: !deps.settings.auditBenchDisable,
-        });
-        result = await withAuditContext(audit, () => handler(ctx));
+        result = await handler(ctx);
       } catch (err) {
         result = errorToResult(err, req.log ?? deps.logger);
       }

@@ -56,7 +56,7 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
       if (await store.isMemberByEmail(trx, organizationId, emailNormalized)) throw alreadyMember();
       await store.cancelExpiredPending(trx, organizationId, emailNormalized, now);
       const id = newId('invitation');
-      await recordChange(trx, { action: 'invitation.created', target: { type: 'invitation', id }, changes: created({ email, role: input.role }) });
+      await recordChange(trx, deps.audit, { action: 'invitation.created', target: { type: 'invitation', id }, changes: created({ email, role: input.role }) });
       return store.insertInvitation(trx, {
         id,
         organizationId,
@@ -97,7 +97,7 @@ export async function cancelInvitation(deps: AppDeps, membership: Membership, in
   return deps.db.transaction().execute(async (trx) => {
     const row = await store.cancelPending(trx, membership.organizationId, invitationId, now);
     if (row) {
-      await recordChange(trx, { action: 'invitation.cancelled', target: { type: 'invitation', id: invitationId }, changes: changed({ status: 'pending' }, { status: 'cancelled' }) });
+      await recordChange(trx, deps.audit, { action: 'invitation.cancelled', target: { type: 'invitation', id: invitationId }, changes: changed({ status: 'pending' }, { status: 'cancelled' }) });
       return toInvitation(row, now);
     }
     if (await store.findInvitation(trx, membership.organizationId, invitationId)) throw notPending();
@@ -138,7 +138,7 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
       if (sessionHadNone) await setSessionOrganization(trx, principal.sessionId!, organizationId);
       const member = await findMember(trx, organizationId, memberId);
       if (!member) throw new Error('new membership vanished inside its own transaction');
-      await recordChange(trx, {
+      await recordChange(trx, deps.audit, {
         organizationId,
         actorMemberId: memberId,
         action: 'invitation.accepted',

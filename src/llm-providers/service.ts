@@ -104,7 +104,7 @@ export async function createProvider(deps: AppDeps, membership: Membership, body
     await grantCreator(trx, LLM_PROVIDER, { organizationId: membership.organizationId, resourceId: id, memberId: membership.memberId, now });
     const row = await store.findProvider(trx, membership.organizationId, id);
     if (!row) throw providerNotFound();
-    await recordChange(trx, { action: 'llm_provider.created', target: { type: 'llm_provider', id }, changes: created(audited(row)) });
+    await recordChange(trx, deps.audit, { action: 'llm_provider.created', target: { type: 'llm_provider', id }, changes: created(audited(row)) });
     return toProvider(row);
   });
 }
@@ -147,7 +147,7 @@ export async function updateProvider(deps: AppDeps, membership: Membership, id: 
     }
     const row = await store.updateProvider(trx, membership.organizationId, id, patch, now);
     if (!row) throw providerNotFound();
-    await recordChange(trx, { action: 'llm_provider.updated', target: { type: 'llm_provider', id }, changes: changed(audited(current), audited(row)) });
+    await recordChange(trx, deps.audit, { action: 'llm_provider.updated', target: { type: 'llm_provider', id }, changes: changed(audited(current), audited(row)) });
     return toProvider(row);
   });
 }
@@ -160,7 +160,7 @@ export async function setProviderKey(deps: AppDeps, membership: Membership, id: 
     const row = await store.updateProvider(trx, membership.organizationId, id, sealKey(deps, apiKey, now), now);
     if (!row) throw providerNotFound();
     const changes = changed({ keyHint: current.key_hint, keyUpdatedAt: current.key_updated_at }, { keyHint: row.key_hint, keyUpdatedAt: row.key_updated_at });
-    await recordChange(trx, { action: 'llm_provider.key_rotated', target: { type: 'llm_provider', id }, changes });
+    await recordChange(trx, deps.audit, { action: 'llm_provider.key_rotated', target: { type: 'llm_provider', id }, changes });
     return toProvider(row);
   });
 }
@@ -169,6 +169,6 @@ export async function deleteProvider(deps: AppDeps, membership: Membership, id: 
   await deps.db.transaction().execute(async (trx) => {
     const current = await authorizeProvider(trx, membership, id, 'manager');
     if (!(await store.deleteProvider(trx, membership.organizationId, id))) throw providerNotFound();
-    await recordChange(trx, { action: 'llm_provider.deleted', target: { type: 'llm_provider', id }, changes: deleted({ name: current.name, provider: current.provider }) });
+    await recordChange(trx, deps.audit, { action: 'llm_provider.deleted', target: { type: 'llm_provider', id }, changes: deleted({ name: current.name, provider: current.provider }) });
   });
 }

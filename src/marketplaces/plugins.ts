@@ -33,7 +33,7 @@ export async function addMarketplacePlugin(deps: AppDeps, membership: Membership
       memberId: membership.memberId,
       now: deps.clock.now(),
     });
-    await recordChange(trx, { action: 'marketplace.plugin_added', target: { type: 'marketplace', id: marketplaceId }, changes: { pluginId: { from: null, to: pluginId } } });
+    await recordChange(trx, deps.audit, { action: 'marketplace.plugin_added', target: { type: 'marketplace', id: marketplaceId }, changes: { pluginId: { from: null, to: pluginId } } });
     const [item] = await hydrate(trx, membership.organizationId, [plugin]);
     return { created, item: item! };
   });
@@ -43,6 +43,6 @@ export async function removeMarketplacePlugin(deps: AppDeps, membership: Members
   await deps.db.transaction().execute(async (trx) => {
     await authorizeMarketplace(trx, membership, marketplaceId, 'editor');
     if (!(await store.removePlugin(trx, membership.organizationId, marketplaceId, pluginId))) throw pluginNotFound();
-    await recordChange(trx, { action: 'marketplace.plugin_removed', target: { type: 'marketplace', id: marketplaceId }, changes: { pluginId: { from: pluginId, to: null } } });
+    await recordChange(trx, deps.audit, { action: 'marketplace.plugin_removed', target: { type: 'marketplace', id: marketplaceId }, changes: { pluginId: { from: pluginId, to: null } } });
   });
 }

@@ -83,7 +83,7 @@ export async function createMarketplace(deps: AppDeps, membership: Membership, b
       now,
     });
     await grantCreator(trx, MARKETPLACE, { organizationId: membership.organizationId, resourceId: id, memberId: membership.memberId, now });
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'marketplace.created',
       target: { type: 'marketplace', id },
       changes: created({ name: body.name, description: body.description ?? '', logoUrl: body.logoUrl ?? null }),
@@ -111,7 +111,7 @@ export async function updateMarketplace(deps: AppDeps, membership: Membership, i
     const before = await authorizeReasonOnly(trx, membership, id, 'editor');
     const patch = { name: body.name, description: body.description, logo_url: body.logoUrl };
     if (!(await store.updateMarketplace(trx, membership.organizationId, id, patch, deps.clock.now()))) throw marketplaceNotFound();
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'marketplace.updated',
       target: { type: 'marketplace', id },
       changes: changed({ name: before.name, description: before.description, logoUrl: before.logo_url }, body),
@@ -127,7 +127,7 @@ async function setStatus(deps: AppDeps, membership: Membership, id: string, stat
     if (row.status !== status && !(await store.updateMarketplace(trx, membership.organizationId, id, { status }, deps.clock.now()))) {
       throw marketplaceNotFound();
     }
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: status === 'archived' ? 'marketplace.archived' : 'marketplace.restored',
       target: { type: 'marketplace', id },
       changes: changed({ status: row.status }, { status }),
@@ -149,7 +149,7 @@ export async function deleteMarketplace(deps: AppDeps, membership: Membership, i
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
     if (!(await store.deleteMarketplace(trx, membership.organizationId, id))) throw marketplaceNotFound();
-    await recordChange(trx, { action: 'marketplace.deleted', target: { type: 'marketplace', id }, changes: deleted({ name: row.name, description: row.description }) });
+    await recordChange(trx, deps.audit, { action: 'marketplace.deleted', target: { type: 'marketplace', id }, changes: deleted({ name: row.name, description: row.description }) });
   });
   return toMarketplace({ ...row, plugin_count: 0, updated_at: now }, now);
 }

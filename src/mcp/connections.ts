@@ -106,7 +106,7 @@ export async function createConnection(deps: AppDeps, membership: Membership, in
       now,
     });
     await replaceGrants(trx, { organizationId: membership.organizationId, connectionId: id, access, byMemberId: membership.memberId, now });
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'mcp_connection.created',
       target: { type: 'mcp_connection', id },
       changes: created({ name: input.name, url: input.url, authType: input.authType, credentialMode: input.credentialMode, apiKey: input.apiKey, oauthClient: input.oauthClient, access }),
@@ -174,7 +174,7 @@ export async function updateConnection(deps: AppDeps, membership: Membership, co
     if (!(await store.updateConnection(trx, membership.organizationId, connectionId, patch, now))) throw notFound();
     if (access) await replaceGrants(trx, { organizationId: membership.organizationId, connectionId, access, byMemberId: membership.memberId, now });
     const before = { name: current.name, url: current.url };
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'mcp_connection.updated',
       target: { type: 'mcp_connection', id: connectionId },
       changes: { ...changed(before, { name: input.name, url: input.url }), ...created({ apiKey: input.apiKey, oauthClient: input.oauthClient, access: access ?? undefined }) },
@@ -187,6 +187,6 @@ export async function deleteConnection(deps: AppDeps, membership: Membership, co
   authorize(membership, 'mcpConnections.manage');
   await deps.db.transaction().execute(async (trx) => {
     if (!(await store.deleteConnection(trx, membership.organizationId, connectionId))) throw notFound();
-    await recordChange(trx, { action: 'mcp_connection.deleted', target: { type: 'mcp_connection', id: connectionId } });
+    await recordChange(trx, deps.audit, { action: 'mcp_connection.deleted', target: { type: 'mcp_connection', id: connectionId } });
   });
 }

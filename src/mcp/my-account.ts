@@ -28,7 +28,7 @@ export async function disconnectMyAccount(deps: AppDeps, membership: Membership,
     if (!row) return 'not_found' as const;
     if (row.credential_mode === 'shared') return 'shared' as const;
     if (!(await accounts.disconnect(trx, target))) return 'nothing' as const;
-    await recordChange(trx, accounts.accountChange(target, 'account_disconnected'));
+    await recordChange(trx, deps.audit, accounts.accountChange(target, 'account_disconnected'));
     return 'removed' as const;
   });
   if (removed === 'shared') throw Invalid.at(['path', 'connectionId'], 'a shared connection has no per-member account to disconnect');

@@ -38,7 +38,7 @@ export async function changeRole(deps: AppDeps, membership: Membership, memberId
       if (!before) throw memberNotFound();
       key = await assignableRole(trx, membership, role, ['body', 'role']);
       if (!(await store.setRole(trx, organizationId, memberId, key))) throw new Conflict('owner_role_immutable', "The owner's role cannot be changed.");
-      await recordChange(trx, { action: 'member.role_changed', target: { type: 'member', id: memberId }, changes: { role: { from: before.role, to: key } } });
+      await recordChange(trx, deps.audit, { action: 'member.role_changed', target: { type: 'member', id: memberId }, changes: { role: { from: before.role, to: key } } });
       return toMember({ ...before, role: key });
     });
   } catch (err) {
@@ -65,7 +65,7 @@ export async function transferOwnership(deps: AppDeps, principal: Principal, mem
     if (!(await store.lockMember(trx, organizationId, memberId))) throw memberNotFound();
     await store.setRoleOf(trx, organizationId, membership.memberId, 'admin');
     await store.setRoleOf(trx, organizationId, memberId, 'owner');
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'organization.ownership_transferred',
       target: { type: 'organization', id: organizationId },
       changes: { ownerMemberId: { from: membership.memberId, to: memberId } },
@@ -97,6 +97,6 @@ export async function removeFromOrganization(deps: AppDeps, organizationId: stri
     }
     await store.revokeApiKeysOf(trx, organizationId, memberId, now);
     await store.leaveAllTeams(trx, organizationId, memberId);
-    await recordChange(trx, { action, target: { type: 'member', id: memberId }, organizationId });
+    await recordChange(trx, deps.audit, { action, target: { type: 'member', id: memberId }, organizationId });
   });
 }

@@ -14,7 +14,7 @@ import { toMember, toOrganization } from './mappers';
 import { jsonText } from '../lib/json-text';
 import type { components } from '../../generated/api';
 import { provisionOrganization } from './provisioning';
-import { changed, created, recordChange } from '../audit';
+import { changed, created, recordChange, type AuditContext } from '../audit';
 import { insertBuiltInRoles } from '../roles/store';
 
 export type Plan = 'free' | 'team' | 'enterprise';
@@ -24,9 +24,10 @@ const orgNotFound = () => new NotFound('organization_not_found', 'The organizati
 
 /**
  * Creates an organization with its owner and its provisioned defaults; callers pass their
- * transaction so bootstrap can add the user in the same one.
+ * transaction so bootstrap can add the user in the same one, and the audit context it is
+ * recorded under (the request's, or the system's for a seed).
  */
-export async function createOrganizationIn(trx: Transaction<DB>, input: { name: string; plan: Plan; ownerUserId: string; now: Date }) {
+export async function createOrganizationIn(trx: Transaction<DB>, audit: AuditContext | null, input: { name: string; plan: Plan; ownerUserId: string; now: Date }) {
   const organization = await store.insertOrganization(trx, { id: newId('organization'), name: input.name, plan: input.plan, now: input.now });
   await insertBuiltInRoles(trx, organization.id, input.now);
   const memberId = newId('member');
@@ -35,7 +36,7 @@ export async function createOrganizationIn(trx: Transaction<DB>, input: { name: 
   const owner = await store.findOwner(trx, organization.id);
   const member = await findMember(trx, organization.id, memberId);
   if (!member) throw new Error('owner membership vanished inside its own transaction');
-  await recordChange(trx, {
+  await recordChange(trx, audit, {
     organizationId: organization.id,
     actorMemberId: memberId,
     action: 'organization.created',
@@ -47,7 +48,7 @@ export async function createOrganizationIn(trx: Transaction<DB>, input: { name: 
 
 export async function createOrganization(deps: AppDeps, input: { name: string; userId: string; sessionId: string | null }) {
   return deps.db.transaction().execute(async (trx) => {
-    const created = await createOrganizationIn(trx, { name: input.name, plan: 'free', ownerUserId: input.userId, now: deps.clock.now() });
+    const created = await createOrganizationIn(trx, deps.audit, { name: input.name, plan: 'free', ownerUserId: input.userId, now: deps.clock.now() });
     if (input.sessionId) await setSessionOrganization(trx, input.sessionId, created.organization.id);
     return created.organization;
   });
@@ -95,7 +96,7 @@ export async function renameOrganization(deps: AppDeps, membership: Membership, 
     const before = await store.findOrganization(trx, organizationId);
     const row = before ? await store.renameOrganization(trx, organizationId, name, deps.clock.now()) : undefined;
     if (!before || !row) throw orgNotFound();
-    await recordChange(trx, { action: 'organization.updated', target: { type: 'organization', id: organizationId }, changes: changed({ name: before.name }, { name }) });
+    await recordChange(trx, deps.audit, { action: 'organization.updated', target: { type: 'organization', id: organizationId }, changes: changed({ name: before.name }, { name }) });
     return toOrganization(row, await store.findOwner(trx, organizationId));
   });
 }

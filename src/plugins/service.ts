@@ -103,7 +103,7 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
     changes: created({ name: body.name, description: body.description ?? '', orgWide: body.orgWide ?? false, marketplaceId: body.marketplaceId, componentTypes: components.map((c) => c.type) }),
   };
   if (!body.marketplaceId) {
-    const audited = changeCtes(change, 'components');
+    const audited = changeCtes(deps.audit, change, 'components');
     if (audited) {
       try {
         return toPlugin(await write(deps.db, audited.ctes), parts, []);
@@ -113,7 +113,7 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
     }
     return deps.db.transaction().execute(async (trx) => {
       const row = await write(trx);
-      await recordChange(trx, change);
+      await recordChange(trx, deps.audit, change);
       return toPlugin(row, parts, []);
     });
   }
@@ -125,7 +125,7 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
     const marketplace = await authorizeMarketplace(trx, membership, marketplaceId, 'editor');
     const row = await write(trx);
     await addPlugin(trx, { organizationId, marketplaceId: marketplace.id, pluginId: id, memberId, now });
-    await recordChange(trx, change);
+    await recordChange(trx, deps.audit, change);
     return toPlugin(row, parts, [{ id: marketplace.id, name: marketplace.name }]);
   });
 }
@@ -150,7 +150,7 @@ export async function updatePlugin(deps: AppDeps, membership: Membership, id: st
     const before = await authorizePlugin(trx, membership, id, 'editor');
     const row = await store.updatePlugin(trx, membership.organizationId, id, { name: body.name, description: body.description }, deps.clock.now());
     if (!row) throw pluginNotFound();
-    await recordChange(trx, { action: 'plugin.updated', target: { type: 'plugin', id }, changes: changed({ name: before.name, description: before.description }, body) });
+    await recordChange(trx, deps.audit, { action: 'plugin.updated', target: { type: 'plugin', id }, changes: changed({ name: before.name, description: before.description }, body) });
     return one(trx, membership.organizationId, row);
   });
 }
@@ -160,7 +160,7 @@ export async function setPluginStatus(deps: AppDeps, membership: Membership, id:
     const current = await authorizePlugin(trx, membership, id, 'manager');
     const row = current.status === status ? current : await store.updatePlugin(trx, membership.organizationId, id, { status }, deps.clock.now());
     if (!row) throw pluginNotFound();
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: status === 'archived' ? 'plugin.archived' : 'plugin.restored',
       target: { type: 'plugin', id },
       changes: changed({ status: current.status }, { status }),

@@ -64,7 +64,7 @@ export async function createRole(deps: AppDeps, principal: Principal, membership
   try {
     await deps.db.transaction().execute(async (trx) => {
       await store.insertRole(trx, { id, organizationId: membership.organizationId, ...role, now: deps.clock.now() });
-      await recordChange(trx, { action: 'role.created', target: { type: 'role', id }, changes: created(role) });
+      await recordChange(trx, deps.audit, { action: 'role.created', target: { type: 'role', id }, changes: created(role) });
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new Conflict('role_key_taken', `The organization already has a role with the key ${body.key}.`);
@@ -87,7 +87,7 @@ export async function updateRole(deps: AppDeps, principal: Principal, membership
     const patch = { name: body.name, description: body.description, permissions: body.permissions };
     await store.updateRole(trx, membership.organizationId, roleId, patch, deps.clock.now());
     const before = { name: current.name, description: current.description, permissions: current.permissions };
-    await recordChange(trx, { action: 'role.updated', target: { type: 'role', id: roleId }, changes: changed(before, patch) });
+    await recordChange(trx, deps.audit, { action: 'role.updated', target: { type: 'role', id: roleId }, changes: changed(before, patch) });
   });
   return getRole(deps, membership, roleId);
 }
@@ -125,7 +125,7 @@ export async function deleteRole(deps: AppDeps, principal: Principal, membership
       membersReassigned: target ? holders.members : undefined,
       connectionsReassigned: target && holders.connections > 0 ? holders.connections : undefined,
     };
-    await recordChange(trx, { action: 'role.deleted', target: { type: 'role', id: roleId }, changes: deleted(gone) });
+    await recordChange(trx, deps.audit, { action: 'role.deleted', target: { type: 'role', id: roleId }, changes: deleted(gone) });
   });
 }
 

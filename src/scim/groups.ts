@@ -133,7 +133,7 @@ export async function createGroup(deps: AppDeps, caller: ScimCaller, body: unkno
       await teams.insertTeam(trx, { id, organizationId: caller.organizationId, name: doc.displayName, now });
       await store.updateTeam(trx, caller.organizationId, id, { name: doc.displayName, externalId: doc.externalId, now });
       await teams.addTeamMembers(trx, caller.organizationId, id, doc.memberIds, now);
-      await recordChange(trx, { action: 'team.created', target: { type: 'team', id }, changes: created({ name: doc.displayName, externalId: doc.externalId, memberIds: doc.memberIds }) });
+      await recordChange(trx, deps.audit, { action: 'team.created', target: { type: 'team', id }, changes: created({ name: doc.displayName, externalId: doc.externalId, memberIds: doc.memberIds }) });
     });
   } catch (err) {
     nameTaken(err);
@@ -155,7 +155,7 @@ async function saveGroup(deps: AppDeps, caller: ScimCaller, id: string, next: (c
       await store.updateTeam(trx, caller.organizationId, id, { name: doc.displayName, externalId: doc.externalId, now });
       await teams.addTeamMembers(trx, caller.organizationId, id, added, now);
       await store.removeTeamMembers(trx, caller.organizationId, id, [...before].filter((m) => !after.has(m)));
-      await recordChange(trx, {
+      await recordChange(trx, deps.audit, {
         action: 'team.updated',
         target: { type: 'team', id },
         changes: changed({ name: current.name, externalId: current.external_id, memberIds: current.member_ids }, { name: doc.displayName, externalId: doc.externalId, memberIds: doc.memberIds }),
@@ -181,7 +181,7 @@ export async function deleteGroup(deps: AppDeps, caller: ScimCaller, id: string)
     await deps.db.transaction().execute(async (trx) => {
       const before = await requireTeam(deps, caller, id, { forUpdate: true, db: trx });
       await teams.deleteTeam(trx, caller.organizationId, id);
-      await recordChange(trx, { action: 'team.deleted', target: { type: 'team', id }, changes: deleted({ name: before.name, externalId: before.external_id, memberIds: before.member_ids }) });
+      await recordChange(trx, deps.audit, { action: 'team.deleted', target: { type: 'team', id }, changes: deleted({ name: before.name, externalId: before.external_id, memberIds: before.member_ids }) });
     });
   } catch (err) {
     // Another area's row that references the team without a cascade keeps it alive.

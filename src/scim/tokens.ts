@@ -43,7 +43,7 @@ export async function createToken(deps: AppDeps, principal: Principal, membershi
       tokenHash: sha256Hex(token),
       now: deps.clock.now(),
     });
-    await recordChange(trx, { action: 'scim_token.created', target: { type: 'scim_token', id: inserted.id }, changes: created({ name: inserted.name, prefix: inserted.prefix }) });
+    await recordChange(trx, deps.audit, { action: 'scim_token.created', target: { type: 'scim_token', id: inserted.id }, changes: created({ name: inserted.name, prefix: inserted.prefix }) });
     return inserted;
   });
   return { item: toScimToken(row), token };
@@ -66,6 +66,6 @@ export async function revokeToken(deps: AppDeps, principal: Principal, membershi
     if (!(await store.revokeToken(trx, membership.organizationId, tokenId, deps.clock.now()))) {
       throw new NotFound('scim_token_not_found', 'The SCIM token could not be found.');
     }
-    await recordChange(trx, { action: 'scim_token.revoked', target: { type: 'scim_token', id: tokenId } });
+    await recordChange(trx, deps.audit, { action: 'scim_token.revoked', target: { type: 'scim_token', id: tokenId } });
   });
 }

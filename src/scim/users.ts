@@ -190,7 +190,7 @@ export async function createUser(deps: AppDeps, caller: ScimCaller, body: unknow
         suspendedAt: doc.active === false ? now : null,
         now,
       });
-      await recordChange(trx, {
+      await recordChange(trx, deps.audit, {
         action: 'member.provisioned',
         target: { type: 'member', id: memberId },
         changes: created({ userName: doc.userName, externalId: doc.externalId, active: doc.active !== false, role: 'member' }),
@@ -226,7 +226,7 @@ async function saveUser(deps: AppDeps, caller: ScimCaller, id: string, next: (cu
       if (!active && current.suspended_at === null) await revokeApiKeysOf(trx, caller.organizationId, id, now);
       await store.updateMember(trx, caller.organizationId, id, { externalId: doc.externalId, attributes: doc.attributes, suspendedAt, now });
       const wasActive = current.suspended_at === null;
-      await recordChange(trx, {
+      await recordChange(trx, deps.audit, {
         action: wasActive === active ? 'member.updated' : active ? 'member.reactivated' : 'member.suspended',
         target: { type: 'member', id },
         changes: changed(

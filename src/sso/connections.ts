@@ -94,7 +94,7 @@ export async function createConnection(deps: AppDeps, principal: Principal, memb
     Object.assign(values, await checkRoles(trx, membership, body));
     await store.insertConnection(trx, { ...values, id, organizationId: membership.organizationId, type: body.type, memberId: membership.memberId, now: deps.clock.now() });
     const inserted = (await store.findConnection(trx, membership.organizationId, id))!;
-    await recordChange(trx, { action: 'sso_connection.created', target: { type: 'sso_connection', id }, changes: created(audited(inserted)) });
+    await recordChange(trx, deps.audit, { action: 'sso_connection.created', target: { type: 'sso_connection', id }, changes: created(audited(inserted)) });
     return inserted;
   });
   return toConnection(deps.settings.publicBaseUrl, row);
@@ -143,7 +143,7 @@ export async function updateConnection(deps: AppDeps, principal: Principal, memb
     const changes = changed(audited(current), audited(updated));
     // The secret itself never reaches the log; that it was replaced does.
     if (body.clientSecret !== undefined) changes.clientSecretReplaced = { from: null, to: true };
-    await recordChange(trx, { action: 'sso_connection.updated', target: { type: 'sso_connection', id }, changes });
+    await recordChange(trx, deps.audit, { action: 'sso_connection.updated', target: { type: 'sso_connection', id }, changes });
     return updated;
   });
   return toConnection(deps.settings.publicBaseUrl, row);
@@ -155,6 +155,6 @@ export async function deleteConnection(deps: AppDeps, principal: Principal, memb
     const current = await store.lockConnection(trx, membership.organizationId, id);
     if (!current) throw connectionNotFound();
     await store.deleteConnection(trx, membership.organizationId, id);
-    await recordChange(trx, { action: 'sso_connection.deleted', target: { type: 'sso_connection', id }, changes: deleted({ type: current.type, name: current.name }) });
+    await recordChange(trx, deps.audit, { action: 'sso_connection.deleted', target: { type: 'sso_connection', id }, changes: deleted({ type: current.type, name: current.name }) });
   });
 }

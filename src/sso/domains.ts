@@ -41,7 +41,7 @@ export async function createDomain(deps: AppDeps, principal: Principal, membersh
       const owner = await store.verifiedBy(trx, domain);
       if (owner && owner !== membership.organizationId) throw domainTaken(domain);
       await store.insertDomain(trx, { id, organizationId: membership.organizationId, domain, challengeValue, now: deps.clock.now() });
-      await recordChange(trx, { action: 'sso_domain.created', target: { type: 'sso_domain', id }, changes: created({ domain, status: 'pending' }) });
+      await recordChange(trx, deps.audit, { action: 'sso_domain.created', target: { type: 'sso_domain', id }, changes: created({ domain, status: 'pending' }) });
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new Conflict('domain_exists', `The organization has already claimed ${domain}.`);
@@ -86,7 +86,7 @@ export async function verifyDomain(deps: AppDeps, principal: Principal, membersh
       if (!locked) throw domainNotFound();
       if (locked.status === 'verified') return;
       await store.markVerified(trx, membership.organizationId, id, deps.clock.now());
-      await recordChange(trx, { action: 'sso_domain.verified', target: { type: 'sso_domain', id }, changes: { status: { from: 'pending', to: 'verified' } } });
+      await recordChange(trx, deps.audit, { action: 'sso_domain.verified', target: { type: 'sso_domain', id }, changes: { status: { from: 'pending', to: 'verified' } } });
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw domainTaken(current.domain);
@@ -101,6 +101,6 @@ export async function deleteDomain(deps: AppDeps, principal: Principal, membersh
     const current = await store.lockDomain(trx, membership.organizationId, id);
     if (!current) throw domainNotFound();
     await store.deleteDomain(trx, membership.organizationId, id);
-    await recordChange(trx, { action: 'sso_domain.deleted', target: { type: 'sso_domain', id }, changes: deleted({ domain: current.domain, status: current.status }) });
+    await recordChange(trx, deps.audit, { action: 'sso_domain.deleted', target: { type: 'sso_domain', id }, changes: deleted({ domain: current.domain, status: current.status }) });
   });
 }

@@ -31,7 +31,7 @@ export async function putPolicy(deps: AppDeps, principal: Principal, membership:
     const row = await trx.selectFrom('organizations').select('sso_enforced').where('id', '=', membership.organizationId).forUpdate().executeTakeFirst();
     if (!row) throw organizationNotFound();
     await trx.updateTable('organizations').set({ sso_enforced: enforce }).where('id', '=', membership.organizationId).execute();
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'sso_policy.updated',
       target: { type: 'organization', id: membership.organizationId },
       changes: { enforce: { from: row.sso_enforced, to: enforce } },

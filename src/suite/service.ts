@@ -70,7 +70,7 @@ export async function putClient(
       memberId: membership.memberId,
       now,
     });
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'suite.oauth_client_set',
       target: { type: 'organization', id: membership.organizationId },
       changes: {
@@ -154,7 +154,7 @@ export async function deleteConnection(deps: AppDeps, membership: Membership): P
   const who = target(membership.organizationId, membership.memberId);
   await deps.db.transaction().execute(async (trx) => {
     const removed = await accounts.disconnect(trx, who);
-    await recordChange(trx, { ...accounts.accountChange(who, 'account_disconnected'), changes: { removed: { from: null, to: removed } } });
+    await recordChange(trx, deps.audit, { ...accounts.accountChange(who, 'account_disconnected'), changes: { removed: { from: null, to: removed } } });
   });
 }
 

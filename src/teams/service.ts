@@ -34,7 +34,7 @@ export async function createTeam(deps: AppDeps, membership: Membership, input: {
       await store.addTeamMembers(trx, organizationId, id, memberIds, now);
       const team = await store.findTeam(trx, organizationId, id);
       if (!team) throw new Error('new team vanished inside its own transaction');
-      await recordChange(trx, { action: 'team.created', target: { type: 'team', id }, changes: created({ name: input.name, memberIds }) });
+      await recordChange(trx, deps.audit, { action: 'team.created', target: { type: 'team', id }, changes: created({ name: input.name, memberIds }) });
       return toTeam(team);
     });
   } catch (err) {
@@ -66,7 +66,7 @@ export async function renameTeam(deps: AppDeps, membership: Membership, teamId: 
     return await deps.db.transaction().execute(async (trx) => {
       const before = await store.findTeam(trx, organizationId, teamId);
       if (!before || !(await store.renameTeam(trx, organizationId, teamId, name, deps.clock.now()))) throw teamNotFound();
-      await recordChange(trx, { action: 'team.updated', target: { type: 'team', id: teamId }, changes: changed({ name: before.name }, { name }) });
+      await recordChange(trx, deps.audit, { action: 'team.updated', target: { type: 'team', id: teamId }, changes: changed({ name: before.name }, { name }) });
       return toTeam({ ...before, name });
     });
   } catch (err) {
@@ -81,7 +81,7 @@ export async function deleteTeam(deps: AppDeps, membership: Membership, teamId: 
     await deps.db.transaction().execute(async (trx) => {
       const before = await store.findTeam(trx, organizationId, teamId);
       if (!before || !(await store.deleteTeam(trx, organizationId, teamId))) throw teamNotFound();
-      await recordChange(trx, { action: 'team.deleted', target: { type: 'team', id: teamId }, changes: deleted({ name: before.name, memberIds: before.member_ids }) });
+      await recordChange(trx, deps.audit, { action: 'team.deleted', target: { type: 'team', id: teamId }, changes: deleted({ name: before.name, memberIds: before.member_ids }) });
     });
   } catch (err) {
     // Another area's row that references the team without a cascade keeps it alive.
@@ -102,7 +102,7 @@ export async function addTeamMember(deps: AppDeps, membership: Membership, teamI
   await deps.db.transaction().execute(async (trx) => {
     await requireTeamAndMember(trx, organizationId, teamId, memberId);
     await store.addTeamMembers(trx, organizationId, teamId, [memberId], deps.clock.now());
-    await recordChange(trx, { action: 'team.member_added', target: { type: 'team', id: teamId }, changes: { memberId: { from: null, to: memberId } } });
+    await recordChange(trx, deps.audit, { action: 'team.member_added', target: { type: 'team', id: teamId }, changes: { memberId: { from: null, to: memberId } } });
   });
   return getTeam(deps, membership, teamId);
 }
@@ -113,6 +113,6 @@ export async function removeTeamMember(deps: AppDeps, membership: Membership, te
   await deps.db.transaction().execute(async (trx) => {
     await requireTeamAndMember(trx, organizationId, teamId, memberId);
     await store.removeTeamMember(trx, organizationId, teamId, memberId);
-    await recordChange(trx, { action: 'team.member_removed', target: { type: 'team', id: teamId }, changes: { memberId: { from: memberId, to: null } } });
+    await recordChange(trx, deps.audit, { action: 'team.member_removed', target: { type: 'team', id: teamId }, changes: { memberId: { from: memberId, to: null } } });
   });
 }

@@ -84,7 +84,7 @@ export async function createTemplate(deps: AppDeps, membership: Membership, body
     });
     // The content itself (up to 256 KiB) stays out of the log; its size says that it was set.
     const fields = { name: inserted.name, description: inserted.description, kind: inserted.kind, version: 1, contentBytes };
-    await recordChange(trx, { action: 'template.created', target: { type: 'template', id: inserted.id }, changes: created(fields) });
+    await recordChange(trx, deps.audit, { action: 'template.created', target: { type: 'template', id: inserted.id }, changes: created(fields) });
     return inserted;
   });
   return toTemplate(row);
@@ -119,7 +119,7 @@ export async function updateTemplate(deps: AppDeps, membership: Membership, id: 
         const after = { name: row.name, description: row.description, version: row.version };
         const content = row.content_md5 !== meta.content_md5 ? { contentBytes: { from: meta.content_bytes, to: row.content_bytes } } : {};
         const changes = { ...changed(before, after), ...content };
-        await recordChange(trx, { action: 'template.updated', target: { type: 'template', id }, changes });
+        await recordChange(trx, deps.audit, { action: 'template.updated', target: { type: 'template', id }, changes });
       }
       return toTemplate(row);
     }
@@ -137,7 +137,7 @@ export async function deleteTemplate(deps: AppDeps, membership: Membership, id: 
     if (!meta) throw templateNotFound();
     requireEditor(membership, meta);
     if (await store.deleteTemplate(trx, membership.organizationId, id, versions)) {
-      await recordChange(trx, { action: 'template.deleted', target: { type: 'template', id }, changes: deleted({ name: meta.name, version: meta.version }) });
+      await recordChange(trx, deps.audit, { action: 'template.deleted', target: { type: 'template', id }, changes: deleted({ name: meta.name, version: meta.version }) });
       return;
     }
     const now = await store.findTemplateMeta(trx, membership.organizationId, id);

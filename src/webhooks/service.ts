@@ -75,7 +75,7 @@ export async function createWebhook(deps: AppDeps, membership: Membership, input
       secretSealed: deps.secrets.encrypt(secret),
       now,
     });
-    await recordChange(trx, { action: 'webhook.created', target: { type: 'webhook', id: inserted.id }, changes: created(visible(inserted)) });
+    await recordChange(trx, deps.audit, { action: 'webhook.created', target: { type: 'webhook', id: inserted.id }, changes: created(visible(inserted)) });
     return inserted;
   });
   return { item: toWebhook(row), secret };
@@ -114,7 +114,7 @@ export async function updateWebhook(
     // Enabling again starts a new failure window (3 days) from the next failure.
     const updated = (await store.updateEndpoint(trx, membership.organizationId, id, { ...input, clearFailing: input.enabled === true && !before.enabled }, now))!;
     if (before.enabled && !updated.enabled) await store.failPendingDeliveries(trx, id, 'the endpoint was disabled', now);
-    await recordChange(trx, { action: 'webhook.updated', target: { type: 'webhook', id }, changes: changed(visible(before), visible(updated)) });
+    await recordChange(trx, deps.audit, { action: 'webhook.updated', target: { type: 'webhook', id }, changes: changed(visible(before), visible(updated)) });
     return updated;
   });
   return toWebhook(row);
@@ -125,7 +125,7 @@ export async function deleteWebhook(deps: AppDeps, membership: Membership, id: s
   await deps.db.transaction().execute(async (trx) => {
     const removed = await store.deleteEndpoint(trx, membership.organizationId, id);
     if (!removed) throw notFound();
-    await recordChange(trx, { action: 'webhook.deleted', target: { type: 'webhook', id }, changes: {} });
+    await recordChange(trx, deps.audit, { action: 'webhook.deleted', target: { type: 'webhook', id }, changes: {} });
   });
 }
 
@@ -136,7 +136,7 @@ export async function rotateWebhookSecret(deps: AppDeps, membership: Membership,
   await deps.db.transaction().execute(async (trx) => {
     const previousUntil = new Date(now.getTime() + ROTATION_OVERLAP_MS);
     if (!(await store.rotateSecret(trx, membership.organizationId, id, deps.secrets.encrypt(secret), previousUntil, now))) throw notFound();
-    await recordChange(trx, { action: 'webhook.secret_rotated', target: { type: 'webhook', id }, changes: { secret: { from: '[redacted]', to: '[redacted]' } } });
+    await recordChange(trx, deps.audit, { action: 'webhook.secret_rotated', target: { type: 'webhook', id }, changes: { secret: { from: '[redacted]', to: '[redacted]' } } });
   });
   return secret;
 }
@@ -149,7 +149,7 @@ export async function testWebhook(deps: AppDeps, membership: Membership, id: str
     if (!endpoint) throw notFound();
     if (!endpoint.enabled) throw disabled();
     const queued = await emitTestEvent(trx, { organizationId: membership.organizationId, endpointId: id, createdAt: now });
-    await recordChange(trx, { action: 'webhook.test_sent', target: { type: 'webhook', id }, changes: { eventId: { from: null, to: queued.eventId } } });
+    await recordChange(trx, deps.audit, { action: 'webhook.test_sent', target: { type: 'webhook', id }, changes: { eventId: { from: null, to: queued.eventId } } });
     return queued;
   });
 }
@@ -174,7 +174,7 @@ export async function retryDelivery(deps: AppDeps, membership: Membership, id: s
     if (!endpoint.enabled) throw disabled();
     const delivery = await store.requeueDelivery(trx, membership.organizationId, id, deliveryId, now);
     if (!delivery) throw new NotFound('delivery_not_found', 'The delivery could not be found.');
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'webhook_delivery.retried',
       target: { type: 'webhook_delivery', id: deliveryId },
       changes: { status: { from: null, to: 'pending' } },

@@ -42,7 +42,7 @@ export async function setStopped(deps: AppDeps, membership: Membership, workerId
       ? await lifecycle.stopWorker(trx, membership.organizationId, workerId, now)
       : await lifecycle.startWorker(trx, membership.organizationId, workerId, now);
     if (!row) throw workerNotFound();
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: stopped ? 'worker.stopped' : 'worker.started',
       target: { type: 'worker', id: workerId },
       changes: changed({ stoppedAt: current.stopped_at }, { stoppedAt: row.stopped_at }),
@@ -65,7 +65,7 @@ export async function rotateToken(deps: AppDeps, membership: Membership, workerI
     });
     if (!replaced) throw workerNotFound();
     // The token itself is never in the entry (recordChange would redact it anyway).
-    await recordChange(trx, { action: 'worker.token_rotated', target: { type: 'worker', id: workerId } });
+    await recordChange(trx, deps.audit, { action: 'worker.token_rotated', target: { type: 'worker', id: workerId } });
   });
   return hostToken;
 }

@@ -81,7 +81,7 @@ export async function createWorker(deps: AppDeps, membership: Membership, input:
       createdByMemberId: membership.memberId,
       now: deps.clock.now(),
     });
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'worker.created',
       target: { type: 'worker', id: inserted.id },
       changes: created({ name: input.name, description: input.description ?? null, runtimeUrl: input.runtimeUrl ?? null, hostToken }),
@@ -114,7 +114,7 @@ export async function updateWorker(deps: AppDeps, membership: Membership, worker
       now: deps.clock.now(),
     });
     if (!row) throw workerNotFound();
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       action: 'worker.updated',
       target: { type: 'worker', id: workerId },
       changes: changed({ name: current.name, description: current.description, runtimeUrl: current.runtime_url }, changes),
@@ -129,7 +129,7 @@ export async function deleteWorker(deps: AppDeps, membership: Membership, worker
     if (!current) throw workerNotFound();
     requireCreatorOrAdmin(membership, current);
     await store.deleteWorker(trx, membership.organizationId, workerId);
-    await recordChange(trx, { action: 'worker.deleted', target: { type: 'worker', id: workerId }, changes: deleted({ name: current.name }) });
+    await recordChange(trx, deps.audit, { action: 'worker.deleted', target: { type: 'worker', id: workerId }, changes: deleted({ name: current.name }) });
   });
 }
 

@@ -100,7 +100,7 @@ export async function signInMember(trx: Transaction<DB>, deps: AppDeps, connecti
     await enforceLimit(trx, deps.settings, organizationId, 'members');
     const memberId = newId('member');
     await insertMember(trx, { id: memberId, organizationId, userId: user.id, role, now });
-    await recordChange(trx, {
+    await recordChange(trx, deps.audit, {
       organizationId,
       actor: actor(memberId),
       action: 'member.provisioned',
@@ -113,7 +113,7 @@ export async function signInMember(trx: Transaction<DB>, deps: AppDeps, connecti
   if (membership.suspended_at) throw new Forbidden('member_suspended', 'This member is suspended in the organization.');
   const roleChanges = membership.role !== 'owner' && membership.role !== role;
   if (roleChanges) await store.setMemberRole(trx, organizationId, memberId, role);
-  await recordChange(trx, {
+  await recordChange(trx, deps.audit, {
     organizationId,
     actor: actor(memberId),
     action: roleChanges ? 'member.role_changed' : 'member.signed_in',
