@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { ManualClock } from '../../src/lib/clock';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization } from '../support/factories';
 import { newId } from '../../src/lib/ids';
@@ -107,6 +108,30 @@ describe('GET /v1/org', () => {
     expect(res.body.currentMemberTeams.map((team: { name: string; createdAt: string }) => [team.name, team.createdAt])).toEqual(
       names.map((name, i) => [name, `2026-03-04T05:06:07.${String(i)}89Z`]),
     );
+  });
+
+  it('writes the organization and the current member exactly as the other endpoints do', async () => {
+    // GET /v1/org reads its context in the session query (src/org/store.ts); PATCH /v1/org and
+    // GET /v1/members read the same rows their own way.
+    const owner = await createOrganization(t);
+    const member = await addMember(t, owner.organizationId, 'admin');
+    await t.db.updateTable('users').set({ name: 'Zoë "Q" \\ \n\t 🚀', image: 'https://img.example/a?b="c"&d=\u2028' }).where('id', '=', member.userId).execute();
+    (t.clock as ManualClock).advance(1234);
+    const renamed = await t.http.patch('/v1/org').set(...bearer(member.token)).send({ name: 'Renamed "co" \\ <b>' });
+    expect(renamed.status).toBe(200);
+    const members = await t.http.get('/v1/members').set(...bearer(member.token));
+    const res = await t.http.get('/v1/org').set(...bearer(member.token));
+    expect(res.status).toBe(200);
+    expect(res.body.organization).toEqual(renamed.body.item);
+    expect(res.body.currentMember).toEqual(members.body.items.find((m: { id: string }) => m.id === member.memberId));
+    expect(res.body.currentMember.user).toEqual({ id: member.userId, name: 'Zoë "Q" \\ \n\t 🚀', email: member.email, image: 'https://img.example/a?b="c"&d=\u2028' });
+
+    // An organization without an owner (one demoted by hand) shows `owner: null`, as the mapper does.
+    await t.db.updateTable('members').set({ role: 'admin' }).where('id', '=', owner.memberId).execute();
+    const ownerless = await t.http.patch('/v1/org').set(...bearer(member.token)).send({ name: 'No owner' });
+    const view = await t.http.get('/v1/org').set(...bearer(member.token));
+    expect(ownerless.body.item.owner).toBeNull();
+    expect(view.body.organization).toEqual(ownerless.body.item);
   });
 
   it('answers 401 without a token, with a bad token, and with an API key', async () => {
