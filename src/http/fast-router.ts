@@ -59,8 +59,9 @@ type QueryValue = string | number | boolean | null | undefined | (string | numbe
  * booleans or arrays of them; no cookie header; a parsed or absent body) the same result is built
  * here with each operation's template compiled once; anything else goes to the library's own
  * parseRequest. Pinned by test/seams/router-parity.test.ts (parse parity for every operation).
+ * Returns the fast parse alone (see FastParse).
  */
-export function installFastParsing(router: OpenAPIRouter): void {
+export function installFastParsing(router: OpenAPIRouter): FastParse {
   const original = router.parseRequest.bind(router);
   const templates = new Map<string, { pattern: RegExp; names: string[] }>();
   const templateOf = (path: string) => {
@@ -72,13 +73,13 @@ export function installFastParsing(router: OpenAPIRouter): void {
     }
     return t;
   };
-  router.parseRequest = ((req: RouterRequest, operation?: Operation): ParsedRequest => {
+  const fast: FastParse = (req, operation) => {
     const query = typeof req.query === 'object' && req.query !== null ? plainQueryCopy(req.query as Record<string, unknown>) : undefined;
     const body = req.body;
-    if (!query || (body && typeof body !== 'object')) return original(req, operation);
+    if (!query || (body && typeof body !== 'object')) return undefined;
     const headers: Record<string, string | string[]> = {};
     for (const name of Object.keys(req.headers)) headers[name.toLowerCase()] = req.headers[name]!;
-    if (headers.cookie !== undefined) return original(req, operation);
+    if (headers.cookie !== undefined) return undefined;
     const normalized = router.normalizeRequest(req);
     let params: Record<string, string> = {};
     if (operation) {
@@ -90,7 +91,7 @@ export function installFastParsing(router: OpenAPIRouter): void {
           decoded = match.slice(1).map((value) => decodeURIComponent(value));
         } catch {
           // A malformed escape throws in the library too: let it decide.
-          return original(req, operation);
+          return undefined;
         }
         // bath-es5 answers no parameters when one name appears twice with different values.
         const clash = names.some((name, i) => names.some((other, j) => other === name && decoded![j] !== decoded![i]));
@@ -102,12 +103,21 @@ export function installFastParsing(router: OpenAPIRouter): void {
           | { content?: Record<string, unknown>; explode?: boolean; style?: string }
           | undefined;
         if (!parameter) continue;
-        if (parameter.content?.['application/json'] || parameter.explode === false) return original(req, operation);
+        if (parameter.content?.['application/json'] || parameter.explode === false) return undefined;
       }
     }
     return { ...normalized, params, headers, query, cookies: {}, requestBody: body } as ParsedRequest;
-  }) as typeof router.parseRequest;
+  };
+  router.parseRequest = ((req: RouterRequest, operation?: Operation) => fast(req, operation) ?? original(req, operation)) as typeof router.parseRequest;
+  return fast;
 }
+
+/**
+ * The fast parse alone: the library's result, or undefined for a request it leaves to the
+ * library (a cookie header, a raw body, a nested query, a malformed escape, a JSON or
+ * non-exploded query parameter). src/http/dispatch.ts hands those requests to handleRequest.
+ */
+export type FastParse = (req: RouterRequest, operation?: Operation) => ParsedRequest | undefined;
 
 /** A copy of a query whose values are primitives or arrays of primitives; undefined otherwise. */
 function plainQueryCopy(query: Record<string, unknown>): Record<string, QueryValue> | undefined {

@@ -11,9 +11,9 @@ import bundled from '../../generated/openapi.json';
  */
 export const contract = bundled as unknown as Document;
 
-export function createBackend(): OpenAPIBackend {
+export function createBackend(definition: Document = contract): OpenAPIBackend {
   const api = new OpenAPIBackend({
-    definition: structuredClone(contract),
+    definition: structuredClone(definition),
     strict: true,
     // The validator is built by initBackend (below), which decides what is compiled up front.
     validate: false,
@@ -53,14 +53,7 @@ export interface CompileOptions {
 export async function initBackend(api: OpenAPIBackend, options: CompileOptions): Promise<OpenAPIBackend> {
   await api.init();
   shared ??= {
-    validator: new OpenAPIValidator({
-      definition: api.definition,
-      ajvOpts: api.ajvOpts,
-      customizeAjv: api.customizeAjv,
-      router: api.router,
-      lazyCompileValidators: true,
-      coerceTypes: api.coerceTypes,
-    }),
+    validator: validatorFor(api),
     requestsCompiled: false,
     responsesCompiled: false,
   };
@@ -77,6 +70,18 @@ export async function initBackend(api: OpenAPIBackend, options: CompileOptions):
   api.validator = validator;
   api.validate = true;
   return api;
+}
+
+/** A validator of the backend's own definition, as the library's init builds one; compiled on first use. */
+export function validatorFor(api: OpenAPIBackend): OpenAPIValidator {
+  return new OpenAPIValidator({
+    definition: api.definition,
+    ajvOpts: api.ajvOpts,
+    customizeAjv: api.customizeAjv,
+    router: api.router,
+    lazyCompileValidators: true,
+    coerceTypes: api.coerceTypes,
+  });
 }
 
 /**
