@@ -9,6 +9,7 @@ import type { AnyPrincipal } from '../domain/principal';
 import type { AppDeps } from '../domain/deps';
 import { contract, createBackend, initBackend, toBackendRequest } from './openapi';
 import { installFastParsing, installFastRouting } from './fast-router';
+import { createDispatcher } from './dispatch';
 import { nulInRequest } from '../protection/nul';
 import { malformedEncoding } from './encoding';
 import { errorToResult, shapeForRoute, validationDetails } from './errors';
@@ -141,12 +142,12 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
     compileResponseValidators: options.validateResponses && options.compileValidatorsAtStart,
   }).then(() => {
     installFastRouting(api.router);
-    installFastParsing(api.router);
+    return createDispatcher(api, installFastParsing(api.router));
   });
 
   return (req: Request, res: Response, next: NextFunction) => {
     ready
-      .then(() => {
+      .then((dispatch) => {
         const matched = api.router.matchOperation({ method: req.method, path: req.path } as never);
         const malformed = matched ? malformedEncoding(req.path, matched.path, req.originalUrl) : null;
         if (malformed) return { status: 400, body: new Invalid([malformed], `${malformed.path.join('.')} is not valid percent-encoding.`).body() };
@@ -156,7 +157,8 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
           const known = new Set((matched.parameters ?? []).filter((p) => 'in' in p && p.in === 'query').map((p) => (p as { name: string }).name));
           for (const name of Object.keys(request.query)) if (!known.has(name)) delete request.query[name];
         }
-        return api.handleRequest(request, req, res);
+        // The matched operation runs openapi-backend's steps without re-routing (./dispatch.ts).
+        return dispatch(request, matched, req, res) as Promise<HttpResult>;
       })
       .then((result: HttpResult) => send(res, result))
       .catch((err: unknown) => next(err));
