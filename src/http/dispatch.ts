@@ -1,6 +1,7 @@
 import type OpenAPIBackend from 'openapi-backend';
 import type { Context, Handler, Operation, Request as BackendRequest } from 'openapi-backend';
 import type { FastParse } from './fast-router';
+import { requestCheck, type Checked } from './request-check';
 
 /*
  * openapi-backend's handleRequest steps, for a request whose operation our middleware already
@@ -10,8 +11,8 @@ import type { FastParse } from './fast-router';
  * second time, flattens the security requirements with lodash and runs each scheme through a
  * Promise.all of promise chains, on every request. That was ~20 µs of CPU per request on a hot
  * read (GET /v1/org spends ~245 µs in all). Here the requirements and handlers are looked up
- * once per operation, the request is parsed once (validation and the re-parse of the coerced
- * request stay the library's own calls), and the security handlers are called directly.
+ * once per operation, the request is parsed once (validation reuses that parse: ./request-check.ts),
+ * and the security handlers are called directly.
  *
  * What it does not cover exactly goes to the library's handleRequest: no matched operation
  * (404, 405), a request the fast parse leaves to the library (a cookie header, a raw body, ...),
@@ -32,6 +33,8 @@ interface Plan {
   /** Each scheme the requirements name, once, in the library's order; handler undefined when none is registered. */
   schemes: { name: string; handler: Handler | undefined }[];
   handler: Handler;
+  /** Validation and the coerced request; undefined when the backend does not validate. */
+  check: ((request: BackendRequest, parsed: Context['request']) => Checked) | undefined;
 }
 
 const HOOKS_NOT_RUN = ['preRoutingHandler', 'postSecurityHandler', 'preOperationHandler', 'postResponseHandler'];
@@ -42,8 +45,6 @@ export function createDispatcher(api: OpenAPIBackend, parse: FastParse): Dispatc
   const postRouting = handlers.postRoutingHandler;
   const unauthorized = handlers.unauthorizedHandler;
   const validationFail = handlers['400'] ?? handlers.validationFail;
-  const validate = api.validate === true;
-  const coerce = Boolean(api.validator?.coerceTypes);
   const plans = new Map<string, Plan>();
   const lean = unauthorized && validationFail && typeof api.validate === 'boolean' && !HOOKS_NOT_RUN.some((name) => handlers[name]);
   for (const operation of lean ? api.router.getOperations() : []) {
@@ -51,7 +52,8 @@ export function createDispatcher(api: OpenAPIBackend, parse: FastParse): Dispatc
     if (!handler) continue;
     const requirements = (operation.security ?? []).map((requirement) => Object.keys(requirement));
     const names = [...new Set(requirements.flat())];
-    plans.set(operation.operationId!, { requirements, schemes: names.map((name) => ({ name, handler: api.securityHandlers[name] })), handler });
+    const check = api.validate ? requestCheck(api, operation) : undefined;
+    plans.set(operation.operationId!, { requirements, schemes: names.map((name) => ({ name, handler: api.securityHandlers[name] })), handler, check });
   }
 
   return async (request, operation, ...args) => {
@@ -72,10 +74,11 @@ export function createDispatcher(api: OpenAPIBackend, parse: FastParse): Dispatc
     context.security = { ...results, authorized };
     if (!authorized && plan.requirements.length > 0) return unauthorized!(context, ...args);
 
-    if (validate) {
-      context.validation = api.validator.validateRequest(request, operation);
-      if (context.validation.errors) return validationFail!(context, ...args);
-      if (coerce) context.request = api.router.parseRequest(context.validation.coerced as BackendRequest, operation);
+    if (plan.check) {
+      const checked = plan.check(request, parsed);
+      context.validation = checked.validation;
+      if (checked.validation.errors) return validationFail!(context, ...args);
+      context.request = checked.request;
     }
     return plan.handler(context, ...args);
   };

@@ -120,7 +120,7 @@ export function installFastParsing(router: OpenAPIRouter): FastParse {
 export type FastParse = (req: RouterRequest, operation?: Operation) => ParsedRequest | undefined;
 
 /** A copy of a query whose values are primitives or arrays of primitives; undefined otherwise. */
-function plainQueryCopy(query: Record<string, unknown>): Record<string, QueryValue> | undefined {
+export function plainQueryCopy(query: Record<string, unknown>): Record<string, QueryValue> | undefined {
   const copy: Record<string, QueryValue> = {};
   for (const name of Object.keys(query)) {
     const value = query[name];

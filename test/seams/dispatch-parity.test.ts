@@ -123,7 +123,6 @@ async function side(definition: Document, validator: 'service' | 'own'): Promise
     notFound: spy('notFound'),
     methodNotAllowed: spy('methodNotAllowed'),
   });
-  for (const op of operations) api.register(op.operationId, spy(op.operationId));
   if (validator === 'service') await initBackend(api, { compileRequestValidators: false, compileResponseValidators: false });
   else {
     // The service's validator is built once per process, from the contract; a variant needs its own.
@@ -131,6 +130,7 @@ async function side(definition: Document, validator: 'service' | 'own'): Promise
     api.validator = validatorFor(api);
     api.validate = true;
   }
+  for (const op of api.router.getOperations()) api.register(op.operationId!, spy(op.operationId!));
   installFastRouting(api.router);
   return { api, calls, parse: installFastParsing(api.router) };
 }
@@ -201,7 +201,7 @@ const invalid = once((schema) => badValuesFor(schema));
 /** Not the 10k-item arrays: they test the validator's limits (validator-parity.test.ts), not the dispatch. */
 const fewInvalid = once((schema) => invalid(schema).filter((bad) => !(Array.isArray(bad.value) && bad.value.length > 100)).slice(0, 3));
 
-function variantsFor(op: SpecOperation, operation: Operation, extraQuery: SpecParameter[]): Variant[] {
+function variantsFor(op: SpecOperation, operation: Operation, extra: SpecParameter[]): Variant[] {
   const requirements = (operation.security ?? []).map((r) => Object.keys(r));
   const schemes = [...new Set(requirements.flat())];
   const credential = Object.fromEntries((requirements[0] ?? []).map((s) => [`x-test-${s.toLowerCase()}`, 'ok']));
@@ -210,9 +210,10 @@ function variantsFor(op: SpecOperation, operation: Operation, extraQuery: SpecPa
     const kind = idKindOf(p.schema);
     params[p.name] = kind && kind !== 'external' ? `${kind}_01h2xcejqtf2nbrexx3vqjhp41` : String(valid(p.schema));
   }
-  const queryParams = [...op.parameters.filter((x) => x.in === 'query'), ...extraQuery];
+  const queryParams = [...op.parameters, ...extra].filter((x) => x.in === 'query');
+  const headerParams = [...op.parameters, ...extra].filter((x) => x.in === 'header');
   const query = Object.fromEntries(queryParams.map((p) => [p.name, asQuery(p.name, valid(p.schema))]));
-  const headerValues = Object.fromEntries(op.parameters.filter((x) => x.in === 'header').map((p) => [p.name.toLowerCase(), String(valid(p.schema))]));
+  const headerValues = Object.fromEntries(headerParams.map((p) => [p.name.toLowerCase(), String(valid(p.schema))]));
   // The body in the media type the library validates (JSON first, then a form), as parsed by Express.
   const content = (operation.requestBody as { content?: Record<string, { schema?: Schema }> } | undefined)?.content ?? {};
   const mediaType = ['application/json', 'multipart/form-data', 'application/x-www-form-urlencoded'].find((t) => content[t]?.schema);
@@ -244,6 +245,17 @@ function variantsFor(op: SpecOperation, operation: Operation, extraQuery: SpecPa
       out.push({ ...base, label: `query.${p.name}: ${bad.label}`, query: { ...query, [p.name]: asQuery(p.name, bad.value) } });
     }
   }
+  for (const p of headerParams) {
+    for (const bad of invalid(p.schema)) {
+      if (typeof bad.value === 'string' || typeof bad.value === 'number') out.push({ ...base, label: `header ${p.name}: ${bad.label}`, headers: { ...base.headers, [p.name.toLowerCase()]: String(bad.value) } });
+    }
+  }
+  const { 'content-type': _contentType, ...withoutContentType } = base.headers;
+  out.push(
+    { ...base, label: 'a content type with a charset', headers: { ...base.headers, 'content-type': `${mediaType ?? 'application/json'}; charset=utf-8` } },
+    { ...base, label: 'no content type, no body', headers: withoutContentType, body: undefined },
+    { ...base, label: 'an empty raw body', body: '' },
+  );
   if (bodySchema) {
     const props = Object.keys(bodySchema.properties ?? {});
     out.push({ ...base, label: 'body missing', body: undefined }, { ...base, label: 'body an array', body: [body] }, { ...base, label: 'extra field', body: { ...(body as object), extra: 1 } });
@@ -256,13 +268,13 @@ function variantsFor(op: SpecOperation, operation: Operation, extraQuery: SpecPa
   return out;
 }
 
-async function compare(pair: Pair, op: SpecOperation, extraQuery: SpecParameter[] = []): Promise<void> {
+async function compare(pair: Pair, op: SpecOperation, extra: SpecParameter[] = []): Promise<void> {
   const operation = pair.lean.api.router.getOperation(op.operationId);
   if (!operation) throw new Error(`${op.operationId} is not an operation of the backend`);
   const requirements = (operation.security ?? []).map((r) => Object.keys(r));
   const differences: string[] = [];
   const reached = new Map<string, string>();
-  for (const v of variantsFor(op, operation, extraQuery)) {
+  for (const v of variantsFor(op, operation, extra)) {
     const { reference, lean, fellBack, matched } = await run(pair, v);
     reached.set(v.label, reference.handler);
     try {
@@ -306,29 +318,40 @@ describe('the spec as it is', () => {
 
 /**
  * The same comparison on a variant of the contract: each operation gets one of these security
- * requirement lists (taking turns) and two optional query parameters that need coercion.
+ * requirement lists (taking turns) and optional query and header parameters that need coercion,
+ * and one operation is added with an integer path parameter.
  */
-describe('security requirements and query parameters the spec does not use yet', () => {
+describe('security requirements and parameters the spec does not use yet', () => {
   const [a, b, c] = schemeNames;
   const SHAPES = [
     [{ [a!]: [], [b!]: [] }, { [c!]: [] }], // AND within OR
     [{ [a!]: [] }, { [a!]: [], [c!]: [] }, { unregisteredScheme: [] }], // a scheme twice, one without a handler
     [{}, { [b!]: [] }], // an optional credential
   ];
-  const EXTRA_QUERY: SpecParameter[] = [
+  const EXTRA: SpecParameter[] = [
     { name: 'x_flag', in: 'query', required: false, schema: { type: 'boolean' } },
     { name: 'x_counts', in: 'query', required: false, schema: { type: 'array', items: { type: 'integer', minimum: 0 }, maxItems: 3 } },
+    { name: 'X-Count', in: 'header', required: false, schema: { type: 'integer', minimum: 0 } },
   ];
+  const integerPath: SpecOperation = {
+    ...operations[0]!,
+    operationId: 'syntheticIntegerPath',
+    method: 'get',
+    path: '/v1/synthetic/{count}',
+    parameters: [{ name: 'count', in: 'path', required: true, schema: { type: 'integer', minimum: 0 } }],
+    body: null,
+  };
   let pair: Pair;
   beforeAll(async () => {
-    const doc = structuredClone(contract) as unknown as { paths: Record<string, Record<string, { security?: unknown; parameters?: unknown[] }>> };
+    const doc = structuredClone(contract) as unknown as { paths: Record<string, Record<string, { security?: unknown; parameters?: unknown[]; [key: string]: unknown }>> };
+    doc.paths[integerPath.path] = { get: { operationId: integerPath.operationId, parameters: integerPath.parameters, responses: { 200: { description: 'ok' } } } };
     let turn = 0;
     for (const item of Object.values(doc.paths)) {
       for (const method of METHODS) {
         const op = item[method];
         if (!op) continue;
         op.security = SHAPES[turn++ % SHAPES.length];
-        op.parameters = [...(op.parameters ?? []), ...EXTRA_QUERY];
+        op.parameters = [...(op.parameters ?? []), ...EXTRA];
       }
     }
     pair = await buildPair(doc as unknown as Document, 'own');
@@ -338,7 +361,7 @@ describe('security requirements and query parameters the spec does not use yet',
     expect(schemeNames.length).toBeGreaterThanOrEqual(3);
   });
 
-  it.each(operations.map((op) => [op.operationId, op] as const))('%s: the lean dispatcher calls what handleRequest calls, with an equal context', async (_id, op) => {
-    await compare(pair, op, EXTRA_QUERY);
+  it.each([...operations, integerPath].map((op) => [op.operationId, op] as const))('%s: the lean dispatcher calls what handleRequest calls, with an equal context', async (_id, op) => {
+    await compare(pair, op, EXTRA);
   });
 });
