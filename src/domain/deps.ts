@@ -6,7 +6,7 @@ import type { Cursors } from '../lib/pagination';
 import type { SecretBox } from '../lib/crypto';
 import type { Settings } from '../settings';
 import type { Outbound } from '../outbound';
-import type { AuditContext } from '../audit/context';
+import type { AuditContext } from './audit-context';
 
 /** Everything a service may use, injected once by createApp (tests pass their own clock and fetch). */
 export interface AppDeps {

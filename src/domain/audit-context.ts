@@ -1,0 +1,31 @@
+import type { Clock } from '../lib/clock';
+
+/*
+ * The audit context's types, here with the other types every layer shares: AppDeps carries the
+ * request's context (`deps.audit`), and src/audit/ derives and consumes it.
+ */
+
+/** Who made a change (spec: audit-and-events.md §1). */
+export type ActorType = 'member' | 'api_key' | 'scim' | 'worker' | 'system';
+
+export interface Actor {
+  type: ActorType;
+  /** The credential's id: the user (session), API key, SCIM token or worker; null for the system. */
+  id: string | null;
+  /** The organization member acting, when there is one. */
+  memberId: string | null;
+}
+
+/** What an audit entry says about the request that made the change. */
+export interface AuditContext {
+  actor: Actor;
+  /** The organization the caller acts in (the principal's active one); a change may name another. */
+  organizationId: string | null;
+  requestId: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  /** The service's injected clock: entries are timed by it (retention tests move it). */
+  clock: Clock;
+  /** False only under the benchmark switch AUDIT_BENCH_DISABLE (see README): entries are skipped. */
+  enabled: boolean;
+}
