@@ -1,5 +1,5 @@
 import autocannon, { type AutocannonRequest } from 'autocannon';
-import { sampleProcesses, type ProcessSample, type Target } from './procs';
+import { sampleMachine, sampleProcesses, type MachineSample, type ProcessSample, type Target } from './procs';
 
 export interface Measurement {
   label: string;
@@ -18,6 +18,12 @@ export interface Measurement {
   peakRssMb: number | null;
   /** CPU used by the measured process(es) per wall second (1.0 = one core). */
   cpuCores: number | null;
+  /** The machine during the window (measureRounds only): Postgres's CPU and every process's, per wall second. */
+  machine?: MachineSample;
+  /** measureRounds only: CPU ms per request of the measured process(es) in each round, in order (a still-warming target shows a falling series). */
+  roundCpuMsPerReq?: number[];
+  /** measureRounds only: CPU ms per request of this bench process itself (the load generator), over the rounds. */
+  loadGeneratorCpuMsPerReq?: number;
   /** Extra figures a scenario adds (events per second, rows checked ...). */
   extra?: Record<string, number | string>;
 }
@@ -159,11 +165,18 @@ export async function measureRounds(loads: (LoadOptions | LoopLoad)[], rounds: n
   for (const load of loads) if (load.warmup && load.warmup > 0) await runOnce(load, load.warmup);
   const runs: RawRun[][] = loads.map(() => []);
   const samples: ProcessSample[][][] = loads.map(() => []);
+  const machine: MachineSample[][] = loads.map(() => []);
+  const generatorCpuUs = loads.map(() => 0);
   for (let r = 0; r < rounds; r++) {
     for (const [i, load] of loads.entries()) {
       const targets = isLoop(load) ? undefined : load.targets;
       const sampler = targets ? sampleProcesses(targets.map((t) => t.pid)) : null;
+      const machineSampler = sampleMachine();
+      const generatorStart = process.cpuUsage();
       runs[i]!.push(await runOnce(load, load.duration / rounds));
+      const generator = process.cpuUsage(generatorStart);
+      generatorCpuUs[i]! += generator.user + generator.system;
+      machine[i]!.push(machineSampler.stop());
       if (sampler) samples[i]!.push(sampler.stop());
     }
   }
@@ -186,7 +199,20 @@ export async function measureRounds(loads: (LoadOptions | LoopLoad)[], rounds: n
           cpuCores: windows.reduce((sum, w) => sum + w[j]!.cpuCores, 0) / windows.length,
         }))
       : null;
-    return summarize(load.label, merged, perProcess);
+    const machineRounds = machine[i]!;
+    const postgres = machineRounds.map((w) => w.postgresCores);
+    const roundCpuMsPerReq = windows.length
+      ? windows.map((w, r) => (w.reduce((sum, p) => sum + p.cpuCores, 0) * parts[r]!.seconds * 1000) / Math.max(parts[r]!.requests, 1))
+      : undefined;
+    return {
+      ...summarize(load.label, merged, perProcess),
+      roundCpuMsPerReq,
+      loadGeneratorCpuMsPerReq: generatorCpuUs[i]! / 1000 / Math.max(merged.requests, 1),
+      machine: {
+        postgresCores: postgres.every((c) => c !== null) ? postgres.reduce((a, b) => a! + b!, 0)! / postgres.length : null,
+        busyCores: machineRounds.reduce((a, w) => a + w.busyCores, 0) / machineRounds.length,
+      },
+    };
   });
 }
 

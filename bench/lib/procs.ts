@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, readFileSync } from 'node:fs';
+import { openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { createServer } from 'node:net';
 import path from 'node:path';
 
@@ -132,6 +133,61 @@ function cpuSeconds(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** CPU seconds of every process named `postgres` on this machine (the server and its backends), by pid. */
+function postgresCpuSeconds(): Map<number, number> {
+  const seconds = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') seconds.set(Number(entry), cpuSeconds(Number(entry)));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return seconds;
+}
+
+/** Busy and total CPU time of the whole machine, in clock ticks (the first line of /proc/stat). */
+function machineTicks(): { busy: number; total: number } {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+  const ticks = fields.slice(0, 8).map(Number);
+  const total = ticks.reduce((a, b) => a + b, 0);
+  // idle and iowait are the fourth and fifth fields.
+  return { busy: total - ticks[3]! - ticks[4]!, total };
+}
+
+export interface MachineSample {
+  /** CPU the local Postgres server (all its processes) used per wall second; null when none runs here. */
+  postgresCores: number | null;
+  /** CPU the whole machine used per wall second (every process: load generator, Postgres, targets). */
+  busyCores: number;
+}
+
+/**
+ * Where a machine's cores went during a window: Postgres's share and the total. Only meaningful
+ * when the database server runs on this machine (the default, 127.0.0.1); a backend that
+ * starts during the window is counted from zero, one that exits is not counted.
+ */
+export function sampleMachine(): { stop(): MachineSample } {
+  const startPg = postgresCpuSeconds();
+  const startTicks = machineTicks();
+  const started = Date.now();
+  return {
+    stop() {
+      const wall = (Date.now() - started) / 1000;
+      const endPg = postgresCpuSeconds();
+      const endTicks = machineTicks();
+      let pgSeconds = 0;
+      for (const [pid, seconds] of endPg) pgSeconds += seconds - (startPg.get(pid) ?? 0);
+      const cores = cpus().length;
+      return {
+        postgresCores: endPg.size > 0 && wall > 0 ? pgSeconds / wall : null,
+        busyCores: endTicks.total > startTicks.total ? ((endTicks.busy - startTicks.busy) / (endTicks.total - startTicks.total)) * cores : 0,
+      };
+    },
+  };
 }
 
 export interface ProcessSample {

@@ -38,7 +38,7 @@ export function table(rows: Measurement[]): string {
   const rule = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|';
   const lines = rows.map((r) => {
     const extra = Object.entries(r.extra ?? {})
-      .map(([k, v]) => `${k}=${typeof v === 'number' ? (Number.isInteger(v) ? v : v.toFixed(1)) : v}`)
+      .map(([k, v]) => `${k}=${typeof v === 'number' ? (Number.isInteger(v) ? v : Number(v.toPrecision(3))) : v}`)
       .join(', ');
     return `| ${r.label} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${r.requests} | ${r.errors} | ${r.non2xx} | ${fmt(r.peakRssMb, 0)} | ${fmt(r.cpuCores, 2)} | ${extra} |`;
   });
