@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import express from 'express';
 import pino from 'pino';
@@ -50,4 +52,34 @@ describe('request log', () => {
       expect.objectContaining({ level: 50, msg: 'request errored', req: { id, method: 'GET', path: '/fails' }, res: { status: 500 } }),
     ]);
   });
+});
+
+/**
+ * The service's stdout destination (createLogger's default) writes asynchronously: the lines still
+ * in flight when the process exits must still arrive (pino flushes them at exit). Run in a child
+ * process, since the destination is the process's own stdout.
+ */
+describe('the service logger on stdout', () => {
+  /** Runs a script with the service's logger; resolves with its stdout lines, parsed, and its exit code. */
+  function run(body: string): Promise<{ lines: Record<string, unknown>[]; code: number | null }> {
+    const script = `const { createLogger } = require('./src/http/logging.ts'); const logger = createLogger('info'); ${body}`;
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ['--require', 'tsx/cjs', '-e', script], { cwd: path.resolve(__dirname, '..', '..'), stdio: ['ignore', 'pipe', 'inherit'] });
+      const lines: Record<string, unknown>[] = [];
+      let partial = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        const parts = (partial + chunk.toString('utf8')).split('\n');
+        partial = parts.pop()!;
+        for (const text of parts) lines.push(JSON.parse(text) as Record<string, unknown>);
+      });
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ lines, code }));
+    });
+  }
+
+  it('writes every line, in order, by the time the process exits (process.exit included)', async () => {
+    const { lines, code } = await run(`for (let i = 0; i < 500; i++) logger.info({ i }, 'line'); process.exit(3);`);
+    expect(code).toBe(3);
+    expect(lines.map((line) => line.i)).toEqual(Array.from({ length: 500 }, (_, i) => i));
+  }, 30_000);
 });
