@@ -32,13 +32,19 @@ export function check(name: string, value: number, op: '>=' | '<=', bound: numbe
   return { name, value, target: `${op} ${bound}`, met: op === '>=' ? value >= bound : value <= bound };
 }
 
+/** An extra figure: one decimal, but three significant digits below 10 (CPU ms per request: 0.2 hid 0.16-0.25). */
+function formatExtra(v: number): number {
+  if (Number.isInteger(v)) return v;
+  return Math.abs(v) >= 10 ? Number(v.toFixed(1)) : Number(v.toPrecision(3));
+}
+
 /** Markdown table of a scenario's rows (printed to the console and pasted into the README). */
 export function table(rows: Measurement[]): string {
   const head = '| target | req/s | p50 ms | p99 ms | requests | errors | non-2xx | peak RSS MB | CPU cores | extra |';
   const rule = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|';
   const lines = rows.map((r) => {
     const extra = Object.entries(r.extra ?? {})
-      .map(([k, v]) => `${k}=${typeof v === 'number' ? (Number.isInteger(v) ? v : Number(v.toPrecision(3))) : v}`)
+      .map(([k, v]) => `${k}=${typeof v === 'number' ? formatExtra(v) : v}`)
       .join(', ');
     return `| ${r.label} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${r.requests} | ${r.errors} | ${r.non2xx} | ${fmt(r.peakRssMb, 0)} | ${fmt(r.cpuCores, 2)} | ${extra} |`;
   });
