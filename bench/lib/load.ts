@@ -22,11 +22,13 @@ export interface Measurement {
   machine?: MachineSample;
   /** measureRounds only: CPU ms per request of the measured process(es) in each round, in order (a still-warming target shows a falling series). */
   roundCpuMsPerReq?: number[];
-  /** measureRounds only: CPU ms per request of this bench process itself (the load generator), over the rounds. */
+  /** measureRounds only: CPU ms per request of this bench process over the rounds: the load generator (autocannon) for an HTTP load, the floor's own work for a loop. */
   loadGeneratorCpuMsPerReq?: number;
   /** Extra figures a scenario adds (events per second, rows checked ...). */
   extra?: Record<string, number | string>;
 }
+
+const mean = (values: number[]): number => values.reduce((sum, v) => sum + v, 0) / Math.max(values.length, 1);
 
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -200,7 +202,7 @@ export async function measureRounds(loads: (LoadOptions | LoopLoad)[], rounds: n
         }))
       : null;
     const machineRounds = machine[i]!;
-    const postgres = machineRounds.map((w) => w.postgresCores);
+    const postgres = machineRounds.map((w) => w.postgresCores).filter((c): c is number => c !== null);
     const roundCpuMsPerReq = windows.length
       ? windows.map((w, r) => (w.reduce((sum, p) => sum + p.cpuCores, 0) * parts[r]!.seconds * 1000) / Math.max(parts[r]!.requests, 1))
       : undefined;
@@ -209,8 +211,9 @@ export async function measureRounds(loads: (LoadOptions | LoopLoad)[], rounds: n
       roundCpuMsPerReq,
       loadGeneratorCpuMsPerReq: generatorCpuUs[i]! / 1000 / Math.max(merged.requests, 1),
       machine: {
-        postgresCores: postgres.every((c) => c !== null) ? postgres.reduce((a, b) => a! + b!, 0)! / postgres.length : null,
-        busyCores: machineRounds.reduce((a, w) => a + w.busyCores, 0) / machineRounds.length,
+        // Null when no round saw a local Postgres server (a remote BENCH_DATABASE_SERVER).
+        postgresCores: postgres.length === machineRounds.length ? mean(postgres) : null,
+        busyCores: mean(machineRounds.map((w) => w.busyCores)),
       },
     };
   });
