@@ -25,6 +25,7 @@ const PG_ONLY = [
   'test/api/unavailable.test.ts',
   'test/outbound/client.test.ts',
   'test/outbound/policy.test.ts',
+  'test/seams/app-server.test.ts',
   'test/seams/dispatch-parity.test.ts',
   'test/seams/lazy-libraries.test.ts',
   'test/seams/router-parity.test.ts',

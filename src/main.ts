@@ -1,8 +1,8 @@
-import { createServer } from 'node:http';
 import { loadSettings, SettingsError } from './settings';
 import { openDatabase, resolveSecretKey } from './db/open';
 import { migrateToLatest } from './db/migrate';
 import { createApp } from './app';
+import { createAppServer } from './http/server';
 import { createLogger } from './http/logging';
 import { systemClock } from './lib/clock';
 import { SecretBox } from './lib/crypto';
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const app = createApp({ db: database.db, clock: systemClock, logger, fetch: globalThis.fetch, settings: { ...settings, secretKey } });
   // Node checks request timeouts every connectionsCheckingInterval (30 s by default), so a short
   // REQUEST_TIMEOUT_MS would otherwise let a slow-loris client hold a socket for up to 30 s more.
-  const server = createServer({ connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(settings.requestTimeoutMs / 4))) }, app);
+  const server = createAppServer(app, { connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(settings.requestTimeoutMs / 4))) });
   server.requestTimeout = settings.requestTimeoutMs;
   server.headersTimeout = Math.min(settings.requestTimeoutMs, 60_000);
   server.listen(settings.port, () => logger.info({ port: settings.port, database: database.kind }, 'listening'));
