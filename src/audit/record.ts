@@ -4,7 +4,7 @@ import { newId } from '../lib/ids';
 import { canonicalJson } from './canonical';
 import type { Actor, AuditContext } from './context';
 import { redactChanges } from './redact';
-import { emitEvent, eventCtes, isDeliveryOverflow } from '../events/outbox';
+import { eventCtes, isDeliveryOverflow, queuedEventCtes } from '../events/outbox';
 
 /** `{field: {from, to}}`; values may nest. Secrets are redacted by recordChange, whatever is passed. */
 export type Changes = Record<string, { from?: unknown; to?: unknown } | unknown>;
@@ -83,49 +83,47 @@ function prepareEntry(context: AuditContext | null, change: Change): PreparedEnt
   return { entry, organizationId, createdAt, canonical: entryCanonical(entry) };
 }
 
-/** The chain head's new values for an entry (the VALUES of the upsert, or the SELECT list of the CTE form). */
-function headValues(p: PreparedEntry) {
-  return sql`${p.organizationId}, 1, '', encode(sha256(convert_to(${p.canonical}::text, 'UTF8')), 'hex'), ${p.createdAt}::timestamptz`;
-}
-
-function headConflict(p: PreparedEntry) {
-  return sql`ON CONFLICT (organization_id) DO UPDATE
-        SET seq = h.seq + 1, prev_hash = h.hash, hash = encode(sha256(convert_to(h.hash || ${p.canonical}::text, 'UTF8')), 'hex'), last_at = excluded.last_at
-      RETURNING seq, prev_hash, hash`;
-}
-
-/** The entry's row, taking seq and hashes from the chain head (`head`: the CTE holding them). */
-function entryRow(p: PreparedEntry, head: string) {
+/**
+ * The event's CTEs (`event`), then the chain head moved and the entry: `audit_head`, `audit_entry`.
+ * The head's upsert reads `event_queued` (and `after`, a CTE of the change with a RETURNING clause,
+ * when there is one), so it runs once they have: the head's row lock, which orders the
+ * organization's audited writes and is held until commit, is taken by the statement's last step.
+ */
+function auditCtes(p: PreparedEntry, event: RawBuilder<unknown>, after: string | null) {
   const { entry } = p;
-  return sql`INSERT INTO audit_logs (id, organization_id, seq, action, actor_type, actor_id, actor_member_id, target_type, target_id, changes, request_id, ip, user_agent, created_at, prev_hash, hash)
-    SELECT ${entry.id}, ${p.organizationId}, ${sql.ref(`${head}.seq`)}, ${entry.action}, ${entry.actor.type}, ${entry.actor.id}, ${entry.actor.memberId},
-      ${entry.target.type}, ${entry.target.id}, ${JSON.stringify(entry.changes)}::jsonb, ${entry.requestId}, ${entry.ip}, ${entry.userAgent},
-      ${p.createdAt}::timestamptz, ${sql.ref(`${head}.prev_hash`)}, ${sql.ref(`${head}.hash`)}`;
+  const changeWritten = after ? sql`(SELECT count(*) FROM ${sql.table(after)}) AS change_written, ` : sql``;
+  return sql`${event}, audit_head AS (
+      INSERT INTO audit_chain_heads AS h (organization_id, seq, prev_hash, hash, last_at)
+      SELECT ${p.organizationId}, 1, '', encode(sha256(convert_to(${p.canonical}::text, 'UTF8')), 'hex'), ${p.createdAt}::timestamptz
+      FROM ${changeWritten}(SELECT count(*) FROM event_queued) AS event_written
+      ON CONFLICT (organization_id) DO UPDATE
+        SET seq = h.seq + 1, prev_hash = h.hash, hash = encode(sha256(convert_to(h.hash || ${p.canonical}::text, 'UTF8')), 'hex'), last_at = excluded.last_at
+      RETURNING seq, prev_hash, hash
+    ), audit_entry AS (
+      INSERT INTO audit_logs (id, organization_id, seq, action, actor_type, actor_id, actor_member_id, target_type, target_id, changes, request_id, ip, user_agent, created_at, prev_hash, hash)
+      SELECT ${entry.id}, ${p.organizationId}, audit_head.seq, ${entry.action}, ${entry.actor.type}, ${entry.actor.id}, ${entry.actor.memberId},
+        ${entry.target.type}, ${entry.target.id}, ${JSON.stringify(entry.changes)}::jsonb, ${entry.requestId}, ${entry.ip}, ${entry.userAgent},
+        ${p.createdAt}::timestamptz, audit_head.prev_hash, audit_head.hash
+      FROM audit_head LEFT JOIN event_announced ON true
+    )`;
 }
 
 /**
  * See src/audit/index.ts for how to call it. Writes one entry in `trx` (the change's own
- * transaction) and moves the organization's chain head in the same statement.
+ * transaction), with the same change as an event (audit-and-events.md §2: the outbox) and the
+ * organization's chain head moved, in one statement (one round trip per audited write).
  */
 export async function recordChange(trx: Transaction<DB>, context: AuditContext | null, change: Change): Promise<AuditEntry | null> {
   const prepared = prepareEntry(context, change);
   if (!prepared) return null;
   const { entry, organizationId, createdAt } = prepared;
-  // The same change as an event (audit-and-events.md §2), in the same transaction: the outbox.
-  // Written before the entry: the entry takes the organization's chain head (a row lock held
-  // until commit, which every audited write of the organization waits for), so taking it last
-  // keeps that lock for one statement and the commit instead of three statements.
-  await emitEvent(trx, { organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt });
-  await sql`
+  const event = queuedEventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt });
+  const { rows } = await sql<{ id: string; queued: boolean }>`
     /* prepared:audit_record */
-    WITH head AS (
-      INSERT INTO audit_chain_heads AS h (organization_id, seq, prev_hash, hash, last_at)
-      VALUES (${headValues(prepared)})
-      ${headConflict(prepared)}
-    )
-    ${entryRow(prepared, 'head')}
-    FROM head
+    WITH ${auditCtes(prepared, event.ctes, null)}
+    ${event.matched}
   `.execute(trx);
+  await event.queueRest(trx, rows);
   return entry;
 }
 
@@ -147,14 +145,5 @@ export function changeCtes(context: AuditContext | null, change: Change, after: 
   if (!prepared) return null;
   const { entry, organizationId, createdAt } = prepared;
   const event = eventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt });
-  const ctes = sql`${event}, audit_head AS (
-      INSERT INTO audit_chain_heads AS h (organization_id, seq, prev_hash, hash, last_at)
-      SELECT ${headValues(prepared)}
-      FROM (SELECT count(*) FROM ${sql.table(after)}) AS change_written, (SELECT count(*) FROM event_queued) AS event_written
-      ${headConflict(prepared)}
-    ), audit_entry AS (
-      ${entryRow(prepared, 'audit_head')}
-      FROM audit_head LEFT JOIN event_announced ON true
-    )`;
-  return { ctes, entry, overflowed: isDeliveryOverflow };
+  return { ctes: auditCtes(prepared, event, after), entry, overflowed: isDeliveryOverflow };
 }

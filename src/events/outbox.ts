@@ -4,8 +4,8 @@ import { isNotNullViolation } from '../db/errors';
 import { newId } from '../lib/ids';
 
 /**
- * The events outbox (audit-and-events.md §2). `emitEvent` runs inside the transaction of the
- * change the event describes: the event row and one pending delivery per enabled webhook endpoint
+ * The events outbox (audit-and-events.md §2). An event is written by the statement of the
+ * change's audit entry, inside the change's transaction (or its one statement): the event row and one pending delivery per enabled webhook endpoint
  * whose filter matches are written there, so a change that rolls back leaves no event, and a
  * committed event always has its deliveries queued (the dispatcher only reads deliveries).
  * Endpoints that are disabled at that moment get nothing: events are skipped for them, not held.
@@ -45,22 +45,25 @@ const IDS_AHEAD = 8;
 export const DELIVERIES_CHANNEL = 'webhook_deliveries';
 
 /**
- * Writes the event and queues its deliveries in one statement: the matching endpoints get a
- * pending delivery each (ids made here, up to IDS_AHEAD; an organization with more matching
- * endpoints gets the rest in a second statement), and a NOTIFY wakes the dispatchers when the
- * transaction commits (Postgres sends notifications only on commit, so nothing is announced for a
- * change that rolls back; polling remains the fallback).
+ * The event as CTEs of the caller's statement inside a transaction (recordChange writes it with the
+ * audit entry, one round trip): `event_row`, `event_matched`, `event_queued`, `event_announced` (a
+ * SELECT CTE the statement must read, or the NOTIFY is not sent). The matching endpoints get a
+ * pending delivery each, up to IDS_AHEAD of them in the statement; the statement ends with
+ * `matched`, and `queueRest` then queues the deliveries of any endpoints past IDS_AHEAD in a
+ * second statement. The NOTIFY wakes the dispatchers when the transaction commits (Postgres sends
+ * notifications only on commit, so nothing is announced for a change that rolls back; polling
+ * remains the fallback).
  */
-export async function emitEvent(trx: Transaction<DB>, input: EventInput): Promise<string> {
+export function queuedEventCtes(input: EventInput) {
   const { id, ctes } = eventStatement(input, 'queue-the-rest');
-  const { rows } = await sql<{ id: string; queued: boolean }>`
-    /* prepared:events_emit */
-    WITH ${ctes}
-    SELECT m.id, m.n <= ${IDS_AHEAD}::int AS queued FROM event_matched m LEFT JOIN event_announced ON true
-  `.execute(trx);
-  const rest = rows.filter((r) => !r.queued).map((r) => r.id);
-  if (rest.length > 0) await queueDeliveries(trx, { eventId: id, organizationId: input.organizationId, type: input.type, createdAt: input.createdAt }, rest);
-  return id;
+  return {
+    ctes,
+    matched: sql`SELECT m.id, m.n <= ${IDS_AHEAD}::int AS queued FROM event_matched m`,
+    async queueRest(trx: Transaction<DB>, matched: readonly { id: string; queued: boolean }[]): Promise<void> {
+      const rest = matched.filter((r) => !r.queued).map((r) => r.id);
+      if (rest.length > 0) await queueDeliveries(trx, { eventId: id, organizationId: input.organizationId, type: input.type, createdAt: input.createdAt }, rest);
+    },
+  };
 }
 
 /**
@@ -70,7 +73,7 @@ export async function emitEvent(trx: Transaction<DB>, input: EventInput): Promis
  * not sent). Without a transaction there is no second statement for the deliveries beyond the ids
  * sent, so none is left out: the (IDS_AHEAD + 1)th matching endpoint gets a NULL id and the whole
  * statement fails on it (`isDeliveryOverflow`), writing nothing; the caller then writes the change
- * in a transaction through `emitEvent`.
+ * in a transaction with recordChange (`queuedEventCtes`).
  */
 export function eventCtes(input: EventInput): RawBuilder<unknown> {
   return eventStatement(input, 'fail').ctes;
