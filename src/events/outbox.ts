@@ -5,9 +5,10 @@ import { newId } from '../lib/ids';
 
 /**
  * The events outbox (audit-and-events.md §2). An event is written by the statement of the
- * change's audit entry, inside the change's transaction (or its one statement): the event row and one pending delivery per enabled webhook endpoint
- * whose filter matches are written there, so a change that rolls back leaves no event, and a
- * committed event always has its deliveries queued (the dispatcher only reads deliveries).
+ * change's audit entry, inside the change's transaction (or its one statement): the event row and
+ * one pending delivery per enabled webhook endpoint whose filter matches are written there, so a
+ * change that rolls back leaves no event, and a committed event always has its deliveries queued
+ * (the dispatcher only reads deliveries).
  * Endpoints that are disabled at that moment get nothing: events are skipped for them, not held.
  */
 export interface EventInput {
