@@ -29,5 +29,5 @@ RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 USER node
 EXPOSE 3000
-# The same node flags as `npm start` (README "Memory"; test/seams/start-command checks they agree).
+# The same node flags as `npm start` (docs/settings.md; test/seams/start-command checks they agree).
 CMD ["node", "--heap-growing-percent=150", "dist/src/main.js"]

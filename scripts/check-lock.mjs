@@ -34,7 +34,7 @@ if (missing.length > 0) {
   console.error(
     'The registry did not serve these versions when the lock was written. Pin the parent to a version whose\n' +
       'platform packages all exist (package.json, or "overrides" for a transitive one), run npm install, and\n' +
-      'check again. README "Dependencies and the lock file" has the steps.',
+      'check again. docs/development.md "Dependencies and the lock file" has the steps.',
   );
   process.exit(1);
 }

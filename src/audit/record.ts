@@ -38,7 +38,7 @@ export interface AuditEntry {
 
 const ACTION = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 
-/** A benchmark-only switch (AUDIT_BENCH_DISABLE); see README. */
+/** A benchmark-only switch (AUDIT_BENCH_DISABLE); see docs/settings.md. */
 let disabledForBenchmark = false;
 export function disableAuditForBenchmark(off: boolean): void {
   disabledForBenchmark = off;

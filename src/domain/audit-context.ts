@@ -26,6 +26,6 @@ export interface AuditContext {
   userAgent: string | null;
   /** The service's injected clock: entries are timed by it (retention tests move it). */
   clock: Clock;
-  /** False only under the benchmark switch AUDIT_BENCH_DISABLE (see README): entries are skipped. */
+  /** False only under the benchmark switch AUDIT_BENCH_DISABLE (see docs/settings.md): entries are skipped. */
   enabled: boolean;
 }

@@ -24,7 +24,7 @@ let dns: TestDnsServer | undefined;
  */
 const EXEMPT: Record<string, string> = {
   signUp: 'creates a user, who belongs to no organization yet',
-  ingestTelemetry: 'telemetry is usage data, not a change to the organization (see README: Audit log)',
+  ingestTelemetry: 'telemetry is usage data, not a change to the organization (see docs/audit.md)',
   reportWorkerActivity: "worker activity is usage data reported by the worker host, not a change to the organization",
   startMcpConnect: 'starts an OAuth flow (a short-lived state row); the callback that connects the account is audited',
   startSuiteConnect: 'starts an OAuth flow (a short-lived state row); the callback that connects the account is audited',

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { shippedNodeFlags } from '../../bench/lib/context';
 
 /**
- * The service ships with node flags (README "Memory": V8's old-space growth, issue #20). `npm start`
+ * The service ships with node flags (docs/settings.md "How the service is started": V8's old-space growth, issue #20). `npm start`
  * holds them, the bench reads them from there, and the Dockerfile's CMD must start the same
  * command: a flag changed in one place only would make the benchmark measure another process
  * than the one that runs in production.
