@@ -11,6 +11,7 @@ import { Invalid } from './lib/errors';
 import { createApiRouter, send } from './http/router';
 import { errorToResult } from './http/errors';
 import { docsRouter } from './http/docs';
+import { scimRouteSpellings } from './scim/route-spellings';
 import { requestLogger } from './http/logging';
 import { securityHeaders } from './http/security-headers';
 import { handlers } from './http/registry';
@@ -101,6 +102,7 @@ export function createApp(options: AppOptions): express.Express {
   // cors with no allowed origin adds nothing to a response: the layer is there only when configured.
   if (settings.corsOrigins.length > 0) app.use(cors({ origin: settings.corsOrigins }));
   app.use(docsRouter());
+  app.use(scimRouteSpellings);
   app.use(bodyParser(settings.bodyLimitBytes));
   app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true }));
 
