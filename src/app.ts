@@ -17,6 +17,7 @@ import { securityHeaders } from './http/security-headers';
 import { handlers } from './http/registry';
 import type { AppDeps } from './domain/deps';
 import { createOutbound, type Outbound } from './outbound';
+import { jsonShapeProblem, type ShapeProblem } from './protection/json-shape';
 
 export interface AppOptions {
   db: Kysely<DB>;
@@ -82,7 +83,13 @@ function bodyParser(limit: number) {
       next(Object.assign(new Error('unsupported media type'), { type: 'unsupported.media.type' }));
       return;
     }
-    (isForm ? form : json)(req, res, next);
+    (isForm ? form : json)(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      // One check of every parsed body's keys, depth and size (src/protection/json-shape.ts).
+      const problem = jsonShapeProblem(req.body);
+      if (problem) return next(Object.assign(new Error(problem.message), { type: 'entity.shape', problem }));
+      next();
+    });
   };
 }
 
@@ -111,6 +118,9 @@ export function createApp(options: AppOptions): express.Express {
     const type = (err as { type?: string }).type;
     if (type === 'entity.parse.failed') {
       send(res, { status: 400, body: Invalid.at(['body'], 'Malformed JSON body.').body() });
+    } else if (type === 'entity.shape') {
+      const { path, message } = (err as { problem: ShapeProblem }).problem;
+      send(res, { status: 400, body: new Invalid([{ path, message }], `${path.join('.')}: ${message}.`).body() });
     } else if (type === 'entity.too.large') {
       send(res, { status: 413, body: { error: 'payload_too_large', message: `Body exceeds ${settings.bodyLimitBytes} bytes.` } });
     } else if (type === 'unsupported.media.type') {

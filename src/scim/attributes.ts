@@ -1,4 +1,5 @@
 import { scimInvalid } from './errors';
+import { isForbiddenKey } from '../protection/json-shape';
 
 /**
  * SCIM attribute names and paths. RFC 7643 §2.1: attribute names are case-insensitive, so every
@@ -44,6 +45,20 @@ export function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/**
+ * A container for attributes a client names: no prototype, so no name (`__proto__`,
+ * `constructor`) can reach Object.prototype through it, and `in` sees only what was put there.
+ */
+export function attributeObject(): JsonObject {
+  return Object.create(null) as JsonObject;
+}
+
+/** Refuses an attribute name that reaches the prototype machinery, in any spelling of its case. */
+function checkName(name: string, path: string): string {
+  if (isForbiddenKey(name.toLowerCase()) || isForbiddenKey(name)) throw scimInvalid('invalidPath', `"${path.slice(0, 200)}" names "${name}", which is not an attribute.`);
+  return name;
+}
+
 /** "True"/"false" → booleans for boolean attributes; anything else that is not a boolean is refused. */
 export function toBoolean(value: Json | undefined, name: string): boolean {
   if (typeof value === 'boolean') return value;
@@ -59,9 +74,9 @@ export function normalize(value: Json, name = ''): Json | undefined {
   if (value === null) return undefined;
   if (Array.isArray(value)) return value.map((v) => normalize(v, name)).filter((v): v is Json => v !== undefined);
   if (isObject(value)) {
-    const out: JsonObject = {};
+    const out = attributeObject();
     for (const [key, v] of Object.entries(value)) {
-      const canonical = canonicalName(key);
+      const canonical = canonicalName(checkName(key, key));
       const n = normalize(v, canonical);
       if (n !== undefined) out[canonical] = n;
     }
@@ -73,7 +88,8 @@ export function normalize(value: Json, name = ''): Json | undefined {
 
 /** The key of `obj` that names `name` ignoring case, if any. */
 export function findKey(obj: JsonObject, name: string): string | undefined {
-  if (name in obj) return name;
+  // Own properties only: `'constructor' in {}` is true, and `obj.__proto__` is Object.prototype.
+  if (Object.hasOwn(obj, name)) return name;
   const lower = name.toLowerCase();
   return Object.keys(obj).find((k) => k.toLowerCase() === lower);
 }
@@ -90,16 +106,16 @@ export function parseAttrPath(path: string): string[] {
     const lower = trimmed.toLowerCase();
     const schema = [...CANONICAL_SCHEMA.entries()].find(([l]) => lower === l || lower.startsWith(`${l}:`));
     const [urn, rest] = schema ? [schema[1], trimmed.slice(schema[0].length + 1)] : splitUnknownUrn(trimmed);
-    const attrs = rest ? rest.split('.').map(canonicalName) : [];
+    const attrs = rest ? rest.split('.').map((s) => canonicalName(checkName(s, path))) : [];
     if (urn === USER_SCHEMA || urn === GROUP_SCHEMA) {
       if (attrs.length === 0) throw scimInvalid('invalidPath', `"${path}" names a schema, not an attribute.`);
       return attrs;
     }
-    return [urn, ...attrs];
+    return [checkName(urn, path), ...attrs];
   }
   const segments = trimmed.split('.');
   if (segments.some((s) => !/^[A-Za-z$][\w$-]*$/.test(s))) throw scimInvalid('invalidPath', `"${path}" is not an attribute path.`);
-  return segments.map(canonicalName);
+  return segments.map((s) => canonicalName(checkName(s, path)));
 }
 
 function splitUnknownUrn(path: string): [string, string] {
@@ -120,7 +136,9 @@ export function project(resource: JsonObject, attributes: string | undefined, ex
       .map(parseAttrPath);
   const include = list(attributes);
   if (include.length > 0) {
-    const out: JsonObject = { schemas: resource.schemas ?? [], id: resource.id ?? null };
+    const out = attributeObject();
+    out.schemas = resource.schemas ?? [];
+    out.id = resource.id ?? null;
     for (const path of include) copyPath(resource, out, path);
     return out;
   }
@@ -143,13 +161,13 @@ function copyPath(from: JsonObject, to: JsonObject, path: string[]): void {
     return;
   }
   if (Array.isArray(value)) {
-    const existing = Array.isArray(to[key]) ? (to[key] as Json[]) : value.map(() => ({}) as JsonObject);
+    const existing = Array.isArray(to[key]) ? (to[key] as Json[]) : value.map(() => attributeObject());
     value.forEach((item, i) => {
       if (isObject(item) && isObject(existing[i])) copyPath(item, existing[i] as JsonObject, path.slice(1));
     });
     to[key] = existing;
   } else if (isObject(value)) {
-    const target = isObject(to[key]) ? (to[key] as JsonObject) : {};
+    const target = isObject(to[key]) ? (to[key] as JsonObject) : attributeObject();
     copyPath(value, target, path.slice(1));
     to[key] = target;
   }

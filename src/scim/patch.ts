@@ -1,5 +1,5 @@
 import type { Filter } from 'scim2-parse-filter';
-import { findKey, isObject, normalize, parseAttrPath, type Json, type JsonObject } from './attributes';
+import { attributeObject, findKey, isObject, normalize, parseAttrPath, type Json, type JsonObject } from './attributes';
 import { scimInvalid } from './errors';
 import { parseFilter } from './filter';
 
@@ -134,7 +134,7 @@ function locate(doc: JsonObject, attr: string[], create: boolean): { parent: Jso
     if (!isObject(next)) {
       if (!create) return { parent: null, key: '' };
       if (next !== undefined) throw scimInvalid('invalidPath', `${attr.join('.')} does not name a sub-attribute.`);
-      next = {};
+      next = attributeObject();
       node[key] = next;
     }
     node = next;
@@ -149,8 +149,12 @@ function removeKey(obj: JsonObject, name: string): void {
 }
 
 function elementFromFilter(filter: Filter): JsonObject {
-  if (filter.op === 'eq' && typeof filter.compValue !== 'object') return { [parseAttrPath(filter.attrPath)[0]!]: filter.compValue as Json };
-  if (filter.op === 'and') return Object.assign({}, ...filter.filters.map(elementFromFilter)) as JsonObject;
+  if (filter.op === 'eq' && typeof filter.compValue !== 'object') {
+    const element = attributeObject();
+    element[parseAttrPath(filter.attrPath)[0]!] = filter.compValue as Json;
+    return element;
+  }
+  if (filter.op === 'and') return Object.assign(attributeObject(), ...filter.filters.map(elementFromFilter)) as JsonObject;
   throw scimInvalid('noTarget', 'No value matches the path filter.');
 }
 

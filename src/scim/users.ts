@@ -7,7 +7,7 @@ import { revokeApiKeysOf } from '../members/store';
 import { removeFromOrganization } from '../members/service';
 import { enforceLimit } from '../plans';
 import { changed, created, recordChange } from '../audit';
-import { ENTERPRISE_SCHEMA, USER_SCHEMA, isObject, normalize, project, toBoolean, type Json, type JsonObject } from './attributes';
+import { ENTERPRISE_SCHEMA, USER_SCHEMA, attributeObject, isObject, normalize, project, toBoolean, type Json, type JsonObject } from './attributes';
 import { scimConflict, scimInvalid, scimNotFound } from './errors';
 import { FilterCompiler, parseFilter, type Resolver } from './filter';
 import { applyPatch, type PatchOperation } from './patch';
@@ -69,7 +69,7 @@ function readDocument(input: unknown): UserDocument {
   if (userName.length > 320 || !EMAIL.test(userName.trim())) throw scimInvalid('invalidValue', 'userName must be the user\'s e-mail address.');
   const externalId = doc.externalId;
   if (externalId !== undefined && (typeof externalId !== 'string' || externalId.length > 1024)) throw scimInvalid('invalidValue', 'externalId must be a string.');
-  const attributes: JsonObject = {};
+  const attributes = attributeObject();
   for (const [key, value] of Object.entries(doc)) if (!NOT_STORED.has(key)) attributes[key] = value;
   if (attributes.name !== undefined && !isObject(attributes.name)) throw scimInvalid('invalidValue', 'name must be an object.');
   if (attributes.displayName !== undefined && typeof attributes.displayName !== 'string') throw scimInvalid('invalidValue', 'displayName must be a string.');
