@@ -107,3 +107,53 @@ describe('prototype keys in free-form objects', () => {
     await expectUnpolluted();
   });
 });
+
+/** `{"a":{"a":…1…}}` nested `depth` times, as text (building it as an object and stringifying would overflow here). */
+const deep = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+const deepArray = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+
+describe('deep and huge bodies (one limit where bodies are parsed)', () => {
+  const json = (req: ReturnType<TestApp['http']['post']>, raw: string, token = org.owner.token) =>
+    req.set(...bearer(token)).set('content-type', 'application/json').send(raw);
+  const expectRefused = (res: { status: number; body: { error?: string; details?: { path: string[]; message: string }[] } }, message: RegExp) => {
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('invalid_request');
+    expect(res.body.details?.[0]?.message).toMatch(message);
+    expect(res.body.details?.[0]?.path[0]).toBe('body');
+  };
+
+  it.each([
+    ['template content', '/v1/templates', (d: string) => `{"name":"T","kind":"worker","content":${d}}`, ['body', 'content']],
+    ['connector config', '/v1/connector-instances', (d: string) => `{"name":"D","connectorType":"gdrive","remoteId":"r","config":${d}}`, ['body', 'config']],
+    ['plugin components', '/v1/plugins', (d: string) => `{"name":"P","orgWide":true,"components":[{"input":{"rawSourceText":"x","parserMode":"md","normalizedPayloadJson":${d}}}]}`, ['body', 'components', '0', 'input', 'normalizedPayloadJson']],
+  ])('10,000-deep %s answers 400 naming the depth', async (_label, route, body, prefix) => {
+    for (const d of [deep(10_000), deepArray(10_000)]) {
+      const res = await json(t.http.post(route), body(d));
+      expectRefused(res, /deeper than 64 levels/);
+      expect(res.body.details![0]!.path.slice(0, prefix.length)).toEqual(prefix);
+    }
+    await expectUnpolluted();
+  });
+
+  it('10,000-deep SCIM attributes and PATCH values answer the SCIM 400', async () => {
+    const user = `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"userName":"deep@corp.example","name":${deep(10_000)}}`;
+    const created = await t.http.post('/scim/v2/Users').set({ authorization: `Bearer ${org.token}` }).set('content-type', 'application/scim+json').send(user);
+    expect(scimError(created, 400, 'invalidSyntax').detail).toMatch(/deeper than 64 levels/);
+    const ops = `{"schemas":["${PATCH_OP}"],"Operations":[{"op":"add","path":"${ENTERPRISE}:manager","value":${deep(10_000)}}]}`;
+    const patched = await t.http.patch(`/scim/v2/Users/${userId}`).set({ authorization: `Bearer ${org.token}` }).set('content-type', 'application/scim+json').send(ops);
+    expect(scimError(patched, 400, 'invalidSyntax').detail).toMatch(/deeper than 64 levels/);
+  });
+
+  it('a 400,000-element telemetry events array answers 400 naming the size', async () => {
+    const raw = `{"events":[${Array.from({ length: 400_000 }, () => '0').join(',')}]}`;
+    const res = await json(t.http.post('/v1/telemetry/ingest'), raw);
+    expectRefused(res, /more than 100000 values/);
+    expect(res.body.details![0]!.path).toEqual(['body', 'events']);
+  });
+
+  it('a body at the limits is accepted as far as the shape goes', async () => {
+    // 63 levels inside the body's own object: the validator answers about the field, not the depth.
+    const res = await json(t.http.post('/v1/templates'), `{"name":"Deep but fine","kind":"worker","content":${deep(62)}}`);
+    expect(res.status).toBe(201);
+  });
+});
