@@ -5,7 +5,7 @@ import { Invalid } from '../lib/errors';
  * Which addresses a tenant-supplied URL may reach (outbound-calls.md §1). Only globally routable
  * unicast is allowed; loopback, RFC 1918, link-local (cloud metadata), CGNAT, unspecified,
  * multicast, broadcast, reserved, IPv6 unique-local and link-local are refused, also when wrapped
- * in IPv6 (IPv4-mapped, NAT64, 6to4). Networks listed in OUTBOUND_ALLOWED_NETWORKS are allowed.
+ * in IPv6 (IPv4-mapped and -compatible, NAT64, 6to4, Teredo, ISATAP). Networks listed in OUTBOUND_ALLOWED_NETWORKS are allowed.
  * Classification is ipaddr.js's range table, not hand-written ranges.
  */
 type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
@@ -47,16 +47,48 @@ function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
   }
 }
 
-/** IPv6 forms that carry an IPv4 address, and where its four bytes are. */
-const EMBEDS_IPV4: Record<string, [number, number]> = { ipv4Mapped: [12, 16], rfc6145: [12, 16], rfc6052: [12, 16], '6to4': [2, 6] };
+/**
+ * The IPv4 addresses an IPv6 address carries, and the form that carries them. ipaddr.js names
+ * most forms (IPv4-mapped, RFC 6145, NAT64, 6to4, Teredo); two it calls plain unicast are found by
+ * their bytes: IPv4-compatible `::a.b.c.d` (RFC 4291 §2.5.5.1, deprecated; `[::127.0.0.1]`
+ * normalises to `[::7f00:1]`) and ISATAP interface identifiers (`…:0:5efe:a.b.c.d`, RFC 5214).
+ */
+function embeddedIPv4(address: ipaddr.IPv6, range: string): { form: string; addresses: ipaddr.IPv4[] } | null {
+  const bytes = address.toByteArray();
+  const v4 = (at: number, xor = 0) => new ipaddr.IPv4(bytes.slice(at, at + 4).map((b) => b ^ xor));
+  switch (range) {
+    case 'ipv4Mapped':
+    case 'rfc6145':
+      return { form: range, addresses: [v4(12)] };
+    case 'rfc6052':
+      // 64:ff9b::/96 (RFC 6052) carries the address in its last four bytes; 64:ff9b:1::/48 (RFC
+      // 8215) is for local use, where the operator chooses the layout: no layout is assumed.
+      return bytes.slice(4, 12).every((b) => b === 0) ? { form: range, addresses: [v4(12)] } : { form: 'local-use NAT64 (64:ff9b:1::/48)', addresses: [] };
+    case '6to4':
+      return { form: range, addresses: [v4(2)] };
+    case 'teredo':
+      // RFC 4380 §4: the server's address, then the client's, obfuscated (every bit inverted).
+      return { form: range, addresses: [v4(4), v4(12, 0xff)] };
+  }
+  if (bytes.slice(0, 12).every((b) => b === 0)) return { form: 'ipv4Compatible (deprecated)', addresses: [] };
+  if ((bytes[8] === 0 || bytes[8] === 2) && bytes[9] === 0 && bytes[10] === 0x5e && bytes[11] === 0xfe) return { form: 'ISATAP', addresses: [v4(12)] };
+  return null;
+}
 
-/** The range that decides: for the IPv6 forms that wrap an IPv4 address, that address's range. */
+/**
+ * The range that decides: for the IPv6 forms that carry an IPv4 address, that address's range (a
+ * form whose layout is not fixed, or that is deprecated, is refused whatever it carries).
+ */
 function effectiveRange(address: ipaddr.IPv4 | ipaddr.IPv6): string {
   const range = address.range();
-  const embedded = address.kind() === 'ipv6' ? EMBEDS_IPV4[range] : undefined;
+  if (address.kind() !== 'ipv6' || (range !== 'unicast' && range !== 'reserved' && !['ipv4Mapped', 'rfc6145', 'rfc6052', '6to4', 'teredo'].includes(range))) return range;
+  const embedded = embeddedIPv4(address as ipaddr.IPv6, range);
   if (!embedded) return range;
-  const inner = new ipaddr.IPv4(address.toByteArray().slice(...embedded)).range();
-  return inner === 'unicast' ? 'unicast' : `${range} of ${inner}`;
+  if (embedded.addresses.length === 0) return embedded.form;
+  const refused = embedded.addresses.map((a) => a.range()).find((r) => r !== 'unicast');
+  // What it carries can refuse an address, never allow one its own range refuses (2001:db8::/32).
+  if (refused !== undefined) return `${embedded.form} of ${refused}`;
+  return range === 'reserved' ? range : 'unicast';
 }
 
 /** Parses OUTBOUND_ALLOWED_NETWORKS (comma-separated CIDRs); throws naming the bad entry. */

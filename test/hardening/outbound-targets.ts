@@ -18,6 +18,7 @@ export const DISALLOWED_TARGETS = [
   'http://[::1]/',
   'http://[fd00::1]/',
   'http://[::ffff:127.0.0.1]/',
+  'http://[::127.0.0.1]/',
   'http://localhost/',
 ];
 

@@ -34,6 +34,20 @@ describe('write-time URL check', () => {
     'http://[fe80::1]/',
     'http://[::ffff:127.0.0.1]/',
     'http://[::ffff:a9fe:a9fe]/',
+    // IPv6 forms carrying an IPv4 address: compatible (normalised to [::7f00:1]), SIIT, NAT64,
+    // local-use NAT64, 6to4, Teredo (server, then the obfuscated client), ISATAP (both forms).
+    'http://[::127.0.0.1]/',
+    'http://[::7f00:1]/',
+    'http://[::a9fe:a9fe]/',
+    'http://[::ffff:0:127.0.0.1]/',
+    'http://[64:ff9b::7f00:1]/',
+    'http://[64:ff9b:1::808:808]/',
+    'http://[2002:7f00:1::1]/',
+    'http://[2002:a9fe:a9fe::]/',
+    'http://[2001:0:7f00:1::f7f7:f7f7]/',
+    'http://[2001:0:808:808::80ff:fffe]/',
+    'http://[2600::5efe:7f00:1]/',
+    'http://[2600::200:5efe:a9fe:a9fe]/',
     'http://localhost:3000/',
     'http://api.localhost/',
   ])('%s is refused naming the field', (url) => {
@@ -54,6 +68,10 @@ describe('write-time URL check', () => {
   test('public names and addresses pass; https-only callers refuse http', () => {
     expect(checkTenantUrl(policy, 'http://runtime.example.com/base', FIELD).hostname).toBe('runtime.example.com');
     expect(checkTenantUrl(policy, 'https://93.184.216.34/', FIELD).hostname).toBe('93.184.216.34');
+    // The same forms carrying a public address stay reachable.
+    for (const url of ['https://[64:ff9b::808:808]/', 'https://[2002:808:808::1]/', 'https://[2600::5efe:808:808]/', 'https://[2606:4700::1111]/']) {
+      expect(checkTenantUrl(policy, url, FIELD).protocol).toBe('https:');
+    }
     expect(refused(policy, 'http://hooks.example.com/', { httpsOnly: true }).details[0]!.message).toMatch(/https/);
     expect(checkTenantUrl(policy, 'https://hooks.example.com/', FIELD, { httpsOnly: true }).protocol).toBe('https:');
   });
