@@ -2837,6 +2837,7 @@ export interface components {
         CreateMarketplaceRequest: {
             name: string;
             description?: string;
+            /** @description An https URL shown to browsers (the service never fetches it); http only when the host is an address inside `OUTBOUND_ALLOWED_NETWORKS`; no credentials. */
             logoUrl?: string;
         };
         MarketplaceItem: {
@@ -5453,6 +5454,7 @@ export interface operations {
                 "application/json": {
                     name?: string;
                     description?: string;
+                    /** @description An https URL shown to browsers (the service never fetches it); http only when the host is an address inside `OUTBOUND_ALLOWED_NETWORKS`; no credentials. */
                     logoUrl?: string;
                 };
             };

@@ -12,6 +12,7 @@ import { grantCreator, type ResourceGuard } from '../grants/service';
 import { withPosition } from '../grants/store';
 import * as store from './store';
 import { changed, created, deleted, recordChange } from '../audit';
+import { checkBrowserUrl } from '../outbound';
 
 type Schemas = components['schemas'];
 
@@ -69,6 +70,7 @@ async function reload(db: Db, membership: Membership, id: string): Promise<store
 
 export async function createMarketplace(deps: AppDeps, membership: Membership, body: { name: string; description?: string; logoUrl?: string }) {
   authorize(membership, 'marketplaces.create');
+  if (body.logoUrl !== undefined) checkBrowserUrl(deps.outbound.policy, body.logoUrl, ['body', 'logoUrl']);
   const id = newId('marketplace');
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
@@ -109,6 +111,7 @@ export async function getMarketplace(deps: AppDeps, membership: Membership, id: 
 export async function updateMarketplace(deps: AppDeps, membership: Membership, id: string, body: { name?: string; description?: string; logoUrl?: string }) {
   return deps.db.transaction().execute(async (trx) => {
     const before = await authorizeReasonOnly(trx, membership, id, 'editor');
+    if (body.logoUrl !== undefined) checkBrowserUrl(deps.outbound.policy, body.logoUrl, ['body', 'logoUrl']);
     const patch = { name: body.name, description: body.description, logo_url: body.logoUrl };
     if (!(await store.updateMarketplace(trx, membership.organizationId, id, patch, deps.clock.now()))) throw marketplaceNotFound();
     await recordChange(trx, deps.audit, {

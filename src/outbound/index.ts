@@ -20,5 +20,5 @@
  * OUTBOUND_ALLOWED_NETWORKS (settings.outboundAllowedNetworks, CIDRs) allows exactly those
  * networks; tests that talk to local fakes set it (test/support/app.ts LOCAL_FAKES).
  */
-export { EgressPolicy, checkTenantUrl, parseAllowedNetworks, type UrlRules } from './policy';
+export { EgressPolicy, checkBrowserUrl, checkTenantUrl, parseAllowedNetworks, type UrlRules } from './policy';
 export { createOutbound, OutboundError, type Outbound, type OutboundRequest, type OutboundResponse, type OutboundFailure, type OutboundOptions } from './client';

@@ -136,6 +136,25 @@ export function checkTenantUrl(policy: EgressPolicy, value: string, field: strin
   return url;
 }
 
+/**
+ * A URL the service hands to browsers and never calls itself (a marketplace logo): https, or http
+ * when the host is a literal inside OUTBOUND_ALLOWED_NETWORKS (the rule of https-only tenant URLs),
+ * and no credentials. `javascript:`, `data:`, `file:` and the like are refused by the scheme rule.
+ */
+export function checkBrowserUrl(policy: EgressPolicy, value: string, field: string[]): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw Invalid.at(field, 'must be an absolute URL');
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const listed = url.protocol === 'http:' && ipaddr.isValid(host) && policy.isListed(host);
+  if (url.protocol !== 'https:' && !listed) throw Invalid.at(field, 'must be an https URL');
+  if (url.username || url.password) throw Invalid.at(field, 'must not contain credentials (user:password@)');
+  return value;
+}
+
 function isLocalhostName(host: string): boolean {
   const name = host.toLowerCase().replace(/\.$/, '');
   return name === 'localhost' || name.endsWith('.localhost');

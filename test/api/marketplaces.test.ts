@@ -124,6 +124,41 @@ describe('POST /v1/marketplaces and GET', () => {
   });
 });
 
+describe('logoUrl', () => {
+  const refused = [
+    ['javascript:alert(document.cookie)', /https/],
+    ['data:image/svg+xml;base64,PHN2Zz48L3N2Zz4=', /https/],
+    ['file:///etc/passwd', /https/],
+    ['http://logos.example.com/l.png', /https/],
+    ['https://user:secret@logos.example.com/l.png', /credentials/],
+    ['https://token@logos.example.com/l.png', /credentials/],
+    ['//logos.example.com/l.png', /absolute URL/],
+  ] as const;
+
+  it.each(refused)('%s is refused on create and update, naming the field; nothing changes', async (logoUrl, message) => {
+    const owner = await createOrganization(t);
+    const created = await t.http.post('/v1/marketplaces').set(...bearer(owner.token)).send({ name: 'Logo', logoUrl });
+    expect(created.status).toBe(400);
+    expect(created.body).toMatchObject({ error: 'invalid_request', details: [{ path: ['body', 'logoUrl'], message: expect.stringMatching(message) }] });
+    const m = await createMarketplace(t, owner.token, { logoUrl: 'https://logos.example.com/ok.png' });
+    const updated = await t.http.patch(`/v1/marketplaces/${m.id}`).set(...bearer(owner.token)).send({ logoUrl });
+    expect(updated.status).toBe(400);
+    expect(updated.body.details).toEqual([{ path: ['body', 'logoUrl'], message: expect.stringMatching(message) }]);
+    const read = await t.http.get(`/v1/marketplaces/${m.id}`).set(...bearer(owner.token));
+    expect(read.body.item.logoUrl).toBe('https://logos.example.com/ok.png');
+  });
+
+  it('http is accepted for an address inside OUTBOUND_ALLOWED_NETWORKS', async () => {
+    // A second app on the same database, with the setting (closing it leaves the database to `t`).
+    const local = await createTestApp({ database: t.database, clock, env: { OUTBOUND_ALLOWED_NETWORKS: '10.0.0.0/8' } });
+    const owner = await createOrganization(local);
+    const res = await local.http.post('/v1/marketplaces').set(...bearer(owner.token)).send({ name: 'Intranet', logoUrl: 'http://10.1.2.3/logo.png' });
+    expect(res.status).toBe(201);
+    expect(res.body.item.logoUrl).toBe('http://10.1.2.3/logo.png');
+    await local.close();
+  });
+});
+
 describe('PATCH /v1/marketplaces/{marketplaceId}', () => {
   it('updates metadata and answers Marketplace without status', async () => {
     const owner = await createOrganization(t);
