@@ -34,11 +34,7 @@ async function main(): Promise<void> {
   logger.info({ database: database.kind, applied }, 'migrations applied');
 
   const app = createApp({ db: database.db, clock: systemClock, logger, fetch: globalThis.fetch, settings: { ...settings, secretKey } });
-  // Node checks request timeouts every connectionsCheckingInterval (30 s by default), so a short
-  // REQUEST_TIMEOUT_MS would otherwise let a slow-loris client hold a socket for up to 30 s more.
-  const server = createAppServer(app, { connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(settings.requestTimeoutMs / 4))) });
-  server.requestTimeout = settings.requestTimeoutMs;
-  server.headersTimeout = Math.min(settings.requestTimeoutMs, 60_000);
+  const server = createAppServer(app, {}, { requestTimeoutMs: settings.requestTimeoutMs, headersTimeoutMs: settings.headersTimeoutMs });
   server.listen(settings.port, () => logger.info({ port: settings.port, database: database.kind }, 'listening'));
   // Webhook delivery runs beside the requests, from the database (src/webhooks/dispatcher.ts). On
   // a server database it has connections of its own, so requests queueing for the pool (writes

@@ -22,6 +22,30 @@ describe('loadSettings', () => {
     expect(s.ssoReturnOrigins).toEqual(['https://app.example.com', 'http://localhost:5173']);
   });
 
+  it('reads TRUST_PROXY as Express\'s trust proxy forms: off, a hop count, or the proxies\' addresses', () => {
+    expect(loadSettings({}).trustProxy).toBe(false);
+    expect(loadSettings({ TRUST_PROXY: 'off' }).trustProxy).toBe(false);
+    expect(loadSettings({ TRUST_PROXY: '0' }).trustProxy).toBe(false);
+    expect(loadSettings({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadSettings({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadSettings({ TRUST_PROXY: 'loopback, 10.0.0.0/8 ,fd00::/8, 192.0.2.7, Uniquelocal' }).trustProxy).toEqual(['loopback', '10.0.0.0/8', 'fd00::/8', '192.0.2.7', 'uniquelocal']);
+  });
+
+  it.each(['on', 'true', 'ON', 'yes'])('refuses TRUST_PROXY=%s, saying why and what to give instead', (value) => {
+    expect(() => loadSettings({ TRUST_PROXY: value })).toThrow(SettingsError);
+    expect(() => loadSettings({ TRUST_PROXY: value })).toThrow(/left-most X-Forwarded-For.*forged.*number of proxies.*addresses/);
+  });
+
+  it.each(['10.0.0.0/33', 'proxy.internal', '10.0.0.300', '10.0.0.1, nonsense'])('refuses TRUST_PROXY=%s naming the entry', (value) => {
+    expect(() => loadSettings({ TRUST_PROXY: value })).toThrow(/TRUST_PROXY must be a hop count or proxy addresses/);
+  });
+
+  it('reads HEADERS_TIMEOUT_MS (default 10 s)', () => {
+    expect(loadSettings({}).headersTimeoutMs).toBe(10_000);
+    expect(loadSettings({ HEADERS_TIMEOUT_MS: '2500' }).headersTimeoutMs).toBe(2500);
+    expect(() => loadSettings({ HEADERS_TIMEOUT_MS: '0' })).toThrow(SettingsError);
+  });
+
   it('reads WORKER_STALE_AFTER as seconds or a duration (default 120 s)', () => {
     expect(loadSettings({}).workerStaleAfterMs).toBe(120_000);
     expect(loadSettings({ WORKER_STALE_AFTER: '90' }).workerStaleAfterMs).toBe(90_000);

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { parseAllowedNetworks } from './outbound/policy';
 import type { PasswordHashCost } from './lib/crypto';
 
@@ -33,7 +34,13 @@ export interface Settings {
   corsOrigins: string[];
   bodyLimitBytes: number;
   requestTimeoutMs: number;
-  trustProxy: boolean;
+  /**
+   * HEADERS_TIMEOUT_MS: a connection must have sent a whole request head this long after it
+   * opened (or after it started a request); one that never sends a byte is closed then too.
+   */
+  headersTimeoutMs: number;
+  /** TRUST_PROXY: Express's `trust proxy` (false, a hop count, or the proxies' addresses). */
+  trustProxy: TrustProxy;
   /** Audit entries older than this many days are pruned (src/audit/retention.ts). */
   auditRetentionDays: number;
   /** PASSWORD_HASH_COST: argon2 cost of new password hashes; `test` is for test suites only (src/lib/crypto.ts). */
@@ -103,6 +110,39 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'on', 'yes'].includes(raw)) return true;
   if (['0', 'false', 'off', 'no'].includes(raw)) return false;
   throw new SettingsError(`${name} must be on/off (true/false), got "${env[name]}"`);
+}
+
+/** false, how many proxies stand in front of the service, or their addresses (Express's forms). */
+export type TrustProxy = false | number | string[];
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * TRUST_PROXY in the forms of Express's `trust proxy` that name the proxies: a hop count (`1`: one
+ * load balancer) or addresses, CIDRs and proxy-addr's names (`10.0.0.0/8, loopback`). `on`/`true`
+ * is refused: it would take the left-most X-Forwarded-For entry, which the client writes itself.
+ */
+function trustProxy(env: Env): TrustProxy {
+  const raw = (env.TRUST_PROXY ?? '').trim();
+  const lower = raw.toLowerCase();
+  if (['', '0', 'off', 'false', 'no'].includes(lower)) return false;
+  if (['on', 'true', 'yes'].includes(lower)) {
+    throw new SettingsError(
+      `TRUST_PROXY=${raw} would trust the client's own left-most X-Forwarded-For entry, so per-IP limits and audit IPs could be forged; give the number of proxies in front of the service (e.g. 1) or their addresses (e.g. 10.0.0.0/8, loopback)`,
+    );
+  }
+  if (/^\d+$/.test(raw)) return Number(raw);
+  const entries = raw.split(',').map((e) => e.trim()).filter(Boolean);
+  for (const entry of entries) {
+    if (PROXY_NAMES.has(entry.toLowerCase())) continue;
+    try {
+      if (entry.includes('/')) ipaddr.parseCIDR(entry);
+      else ipaddr.parse(entry);
+    } catch {
+      throw new SettingsError(`TRUST_PROXY must be a hop count or proxy addresses (IPs, CIDRs, loopback, linklocal, uniquelocal); "${entry}" is none of these`);
+    }
+  }
+  return entries.map((e) => (PROXY_NAMES.has(e.toLowerCase()) ? e.toLowerCase() : e));
 }
 
 function url(env: Env, name: string, fallback: string): string {
@@ -227,7 +267,8 @@ export function loadSettings(env: Env = process.env): Settings {
     corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),
-    trustProxy: bool(env, 'TRUST_PROXY', false),
+    headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 1),
+    trustProxy: trustProxy(env),
     auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 1),
     passwordHashCost: passwordHashCost(env),
     auditBenchDisable: bool(env, 'AUDIT_BENCH_DISABLE', false),

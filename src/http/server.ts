@@ -1,4 +1,5 @@
 import { IncomingMessage, ServerResponse, createServer, type Server, type ServerOptions } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Express } from 'express';
 
 /**
@@ -15,12 +16,53 @@ import type { Express } from 'express';
  * prototypes still inherit everything Express's had (tests drive the app through supertest's own
  * server, where Express re-parents as usual).
  */
-export function createAppServer(app: Express, options: ServerOptions = {}): Server {
+export interface ServerTimeouts {
+  /** REQUEST_TIMEOUT_MS: the whole request (head and body) must arrive within it. */
+  requestTimeoutMs: number;
+  /** HEADERS_TIMEOUT_MS: a request head must arrive within it, also a connection's first. */
+  headersTimeoutMs: number;
+}
+
+export function createAppServer(app: Express, options: ServerOptions = {}, timeouts?: ServerTimeouts): Server {
   class AppRequest extends IncomingMessage {}
   class AppResponse extends ServerResponse {}
   Object.setPrototypeOf(AppRequest.prototype, app.request);
   Object.setPrototypeOf(AppResponse.prototype, app.response);
   app.request = AppRequest.prototype as Express['request'];
   app.response = AppResponse.prototype as unknown as Express['response'];
-  return createServer({ ...options, IncomingMessage: AppRequest, ServerResponse: AppResponse }, app);
+  if (!timeouts) return createServer({ ...options, IncomingMessage: AppRequest, ServerResponse: AppResponse }, app);
+  // Node checks request timeouts every connectionsCheckingInterval (30 s by default), so a short
+  // timeout would otherwise let a slow-loris client hold a socket for up to 30 s more.
+  const headersTimeout = Math.min(timeouts.headersTimeoutMs, timeouts.requestTimeoutMs);
+  const connectionsCheckingInterval = Math.min(30_000, Math.max(100, Math.floor(headersTimeout / 4)));
+  const server = createServer({ connectionsCheckingInterval, ...options, IncomingMessage: AppRequest, ServerResponse: AppResponse }, app);
+  server.requestTimeout = timeouts.requestTimeoutMs;
+  server.headersTimeout = headersTimeout;
+  boundFirstRequest(server, headersTimeout);
+  return server;
+}
+
+const AWAITING_FIRST_REQUEST = Symbol('awaitingFirstRequest');
+type TrackedSocket = Socket & { [AWAITING_FIRST_REQUEST]?: boolean };
+
+/**
+ * Node's headersTimeout runs from a request's first byte, and keepAliveTimeout from a response's
+ * end: a connection that never sends a byte has neither, and is held until the client lets go
+ * (1,500 such sockets were held in a probe). Each new connection gets an idle timer of the
+ * headers timeout, cleared when its first request's head has arrived; after that, Node's own
+ * timers (headers, request, keep-alive) cover it. With no request in flight, Node's socket
+ * timeout handler destroys the socket.
+ */
+function boundFirstRequest(server: Server, ms: number): void {
+  server.on('connection', (socket: TrackedSocket) => {
+    socket[AWAITING_FIRST_REQUEST] = true;
+    socket.setTimeout(ms);
+  });
+  server.prependListener('request', (req: IncomingMessage) => {
+    const socket = req.socket as TrackedSocket;
+    if (socket[AWAITING_FIRST_REQUEST]) {
+      socket[AWAITING_FIRST_REQUEST] = false;
+      socket.setTimeout(0);
+    }
+  });
 }

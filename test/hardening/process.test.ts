@@ -8,11 +8,13 @@ import { adminSql, startService, type ServiceProcess } from '../support/service-
 
 /**
  * The real service process (src/main.ts) on a scratch database: a slow-loris body is cut at the
- * request timeout, and SIGTERM under load lets in-flight requests finish, refuses new connections
+ * request timeout, a connection that never sends a byte at the headers timeout, and SIGTERM under load lets in-flight requests finish, refuses new connections
  * and exits 0. Runs with the server-database pass only (the process is the same either way).
  */
 const maybe = testDbKind() === 'pg' ? describe : describe.skip;
 const REQUEST_TIMEOUT_MS = 2000;
+// Shorter than the worker runtime's 1.5 s answer below: a request whose head has arrived is not cut by it.
+const HEADERS_TIMEOUT_MS = 1000;
 
 interface Answer {
   status: number;
@@ -50,7 +52,7 @@ maybe('the service process', () => {
   beforeAll(async () => {
     await adminSql(`CREATE DATABASE ${database}`);
     await new Promise<void>((r) => runtime.listen(0, '127.0.0.1', r));
-    service = await startService(database, { REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), ...LOCAL_FAKES });
+    service = await startService(database, { REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), ...LOCAL_FAKES });
     port = service.port;
   }, 120_000);
 
@@ -79,6 +81,29 @@ maybe('the service process', () => {
     expect(elapsed).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 200);
     expect(elapsed).toBeLessThan(REQUEST_TIMEOUT_MS + 3000);
     expect(outcome).toMatch(/408|closed/);
+  }, 30_000);
+
+  it('closes connections that never send a byte at the headers timeout', async () => {
+    const started = Date.now();
+    const lifetimes = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        new Promise<number>((resolve) => {
+          const socket = net.connect(port, '127.0.0.1');
+          const giveUp = setTimeout(() => socket.destroy(), 15_000);
+          socket.on('close', () => {
+            clearTimeout(giveUp);
+            resolve(Date.now() - started);
+          });
+          socket.on('error', () => undefined);
+        }),
+      ),
+    );
+    for (const lifetime of lifetimes) {
+      expect(lifetime).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 200);
+      expect(lifetime).toBeLessThan(HEADERS_TIMEOUT_MS + 3000);
+    }
+    // A connection that sends its request later than that, on a fresh socket, is still served.
+    expect((await request(port, 'GET', '/health')).status).toBe(200);
   }, 30_000);
 
   it('on SIGTERM finishes in-flight requests, refuses new connections and exits 0', async () => {

@@ -91,12 +91,13 @@ describe('sign-in timing (PASSWORD_HASH_COST=standard)', () => {
   });
 });
 
-describe('per-IP limits (behind a proxy: TRUST_PROXY on)', () => {
+describe('per-IP limits (behind one proxy: TRUST_PROXY=1)', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp({
       env: {
-        TRUST_PROXY: 'on',
+        // supertest's connection stands for the load balancer: one hop.
+        TRUST_PROXY: '1',
         RATE_LIMIT_SIGN_IN_IP: '5/15m',
         RATE_LIMIT_SIGN_UP_IP: '3/1h',
         RATE_LIMIT_BOOTSTRAP_IP: '2/15m',
@@ -114,6 +115,23 @@ describe('per-IP limits (behind a proxy: TRUST_PROXY on)', () => {
     expect(blocked.status).toBe(429);
     expect(blocked.headers['retry-after']).toBeDefined();
     expect((await t.http.post('/v1/auth/sign-in').set(XFF, '203.0.113.8').send({ email: uniqueEmail('spray'), password: 'guess' })).status).toBe(401);
+  });
+
+  it('counts the address the proxy saw, not the left-most entries the client wrote itself', async () => {
+    // The balancer appends the client's address; whatever the client sent comes before it.
+    const spoofed = (i: number) => `10.${i}.0.1, 192.0.2.${i}, 203.0.113.60`;
+    for (let i = 0; i < 5; i++) expect((await t.http.post('/v1/auth/sign-in').set(XFF, spoofed(i)).send({ email: uniqueEmail('rotate'), password: 'guess' })).status).toBe(401);
+    expect((await t.http.post('/v1/auth/sign-in').set(XFF, spoofed(9)).send({ email: uniqueEmail('rotate'), password: 'guess' })).status).toBe(429);
+    expect((await t.http.post('/v1/auth/sign-in').set(XFF, '203.0.113.60').send({ email: uniqueEmail('rotate'), password: 'guess' })).status).toBe(429);
+  });
+
+  it('TRUST_PROXY as the proxies\' addresses (loopback, a CIDR) counts the same address', async () => {
+    const named = await createTestApp({ database: t.database, clock: t.clock, env: { TRUST_PROXY: 'loopback, 10.0.0.0/8', RATE_LIMIT_SIGN_IN_IP: '5/15m' } });
+    // 10.9.9.9 is a trusted proxy too, so the client is the entry before it.
+    const chain = (i: number) => `198.18.${i}.1, 203.0.113.61, 10.9.9.9`;
+    for (let i = 0; i < 5; i++) expect((await named.http.post('/v1/auth/sign-in').set(XFF, chain(i)).send({ email: uniqueEmail('cidr'), password: 'guess' })).status).toBe(401);
+    expect((await named.http.post('/v1/auth/sign-in').set(XFF, chain(7)).send({ email: uniqueEmail('cidr'), password: 'guess' })).status).toBe(429);
+    await named.close();
   });
 
   it('limits sign-ups per IP', async () => {
