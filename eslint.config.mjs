@@ -5,6 +5,8 @@ import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 import { importX } from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import { readdirSync } from 'node:fs';
+import { URL } from 'node:url';
 
 // The few Node globals plain JS config files use (the `globals` package is not a direct dependency).
 const nodeGlobals = {
@@ -18,6 +20,22 @@ const nodeGlobals = {
 
 const noAsyncLocalStorage =
   'No AsyncLocalStorage in src/: it turns on promise hooks process-wide (~12% of request CPU). Pass what a request needs explicitly (e.g. deps.audit).';
+
+// One owner per table: an area reaches another area's tables through that area's services, never
+// its stores (store.ts, *-store.ts). src/grants is the one exception: its generic grant store is
+// shared by the four resource kinds that have grants. One zone per folder of src/, made from the
+// folders themselves, so a new area is covered without an edit here.
+const areas = readdirSync(new URL('./src/', import.meta.url), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name);
+const SHARED_STORES = new Set(['grants']);
+const storeZones = areas.map((area) => ({
+  target: `./src/${area}/**/*`,
+  from: areas
+    .filter((other) => other !== area && !SHARED_STORES.has(other))
+    .flatMap((other) => [`./src/${other}/**/store.ts`, `./src/${other}/**/*-store.ts`]),
+  message: "Call the owning area's service (its store is its own: one owner per table; ARCHITECTURE.md).",
+}));
 
 export default defineConfig(
   { ignores: ['dist/', 'generated/', 'node_modules/', 'data/', 'coverage/', 'bench/results/'] },
@@ -46,7 +64,10 @@ export default defineConfig(
       'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
       'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
     },
-    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
+    rules: {
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-restricted-paths': ['error', { zones: storeZones }],
+    },
   },
   {
     // The audit context travels explicitly (deps.audit, src/audit/context.ts): one
@@ -91,6 +112,18 @@ export default defineConfig(
             { group: ['**/db/schema'], message: 'Table types import column types from src/db/columns, never the schema that composes them.' },
           ],
         },
+      ],
+    },
+  },
+  {
+    // The audit module is below every area that records changes: what an audited event queues
+    // (webhook deliveries) reaches it through its event hook (src/audit/event-hook.ts), installed
+    // by createDeps. The typescript-eslint rule, so the store blocks' options above stay as they are.
+    files: ['src/audit/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/webhooks', '**/webhooks/*'], message: 'The audit module never imports webhooks: use the event hook (src/audit/event-hook.ts).' }] },
       ],
     },
   },

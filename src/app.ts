@@ -18,6 +18,8 @@ import { handlers } from './http/registry';
 import type { AppDeps } from './domain/deps';
 import { createOutbound, type Outbound } from './outbound';
 import { jsonShapeProblem, type ShapeProblem } from './protection/json-shape';
+import { setEventHook } from './audit/event-hook';
+import { webhookDeliveries } from './webhooks/queue';
 
 export interface AppOptions {
   db: Kysely<DB>;
@@ -45,6 +47,8 @@ const FORM_PATHS = new Set(['/v1/auth/sso/saml/acs']);
 export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppDeps {
   const { settings } = options;
   if (!settings.secretKey) throw new Error('createApp needs settings.secretKey');
+  // Audited changes queue their webhook deliveries in the entry's own statement.
+  setEventHook(webhookDeliveries);
   return {
     db: options.db,
     clock: options.clock,

@@ -2,8 +2,8 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../src/db/schema';
 import { newId } from '../../src/lib/ids';
 import { hashPassword, randomSecret, sha256Hex } from '../../src/lib/crypto';
-import { insertSession, insertUser } from '../../src/auth/store';
-import { insertMember } from '../../src/org/store';
+import { insertSession, insertUser } from '../../src/users/store';
+import { insertMember } from '../../src/members/store';
 import { createOrganizationIn, type Plan } from '../../src/org/service';
 import type { Role } from '../../src/domain/principal';
 import { systemContext } from '../../src/audit';
@@ -87,7 +87,7 @@ export async function seedOrganization(db: Kysely<DB>, options: OrgSeedOptions):
 
   const openSession = async (userId: string) => {
     const token = randomSecret('cps');
-    await insertSession(db, { id: newId('session'), userId, tokenHash: sha256Hex(token), activeOrganizationId: organizationId, now, expiresAt });
+    await insertSession(db, { id: newId('session'), userId, tokenHash: sha256Hex(token), activeOrganizationId: organizationId, now, expiresAt, authMethod: 'password', secondFactor: null, ip: null, userAgent: null, ssoConnectionId: null });
     return token;
   };
   return {

@@ -5,7 +5,7 @@ import type { Principal } from '../domain/principal';
 import { NotFound } from '../lib/errors';
 import type { PageRequest } from '../lib/pagination';
 import { requirePlatformAdmin } from '../access/roles';
-import type { Plan } from '../org/service';
+import { setOrganizationPlan, type Plan } from '../org/service';
 import * as store from './store';
 import type { AdminOrganizationRow } from './store';
 import { changed, recordChange } from '../audit';
@@ -43,7 +43,7 @@ export async function setPlan(deps: AppDeps, principal: Principal, organizationI
   const notFound = () => new NotFound('organization_not_found', 'The organization could not be found.');
   return deps.db.transaction().execute(async (trx) => {
     const before = await store.findOrganization(trx, organizationId);
-    if (!before || !(await store.setPlan(trx, organizationId, plan, deps.clock.now()))) throw notFound();
+    if (!before || !(await setOrganizationPlan(trx, organizationId, plan, deps.clock.now()))) throw notFound();
     const row = await store.findOrganization(trx, organizationId);
     if (!row) throw notFound();
     // A platform admin acts from outside the organization: no member id there.

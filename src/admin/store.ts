@@ -46,8 +46,3 @@ export async function listOrganizations(db: Db, after: Position | null, take: nu
 export async function findOrganization(db: Db, organizationId: string): Promise<AdminOrganizationRow | undefined> {
   return organizationQuery(db).where('o.id', '=', organizationId).executeTakeFirst();
 }
-
-export async function setPlan(db: Db, organizationId: string, plan: string, now: Date): Promise<boolean> {
-  const row = await db.updateTable('organizations').set({ plan, updated_at: now }).where('id', '=', organizationId).returning('id').executeTakeFirst();
-  return row !== undefined;
-}

@@ -91,3 +91,6 @@ export async function revokeApiKey(deps: AppDeps, membership: Membership, apiKey
     await recordChange(trx, deps.audit, { action: 'api_key.revoked', target: { type: 'api_key', id: apiKeyId } });
   });
 }
+
+/** A removed or suspended member's keys stop working for good (called inside that change's transaction). */
+export const revokeKeysOfMember = store.revokeApiKeysOf;

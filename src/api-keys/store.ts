@@ -56,3 +56,14 @@ export async function revokeApiKey(db: Db, organizationId: string, apiKeyId: str
     .executeTakeFirst();
   return row !== undefined;
 }
+
+/** Revokes every live key of a member (the member was removed or suspended). */
+export async function revokeApiKeysOf(db: Db, organizationId: string, memberId: string, now: Date): Promise<void> {
+  await db
+    .updateTable('api_keys')
+    .set({ revoked_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('member_id', '=', memberId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}

@@ -4,7 +4,8 @@ import { newId } from '../lib/ids';
 import { canonicalJson } from './canonical';
 import type { Actor, AuditContext } from './context';
 import { redactChanges } from './redact';
-import { eventCtes, isDeliveryOverflow, queuedEventCtes } from '../events/outbox';
+import { eventRowCte, type EventInput } from '../events/outbox';
+import { eventHook, type AuditedEvent } from './event-hook';
 
 /** `{field: {from, to}}`; values may nest. Secrets are redacted by recordChange, whatever is passed. */
 export type Changes = Record<string, { from?: unknown; to?: unknown } | unknown>;
@@ -84,6 +85,16 @@ function prepareEntry(context: AuditContext | null, change: Change): PreparedEnt
 }
 
 /**
+ * The event's row (`event_row`) and what the event hook queues for it (`event_queued`,
+ * `event_announced`, e.g. webhook deliveries): CTEs of the audit entry's statement.
+ */
+function eventCtes(input: EventInput, overflow: 'queue-the-rest' | 'fail'): { event: AuditedEvent; ctes: RawBuilder<unknown> } {
+  const { id, cte } = eventRowCte(input);
+  const event = { id, organizationId: input.organizationId, type: input.type, createdAt: input.createdAt };
+  return { event, ctes: sql`${cte}, ${eventHook().ctes(event, overflow)}` };
+}
+
+/**
  * The event's CTEs (`event`), then the chain head moved and the entry: `audit_head`, `audit_entry`.
  * The head's upsert reads `event_queued` (and `after`, a CTE of the change with a RETURNING clause,
  * when there is one), so it runs once they have: the head's row lock, which orders the
@@ -119,13 +130,14 @@ export async function recordChange(trx: Transaction<DB>, context: AuditContext |
   const prepared = prepareEntry(context, change);
   if (!prepared) return null;
   const { entry, organizationId, createdAt } = prepared;
-  const event = queuedEventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt });
+  const hook = eventHook();
+  const { event, ctes } = eventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt }, 'queue-the-rest');
   const { rows } = await sql<{ id: string; queued: boolean }>`
     /* prepared:audit_record */
-    WITH ${auditCtes(prepared, event.ctes, null)}
-    ${event.matched}
+    WITH ${auditCtes(prepared, ctes, null)}
+    ${hook.matched()}
   `.execute(trx);
-  await event.queueRest(trx, rows);
+  await hook.queueRest(trx, event, rows);
   return entry;
 }
 
@@ -146,6 +158,7 @@ export function changeCtes(context: AuditContext | null, change: Change, after: 
   const prepared = prepareEntry(context, change);
   if (!prepared) return null;
   const { entry, organizationId, createdAt } = prepared;
-  const event = eventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt });
-  return { ctes: auditCtes(prepared, event, after), entry, overflowed: isDeliveryOverflow };
+  const { ctes } = eventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt }, 'fail');
+  const hook = eventHook();
+  return { ctes: auditCtes(prepared, ctes, after), entry, overflowed: (err) => hook.isOverflow(err) };
 }

@@ -8,13 +8,13 @@ export const authHandlers: HandlerMap<AuthOperations> = {
   getBootstrapStatus: async ({ deps }) => ({ status: 200, body: { bootstrapped: await auth.bootstrapStatus(deps) } }),
 
   bootstrap: async ({ deps, body, headers, ip }) => {
-    const result = await auth.bootstrap(deps, { ...body, token: headers['x-bootstrap-token'] }, ip);
+    const result = await auth.bootstrap(deps, { ...body, token: headers['x-bootstrap-token'] }, { ip, userAgent: headers['user-agent'] });
     return { status: 201, body: { ok: true, ...result } };
   },
 
-  signUp: async ({ deps, body, ip }) => ({ status: 201, body: { ok: true, ...(await auth.signUp(deps, body, ip)) } }),
+  signUp: async ({ deps, body, headers, ip }) => ({ status: 201, body: { ok: true, ...(await auth.signUp(deps, body, { ip, userAgent: headers['user-agent'] })) } }),
 
-  signIn: async ({ deps, body, ip }) => ({ status: 200, body: { ok: true, ...(await auth.signIn(deps, body, ip)) } }),
+  signIn: async ({ deps, body, headers, ip }) => ({ status: 200, body: { ok: true, ...(await auth.signIn(deps, body, { ip, userAgent: headers['user-agent'] })) } }),
 
   reauthenticate: async (ctx) => {
     const authenticatedAt = await auth.reauthenticate(ctx.deps, principalOf(ctx), ctx.body.password, ctx.ip);

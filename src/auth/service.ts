@@ -3,32 +3,24 @@ import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
 import type { Principal } from '../domain/principal';
 import { Conflict, NotFound, Unauthenticated, Unauthorized } from '../lib/errors';
-import { newId } from '../lib/ids';
-import { decoyPasswordHash, hashPassword, randomSecret, safeEqual, sha256Hex, verifyPassword } from '../lib/crypto';
+import { decoyPasswordHash, hashPassword, safeEqual, verifyPassword } from '../lib/crypto';
 import { isUniqueViolation } from '../db/errors';
 import { createOrganizationIn } from '../org/service';
-import { membershipsOfUser } from '../org/store';
-import { toUser } from '../org/mappers';
-import * as store from './store';
+import { toUser } from '../users/mappers';
+import * as users from '../users/service';
+import type { NewSession, Origin } from '../users/service';
 import * as limits from '../protection/rate-limit';
 import { recordChange, type AuditContext } from '../audit';
-import { findMemberIdOfUser } from '../members/store';
+import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
 import { refusePasswordUnderSso, refuseSignUpUnderSso } from '../sso/enforcement';
 
-const SESSION_TOKEN_PREFIX = 'cps';
 
-export interface NewSession {
-  token: string;
-  expiresAt: string;
-}
-
-/** A new session; its active organization is the user's most recently joined one. */
-async function openSession(deps: AppDeps, db: Transaction<DB> | AppDeps['db'], userId: string, now: Date): Promise<NewSession & { activeOrganizationId: string | null }> {
-  const token = randomSecret(SESSION_TOKEN_PREFIX);
-  const expiresAt = new Date(now.getTime() + deps.settings.sessionTtlMs);
+/** A new password session; its active organization is the user's most recently joined one. */
+async function openSession(deps: AppDeps, db: Transaction<DB>, userId: string, origin: Origin, now: Date): Promise<NewSession & { activeOrganizationId: string | null }> {
   const [latest] = await membershipsOfUser(db, userId);
-  await store.insertSession(db, { id: newId('session'), userId, tokenHash: sha256Hex(token), activeOrganizationId: latest?.id ?? null, now, expiresAt });
-  return { token, expiresAt: expiresAt.toISOString(), activeOrganizationId: latest?.id ?? null };
+  const activeOrganizationId = latest?.id ?? null;
+  const session = await users.createSession(db, deps, { userId, authMethod: 'password', ip: origin.ip, userAgent: origin.userAgent, activeOrganizationId }, now);
+  return { ...session, activeOrganizationId };
 }
 
 /**
@@ -49,38 +41,38 @@ async function recordSignIn(trx: Transaction<DB>, audit: AuditContext | null, us
 }
 
 export async function bootstrapStatus(deps: AppDeps): Promise<boolean> {
-  return (await store.countUsers(deps.db)) > 0;
+  return (await users.countUsers(deps.db)) > 0;
 }
 
 export async function bootstrap(
   deps: AppDeps,
   input: { email: string; password: string; name: string; organizationName: string; token: string | undefined },
-  ip = '',
+  origin: Origin,
 ) {
-  await limits.consume(deps, 'bootstrapIp', ip);
+  await limits.consume(deps, 'bootstrapIp', origin.ip);
   const expected = deps.settings.bootstrapToken;
   if (expected && !(input.token && safeEqual(input.token, expected))) throw new Unauthorized('A valid x-bootstrap-token is required.');
   const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
-    await store.lockBootstrap(trx);
-    if ((await store.countUsers(trx)) > 0) throw new Conflict('already_bootstrapped', 'The platform has already been bootstrapped.');
-    const user = await store.insertUser(trx, { id: newId('user'), email: input.email, name: input.name, passwordHash, isPlatformAdmin: true, now });
+    await users.lockBootstrap(trx);
+    if ((await users.countUsers(trx)) > 0) throw new Conflict('already_bootstrapped', 'The platform has already been bootstrapped.');
+    const user = await users.createUser(trx, { email: input.email, name: input.name, passwordHash, isPlatformAdmin: true, now });
     const { organization, member } = await createOrganizationIn(trx, deps.audit, { name: input.organizationName, plan: 'enterprise', ownerUserId: user.id, now });
-    const { activeOrganizationId: _active, ...session } = await openSession(deps, trx, user.id, now);
+    const { activeOrganizationId: _active, ...session } = await openSession(deps, trx, user.id, origin, now);
     return { user: toUser(user), organization, member, session };
   });
 }
 
-export async function signUp(deps: AppDeps, input: { email: string; password: string; name: string }, ip = '') {
-  await limits.consume(deps, 'signUpIp', ip);
+export async function signUp(deps: AppDeps, input: { email: string; password: string; name: string }, origin: Origin) {
+  await limits.consume(deps, 'signUpIp', origin.ip);
   await refuseSignUpUnderSso(deps.db, input.email);
   const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);
   const now = deps.clock.now();
   try {
     return await deps.db.transaction().execute(async (trx) => {
-      const user = await store.insertUser(trx, { id: newId('user'), email: input.email, name: input.name, passwordHash, isPlatformAdmin: false, now });
-      const { activeOrganizationId: _none, ...session } = await openSession(deps, trx, user.id, now);
+      const user = await users.createUser(trx, { email: input.email, name: input.name, passwordHash, now });
+      const { activeOrganizationId: _none, ...session } = await openSession(deps, trx, user.id, origin, now);
       return { user: toUser(user), session };
     });
   } catch (err) {
@@ -94,11 +86,12 @@ export async function signUp(deps: AppDeps, input: { email: string; password: st
  * Failures are counted per e-mail and per IP (in Postgres, shared by every process); past the
  * limit even a right password gets 429 until the window ends, so guessing cannot go on.
  */
-export async function signIn(deps: AppDeps, input: { email: string; password: string }, ip = '') {
-  const email = store.normalizeEmail(input.email);
+export async function signIn(deps: AppDeps, input: { email: string; password: string }, origin: Origin) {
+  const { ip } = origin;
+  const email = users.normalizeEmail(input.email);
   await limits.assertNotLimited(deps, 'signInEmail', email);
   await limits.assertNotLimited(deps, 'signInIp', ip);
-  const user = await store.findCredentials(deps.db, input.email);
+  const user = await users.findCredentials(deps.db, input.email);
   const valid = await verifyPassword(user?.password_hash ?? (await decoyPasswordHash(deps.settings.passwordHashCost)), input.password);
   if (!user || !valid) {
     await limits.recordFailure(deps, 'signInEmail', email);
@@ -110,7 +103,7 @@ export async function signIn(deps: AppDeps, input: { email: string; password: st
   await limits.clear(deps, 'signInEmail', email);
   const now = deps.clock.now();
   const session = await deps.db.transaction().execute(async (trx) => {
-    const { activeOrganizationId, ...opened } = await openSession(deps, trx, user.id, now);
+    const { activeOrganizationId, ...opened } = await openSession(deps, trx, user.id, origin, now);
     await recordSignIn(trx, deps.audit, user.id, activeOrganizationId, 'password');
     return opened;
   });
@@ -123,12 +116,12 @@ export async function signIn(deps: AppDeps, input: { email: string; password: st
  */
 export async function reauthenticate(deps: AppDeps, principal: Principal, password: string, ip = ''): Promise<string> {
   if (principal.kind !== 'session' || !principal.sessionId) throw new Unauthorized('This route needs a signed-in session.');
-  const user = await store.findUserById(deps.db, principal.userId);
+  const user = await users.findUser(deps.db, principal.userId);
   if (!user) throw new Unauthorized();
-  const email = store.normalizeEmail(user.email);
+  const email = users.normalizeEmail(user.email);
   await limits.assertNotLimited(deps, 'signInEmail', email);
   await limits.assertNotLimited(deps, 'signInIp', ip);
-  const credentials = await store.findCredentials(deps.db, user.email);
+  const credentials = await users.findCredentials(deps.db, user.email);
   // A user provisioned by SCIM has no password: they renew through SSO, never here.
   if (!credentials?.password_hash || !(await verifyPassword(credentials.password_hash, password))) {
     await limits.recordFailure(deps, 'signInEmail', email);
@@ -139,7 +132,7 @@ export async function reauthenticate(deps: AppDeps, principal: Principal, passwo
   await refusePasswordUnderSso(deps.db, user);
   await limits.clear(deps, 'signInEmail', email);
   const now = deps.clock.now();
-  await store.markAuthenticated(deps.db, principal.sessionId, now);
+  await users.markAuthenticated(deps.db, principal.sessionId, now);
   return now.toISOString();
 }
 
@@ -147,7 +140,7 @@ export async function signOut(deps: AppDeps, principal: Principal): Promise<void
   if (!principal.sessionId) throw new Unauthorized();
   const sessionId = principal.sessionId;
   await deps.db.transaction().execute(async (trx) => {
-    await store.revokeSession(trx, sessionId, deps.clock.now());
+    await users.revokeSession(trx, sessionId, deps.clock.now());
     // Recorded in the organization the session was signed in to (none: no organization log).
     if (principal.membership) {
       await recordChange(trx, deps.audit, { action: 'member.signed_out', target: { type: 'member', id: principal.membership.memberId } });
@@ -156,7 +149,7 @@ export async function signOut(deps: AppDeps, principal: Principal): Promise<void
 }
 
 export async function me(deps: AppDeps, principal: Principal) {
-  const [user, memberships] = await Promise.all([store.findUserById(deps.db, principal.userId), membershipsOfUser(deps.db, principal.userId)]);
+  const [user, memberships] = await Promise.all([users.findUser(deps.db, principal.userId), membershipsOfUser(deps.db, principal.userId)]);
   if (!user) throw new Unauthorized();
   return {
     user: toUser(user),
@@ -173,7 +166,7 @@ export async function setActiveOrganization(deps: AppDeps, principal: Principal,
   }
   const sessionId = principal.sessionId;
   await deps.db.transaction().execute(async (trx) => {
-    await store.setSessionOrganization(trx, sessionId, organizationId);
+    await users.setSessionOrganization(trx, sessionId, organizationId);
     await recordSignIn(trx, deps.audit, principal.userId, organizationId, 'switch');
   });
   return organizationId;

@@ -1,7 +1,7 @@
 import type { components } from '../../generated/api';
 import type { AppDeps, Membership } from '../http/types';
 import { managesAllResources } from '../access/resource-roles';
-import { usableProviders } from '../llm-providers/store';
+import { usableProviders } from '../llm-providers/service';
 import * as store from './store';
 
 type Source = components['schemas']['CapabilitySource'];

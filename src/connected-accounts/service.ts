@@ -264,3 +264,6 @@ export async function refreshAccount(
     return tokens.accessToken;
   });
 }
+
+/** Drops every connected account of a provider (the suite's OAuth client was removed). */
+export { deleteProviderAccounts } from './store';

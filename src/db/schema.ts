@@ -76,8 +76,13 @@ export interface SessionsTable {
   /** When the user last proved themself on this session (sign-in, reauthenticate). */
   authenticated_at: Timestamp;
   /** How the session was opened: 'sso' sessions carry the connection (null once it is deleted). */
-  auth_method: Generated<'password' | 'sso'>;
+  auth_method: Generated<'password' | 'sso' | 'reset' | 'invitation'>;
   sso_connection_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The second factor proved at sign-in, if any. */
+  second_factor: ColumnType<'totp' | 'passkey' | 'recovery_code' | null, 'totp' | 'passkey' | 'recovery_code' | null | undefined, 'totp' | 'passkey' | 'recovery_code' | null>;
+  ip: ColumnType<string | null, string | null | undefined, string | null>;
+  user_agent: ColumnType<string | null, string | null | undefined, string | null>;
+  last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface TeamsTable {

@@ -40,12 +40,15 @@ export interface Principal {
   authenticatedAt: Date | null;
   /**
    * How the session was opened: 'sso' for a session an SSO sign-in created (invitation acceptance
-   * to an enforced domain needs one), 'password' otherwise; null for an API key.
+   * to an enforced domain needs one), 'password', 'reset' or 'invitation' otherwise; null for an API key.
    */
-  authMethod: 'password' | 'sso' | null;
+  authMethod: SessionAuthMethod | null;
   /** The SSO connection a session was opened through (null otherwise, or once it is deleted). */
   ssoConnectionId: string | null;
 }
+
+/** How a session was opened (`sessions.auth_method`). */
+export type SessionAuthMethod = 'password' | 'sso' | 'reset' | 'invitation';
 
 /** A worker calling with its own host token (`x-worker-token`). */
 export interface WorkerPrincipal {

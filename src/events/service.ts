@@ -25,3 +25,6 @@ export async function listEvents(deps: AppDeps, membership: Membership, query: P
     (row) => toEvent(row),
   );
 }
+
+/** Events older than the retention go (the dispatcher's periodic sweep). */
+export { EVENT_RETENTION_MS, pruneEvents } from './store';

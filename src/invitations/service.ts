@@ -9,10 +9,9 @@ import type { PageRequest } from '../lib/pagination';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors';
 import { assignableRole } from '../roles/service';
 import { authorize } from '../access/roles';
-import { findUserById, normalizeEmail, setSessionOrganization } from '../auth/store';
-import { insertMember } from '../org/store';
-import { toMember } from '../org/mappers';
-import { findMember } from '../members/store';
+import { findUser, normalizeEmail, setSessionOrganization } from '../users/service';
+import { addMember, findMember } from '../members/memberships';
+import { toMember } from '../members/mappers';
 import { enforceLimit } from '../plans';
 import * as store from './store';
 import type { InvitationRow } from './store';
@@ -113,7 +112,7 @@ export async function cancelInvitation(deps: AppDeps, membership: Membership, in
 export async function acceptInvitation(deps: AppDeps, principal: Principal, token: string) {
   if (!principal.sessionId) throw new Unauthorized();
   const now = deps.clock.now();
-  const user = await findUserById(deps.db, principal.userId);
+  const user = await findUser(deps.db, principal.userId);
   if (!user) throw new Unauthorized();
   const invitation = await store.findByTokenHash(deps.db, sha256Hex(token));
   if (!invitation) throw notFound();
@@ -133,8 +132,7 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
       // After the claim (a second accept of the same invitation is 409, not 402); a refusal
       // rolls the claim back, so the invitation stays pending.
       await enforceLimit(trx, deps.settings, organizationId, 'members');
-      const memberId = newId('member');
-      await insertMember(trx, { id: memberId, organizationId, userId: user.id, role: claimed.role, now });
+      const memberId = await addMember(trx, { organizationId, userId: user.id, role: claimed.role, now });
       if (sessionHadNone) await setSessionOrganization(trx, principal.sessionId!, organizationId);
       const member = await findMember(trx, organizationId, memberId);
       if (!member) throw new Error('new membership vanished inside its own transaction');
@@ -152,3 +150,6 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
     throw err;
   }
 }
+
+/** Pending (unexpired) invitations of the organization (telemetry's seat summary). */
+export { countPendingInvitations } from './store';

@@ -130,3 +130,8 @@ export async function claimPending(db: Db, invitationId: string, now: Date): Pro
     .returning(COLUMNS)
     .executeTakeFirst();
 }
+
+/** Invitations of any status naming a role being deleted name `toKey` instead. */
+export async function reassignRole(db: Db, organizationId: string, fromKey: string, toKey: string): Promise<void> {
+  await db.updateTable('invitations').set({ role: toKey }).where('organization_id', '=', organizationId).where('role', '=', fromKey).execute();
+}

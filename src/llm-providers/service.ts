@@ -172,3 +172,6 @@ export async function deleteProvider(deps: AppDeps, membership: Membership, id: 
     await recordChange(trx, deps.audit, { action: 'llm_provider.deleted', target: { type: 'llm_provider', id }, changes: deleted({ name: current.name, provider: current.provider }) });
   });
 }
+
+/** The organization's providers a capability source may use. */
+export { usableProviders } from './store';

@@ -2,7 +2,7 @@ import type { AppDeps } from '../domain/deps';
 import type { Membership } from '../domain/principal';
 import type { PageRequest } from '../lib/pagination';
 import { authorizePlugin, hydrate, pluginNotFound } from '../plugins/service';
-import { listPlugins } from '../plugins/store';
+import { listPluginRows as listPlugins } from '../plugins/service';
 import { withPosition } from '../grants/store';
 import { authorizeMarketplace } from './service';
 import * as store from './store';

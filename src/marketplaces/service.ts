@@ -156,3 +156,6 @@ export async function deleteMarketplace(deps: AppDeps, membership: Membership, i
   });
   return toMarketplace({ ...row, plugin_count: 0, updated_at: now }, now);
 }
+
+/** What plugin creation and the built-in catalogue write in their own transactions: the marketplace rows stay this area's. */
+export { addPlugin, addPlugins, insertMarketplace, lockMarketplace } from './store';

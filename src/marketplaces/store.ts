@@ -138,3 +138,12 @@ export async function removePlugin(db: Db, organizationId: string, marketplaceId
     .executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
+
+/** A new marketplace's first plugins in one statement (the built-in catalogue of a new organization). */
+export async function addPlugins(db: Db, rows: { organizationId: string; marketplaceId: string; pluginId: string; now: Date }[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db
+    .insertInto('marketplace_plugins')
+    .values(rows.map((m) => ({ marketplace_id: m.marketplaceId, plugin_id: m.pluginId, organization_id: m.organizationId, added_by_member_id: null, created_at: m.now })))
+    .execute();
+}

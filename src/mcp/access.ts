@@ -4,8 +4,8 @@ import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { MCP_CONNECTION } from '../grants/resources';
 import { activeGrantsOf, replaceActiveGrants, type GrantRow, type GrantTarget } from '../grants/store';
-import { existingMemberIds } from '../members/store';
-import { existingTeamIds } from '../teams/store';
+import { existingMemberIds } from '../members/memberships';
+import { existingTeamIds } from '../teams/service';
 import type { Access } from './store';
 
 /** Who may use a connection: its grants (src/grants, MCP_CONNECTION), as the API shows them. */

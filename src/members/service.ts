@@ -7,7 +7,9 @@ import { authorize } from '../access/roles';
 import { requireFreshSession, requireOwner } from '../access/role-permissions';
 import { isForeignKeyViolation } from '../db/errors';
 import { assignableRole } from '../roles/service';
-import { toMember } from '../org/mappers';
+import { toMember } from './mappers';
+import { revokeKeysOfMember } from '../api-keys/service';
+import { leaveAllTeams } from '../teams/service';
 import * as store from './store';
 import { recordChange } from '../audit';
 
@@ -95,8 +97,8 @@ export async function removeFromOrganization(deps: AppDeps, organizationId: stri
       if (await store.findMember(trx, organizationId, memberId)) throw new Conflict('owner_cannot_be_removed', 'The owner cannot be removed from the organization.');
       throw memberNotFound();
     }
-    await store.revokeApiKeysOf(trx, organizationId, memberId, now);
-    await store.leaveAllTeams(trx, organizationId, memberId);
+    await revokeKeysOfMember(trx, organizationId, memberId, now);
+    await leaveAllTeams(trx, organizationId, memberId);
     await recordChange(trx, deps.audit, { action, target: { type: 'member', id: memberId }, organizationId });
   });
 }

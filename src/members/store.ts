@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema';
 import type { Role } from '../domain/principal';
-import type { MemberRow } from '../org/store';
+import type { MemberRow } from './mappers';
 import { before, type Position } from '../lib/pagination';
 
 /** An active member with their user's public fields; removed members are never returned. */
@@ -92,16 +92,6 @@ export async function markRemoved(db: Db, organizationId: string, memberId: stri
   return row?.id;
 }
 
-export async function revokeApiKeysOf(db: Db, organizationId: string, memberId: string, now: Date): Promise<void> {
-  await db
-    .updateTable('api_keys')
-    .set({ revoked_at: now })
-    .where('organization_id', '=', organizationId)
-    .where('member_id', '=', memberId)
-    .where('revoked_at', 'is', null)
-    .execute();
-}
-
 /** Locks the organization's owner row; undefined when (meanwhile) there is none. */
 export async function lockOwner(db: Db, organizationId: string): Promise<string | undefined> {
   const row = await db
@@ -133,6 +123,69 @@ export async function setRoleOf(db: Db, organizationId: string, memberId: string
   await db.updateTable('members').set({ role }).where('organization_id', '=', organizationId).where('id', '=', memberId).where('removed_at', 'is', null).execute();
 }
 
-export async function leaveAllTeams(db: Db, organizationId: string, memberId: string): Promise<void> {
-  await db.deleteFrom('team_members').where('organization_id', '=', organizationId).where('member_id', '=', memberId).execute();
+/** What SCIM keeps on a member: its `externalId` and the attributes the service does not model. */
+export interface DirectoryColumns {
+  externalId: string | null;
+  attributes: Record<string, unknown>;
+}
+
+export async function insertMember(
+  db: Db,
+  member: { id: string; organizationId: string; userId: string; role: Role; now: Date; directory?: DirectoryColumns; suspendedAt?: Date | null },
+): Promise<void> {
+  const { directory } = member;
+  await db
+    .insertInto('members')
+    .values({
+      id: member.id,
+      organization_id: member.organizationId,
+      user_id: member.userId,
+      role: member.role,
+      created_at: member.now,
+      removed_at: null,
+      ...(directory
+        ? { suspended_at: member.suspendedAt ?? null, external_id: directory.externalId, scim_attributes: JSON.stringify(directory.attributes), updated_at: member.now }
+        : {}),
+    })
+    .execute();
+}
+
+/** An active member's SCIM columns and suspension, written together (SCIM PUT and PATCH). */
+export async function updateDirectoryState(db: Db, organizationId: string, memberId: string, columns: DirectoryColumns & { suspendedAt: Date | null; now: Date }): Promise<void> {
+  await db
+    .updateTable('members')
+    .set({
+      suspended_at: columns.suspendedAt,
+      external_id: columns.externalId,
+      scim_attributes: JSON.stringify(columns.attributes),
+      updated_at: columns.now,
+    })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', memberId)
+    .where('removed_at', 'is', null)
+    .execute();
+}
+
+/** Moves every member holding `fromKey` (removed ones included) to `toKey` (a role being deleted). */
+export async function reassignRole(db: Db, organizationId: string, fromKey: string, toKey: string): Promise<void> {
+  await db.updateTable('members').set({ role: toKey }).where('organization_id', '=', organizationId).where('role', '=', fromKey).execute();
+}
+
+/** Sets a non-owner member's role, removed or not (an SSO connection's role mapping at sign-in). */
+export async function setMappedRole(db: Db, organizationId: string, memberId: string, role: string): Promise<void> {
+  await db.updateTable('members').set({ role }).where('organization_id', '=', organizationId).where('id', '=', memberId).where('role', '<>', 'owner').execute();
+}
+
+/** The user's active memberships, most recently joined first. */
+export async function membershipsOfUser(db: Db, userId: string): Promise<{ id: string; name: string; role: Role; joinedAt: Date }[]> {
+  return db
+    .selectFrom('members as m')
+    .innerJoin('organizations as o', 'o.id', 'm.organization_id')
+    .select(['o.id', 'o.name', sql<Role>`m.role`.as('role'), 'm.created_at as joinedAt'])
+    .where('m.user_id', '=', userId)
+    .where('m.removed_at', 'is', null)
+    .where('m.suspended_at', 'is', null)
+    .orderBy('m.created_at', 'desc')
+    .orderBy('m.id', 'desc')
+    .execute();
 }

@@ -5,17 +5,18 @@ import type { Membership, Principal } from '../domain/principal';
 import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { authorize } from '../access/roles';
-import { setSessionOrganization } from '../auth/store';
+import { setSessionOrganization } from '../users/service';
 import { principalFromSessionWith } from '../principal/session';
 import { RequestPreload } from '../principal/preload';
 import * as store from './store';
-import { findMember } from '../members/store';
-import { toMember, toOrganization } from './mappers';
+import { addMember, findMember } from '../members/memberships';
+import { toMember } from '../members/mappers';
+import { toOrganization } from './mappers';
 import { jsonText } from '../lib/json-text';
 import type { components } from '../../generated/api';
 import { provisionOrganization } from './provisioning';
 import { changed, created, recordChange, type AuditContext } from '../audit';
-import { insertBuiltInRoles } from '../roles/store';
+import { insertBuiltInRoles } from '../roles/service';
 
 export type Plan = 'free' | 'team' | 'enterprise';
 type Schemas = components['schemas'];
@@ -30,8 +31,7 @@ const orgNotFound = () => new NotFound('organization_not_found', 'The organizati
 export async function createOrganizationIn(trx: Transaction<DB>, audit: AuditContext | null, input: { name: string; plan: Plan; ownerUserId: string; now: Date }) {
   const organization = await store.insertOrganization(trx, { id: newId('organization'), name: input.name, plan: input.plan, now: input.now });
   await insertBuiltInRoles(trx, organization.id, input.now);
-  const memberId = newId('member');
-  await store.insertMember(trx, { id: memberId, organizationId: organization.id, userId: input.ownerUserId, role: 'owner', now: input.now });
+  const memberId = await addMember(trx, { organizationId: organization.id, userId: input.ownerUserId, role: 'owner', now: input.now });
   await provisionOrganization(trx, { organizationId: organization.id, ownerMemberId: memberId, now: input.now });
   const owner = await store.findOwner(trx, organization.id);
   const member = await findMember(trx, organization.id, memberId);
@@ -100,3 +100,11 @@ export async function renameOrganization(deps: AppDeps, membership: Membership, 
     return toOrganization(row, await store.findOwner(trx, organizationId));
   });
 }
+
+/**
+ * The organization row's other writers go through here, inside their own transaction and audit
+ * entry: the platform admin's plan change (src/admin) and SSO enforcement (src/sso/policy.ts).
+ */
+export const setOrganizationPlan = store.setPlan;
+export const lockSsoEnforced = store.lockSsoEnforced;
+export const setSsoEnforced = store.setSsoEnforced;

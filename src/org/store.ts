@@ -3,6 +3,7 @@ import type { Db } from '../db/schema';
 import { preparedAs } from '../db/connect';
 import type { Role } from '../domain/principal';
 import type { SessionPreload } from '../principal/session';
+import type { MemberRow } from '../members/mappers';
 
 export interface OrganizationRow {
   id: string;
@@ -18,26 +19,6 @@ export interface OwnerRow {
   name: string | null;
   email: string;
   image: string | null;
-}
-
-export interface MemberRow {
-  id: string;
-  organization_id: string;
-  user_id: string;
-  role: Role;
-  created_at: Date;
-  user_name: string | null;
-  user_email: string;
-  user_image: string | null;
-  /** Set while SCIM has suspended the member; absent where only active members are read. */
-  suspended_at?: Date | null;
-}
-
-export interface TeamRow {
-  id: string;
-  name: string;
-  created_at: Date;
-  member_ids: string[];
 }
 
 const ORG_COLUMNS = ['id', 'name', 'plan', 'created_at', 'updated_at'] as const;
@@ -72,16 +53,6 @@ export async function findOwner(db: Db, organizationId: string): Promise<OwnerRo
     .where('m.role', '=', 'owner')
     .where('m.removed_at', 'is', null)
     .executeTakeFirst();
-}
-
-export async function insertMember(
-  db: Db,
-  member: { id: string; organizationId: string; userId: string; role: Role; now: Date },
-): Promise<void> {
-  await db
-    .insertInto('members')
-    .values({ id: member.id, organization_id: member.organizationId, user_id: member.userId, role: member.role, created_at: member.now, removed_at: null })
-    .execute();
 }
 
 export interface OrganizationContextRows {
@@ -122,7 +93,7 @@ interface ContextColumns {
  * of those teams, so none is empty), not one subquery per team.
  *
  * The teams are the contract's `Team` objects as JSON text, sent as they are (src/lib/json-text.ts):
- * this SQL is their mapper (the same fields as toTeam in ./mappers.ts; `createdAt` as
+ * this SQL is their mapper (the same fields as toTeam in src/teams/mappers.ts; `createdAt` as
  * Date#toISOString writes it, milliseconds truncated as a JS Date holds them).
  */
 const CONTEXT_COLUMNS = sql`o.id, o.name, o.plan, o.created_at, o.updated_at,
@@ -192,16 +163,18 @@ export const organizationContextPreload: SessionPreload<OrganizationContextRows>
   read: (row) => toContextRows(row as unknown as ContextColumns),
 };
 
-/** The user's active memberships, most recently joined first. */
-export async function membershipsOfUser(db: Db, userId: string): Promise<{ id: string; name: string; role: Role; joinedAt: Date }[]> {
-  return db
-    .selectFrom('members as m')
-    .innerJoin('organizations as o', 'o.id', 'm.organization_id')
-    .select(['o.id', 'o.name', sql<Role>`m.role`.as('role'), 'm.created_at as joinedAt'])
-    .where('m.user_id', '=', userId)
-    .where('m.removed_at', 'is', null)
-    .where('m.suspended_at', 'is', null)
-    .orderBy('m.created_at', 'desc')
-    .orderBy('m.id', 'desc')
-    .execute();
+/** A platform admin's plan change; false when there is no such organization. */
+export async function setPlan(db: Db, organizationId: string, plan: string, now: Date): Promise<boolean> {
+  const row = await db.updateTable('organizations').set({ plan, updated_at: now }).where('id', '=', organizationId).returning('id').executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The organization's SSO enforcement, locked for a change; undefined when there is no such organization. */
+export async function lockSsoEnforced(db: Db, organizationId: string): Promise<boolean | undefined> {
+  const row = await db.selectFrom('organizations').select('sso_enforced').where('id', '=', organizationId).forUpdate().executeTakeFirst();
+  return row?.sso_enforced;
+}
+
+export async function setSsoEnforced(db: Db, organizationId: string, enforce: boolean): Promise<void> {
+  await db.updateTable('organizations').set({ sso_enforced: enforce }).where('id', '=', organizationId).execute();
 }

@@ -19,7 +19,7 @@ import type { Transaction } from 'kysely';
 import type { DB, Db } from '../db/schema';
 import type { Settings } from '../settings';
 import { CodedError, NotFound } from '../lib/errors';
-import { countActiveMembers } from '../members/store';
+import { countActiveMembers } from '../members/memberships';
 import * as store from './store';
 import type { PlanRow } from './store';
 

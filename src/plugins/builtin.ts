@@ -3,7 +3,7 @@ import type { DB } from '../db/schema';
 import { newId } from '../lib/ids';
 import { MARKETPLACE } from '../grants/resources';
 import { insertGrants } from '../grants/store';
-import { insertMarketplace } from '../marketplaces/store';
+import { addPlugins, insertMarketplace } from '../marketplaces/service';
 import { componentTypeOf } from './mappers';
 import { insertComponents, insertPlugin, type NewComponent } from './store';
 
@@ -79,7 +79,7 @@ export async function provisionBuiltinPlugins(trx: Transaction<DB>, org: { organ
       return { id: newId('pluginComponent'), position, type: componentTypeOf(input), input };
     });
     await insertComponents(trx, organizationId, pluginId, components, now);
-    memberships.push({ marketplace_id: marketplaceId, plugin_id: pluginId, organization_id: organizationId, added_by_member_id: null, created_at: now });
+    memberships.push({ marketplaceId, pluginId, organizationId, now });
   }
-  await trx.insertInto('marketplace_plugins').values(memberships).execute();
+  await addPlugins(trx, memberships);
 }

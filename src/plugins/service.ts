@@ -9,8 +9,7 @@ import type { PageRequest } from '../lib/pagination';
 import { PLUGIN } from '../grants/resources';
 import { creatorGrants, type ResourceGuard } from '../grants/service';
 import { grantsInsert, withPosition } from '../grants/store';
-import { authorizeMarketplace, marketplaceNotFound } from '../marketplaces/service';
-import { addPlugin, lockMarketplace } from '../marketplaces/store';
+import { addPlugin, authorizeMarketplace, lockMarketplace, marketplaceNotFound } from '../marketplaces/service';
 import { componentTypeOf, toComponent, toPlugin } from './mappers';
 import * as store from './store';
 import type { RawBuilder } from 'kysely';
@@ -178,3 +177,6 @@ export async function listComponents(deps: AppDeps, membership: Membership, id: 
     (row) => toComponent(row),
   );
 }
+
+/** The plugin rows of a page (the marketplace's published listing reads them through here). */
+export { listPlugins as listPluginRows } from './store';

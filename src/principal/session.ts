@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/schema';
-import type { Principal } from '../domain/principal';
+import type { Principal, SessionAuthMethod } from '../domain/principal';
 import { preparedAs } from '../db/connect';
 import { sha256Hex } from '../lib/crypto';
 import { membershipOf } from './membership';
@@ -24,7 +24,7 @@ interface SessionColumns {
   active_organization_id: string | null;
   is_platform_admin: boolean;
   authenticated_at: Date;
-  auth_method: 'password' | 'sso';
+  auth_method: SessionAuthMethod;
   sso_connection_id: string | null;
   principal_member_id: string | null;
   principal_role: string | null;

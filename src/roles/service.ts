@@ -11,6 +11,11 @@ import { newId } from '../lib/ids';
 import type { PageRequest, Position } from '../lib/pagination';
 import { changed, created, deleted, recordChange } from '../audit';
 import * as store from './store';
+import { reassignRole } from '../members/memberships';
+import { reassignInvitationRole } from '../invitations/roles';
+import { reassignConnectionRole } from '../sso/roles';
+
+export { insertBuiltInRoles } from './store';
 
 type Schemas = components['schemas'];
 
@@ -117,7 +122,12 @@ export async function deleteRole(deps: AppDeps, principal: Principal, membership
     }
     // Removed members and past invitations keep a role key too: they follow the reassignment, or
     // fall back to `member` (they grant nothing).
-    await store.reassignRole(trx, organizationId, locked.key, target?.key ?? 'member', now);
+    // Every row naming the role (members, removed ones included; invitations of any status; SSO
+    // connections' default role and group mappings) moves, each through the area that owns it.
+    const toKey = target?.key ?? 'member';
+    await reassignRole(trx, organizationId, locked.key, toKey);
+    await reassignInvitationRole(trx, organizationId, locked.key, toKey);
+    await reassignConnectionRole(trx, organizationId, locked.key, toKey, now);
     await store.deleteRole(trx, organizationId, roleId);
     const gone = {
       key: locked.key,

@@ -147,23 +147,6 @@ export async function holdersOf(db: Db, organizationId: string, key: string, now
   return row.rows[0]!;
 }
 
-/**
- * Moves every row naming the role (members, removed ones included, invitations of any status, and
- * SSO connections' default role and group mappings, in their order) to another role, so the role
- * can be deleted.
- */
-export async function reassignRole(db: Db, organizationId: string, fromKey: string, toKey: string, now: Date): Promise<void> {
-  await db.updateTable('members').set({ role: toKey }).where('organization_id', '=', organizationId).where('role', '=', fromKey).execute();
-  await db.updateTable('invitations').set({ role: toKey }).where('organization_id', '=', organizationId).where('role', '=', fromKey).execute();
-  await sql`UPDATE sso_connections SET
-      default_role = CASE WHEN default_role = ${fromKey} THEN ${toKey} ELSE default_role END,
-      role_mappings = (
-        SELECT coalesce(jsonb_agg(CASE WHEN m.value->>'role' = ${fromKey} THEN jsonb_set(m.value, '{role}', to_jsonb(${toKey}::text)) ELSE m.value END ORDER BY m.ordinality), '[]'::jsonb)
-        FROM jsonb_array_elements(role_mappings) WITH ORDINALITY AS m),
-      updated_at = ${now}
-    WHERE organization_id = ${organizationId} AND ${givenByConnection(fromKey)}`.execute(db);
-}
-
 export async function deleteRole(db: Db, organizationId: string, roleId: string): Promise<void> {
   await db.deleteFrom('organization_roles').where('organization_id', '=', organizationId).where('id', '=', roleId).where('built_in', '=', false).execute();
 }

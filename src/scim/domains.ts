@@ -1,5 +1,5 @@
 import type { Db } from '../db/schema';
-import { emailDomainVerified as verified } from '../sso/domain-store';
+import { emailDomainVerified as verified } from '../sso/domains';
 
 /**
  * Whether the e-mail's domain is verified by the organization (SSO domains, enterprise-identity

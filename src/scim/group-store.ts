@@ -45,17 +45,3 @@ export async function findTeam(db: Db, organizationId: string, teamId: string, w
   if (forUpdate) query = query.forUpdate('t');
   return query.executeTakeFirst();
 }
-
-export async function updateTeam(db: Db, organizationId: string, teamId: string, team: { name: string; externalId: string | null; now: Date }): Promise<void> {
-  await db
-    .updateTable('teams')
-    .set({ name: team.name, external_id: team.externalId, updated_at: team.now })
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', teamId)
-    .execute();
-}
-
-export async function removeTeamMembers(db: Db, organizationId: string, teamId: string, memberIds: string[]): Promise<void> {
-  if (memberIds.length === 0) return;
-  await db.deleteFrom('team_members').where('organization_id', '=', organizationId).where('team_id', '=', teamId).where('member_id', 'in', memberIds).execute();
-}

@@ -2,8 +2,8 @@ import { sql } from 'kysely';
 import type { AppDeps } from '../http/types';
 import { newId } from '../lib/ids';
 import { isUniqueViolation } from '../db/errors';
-import { existingMemberIds } from '../members/store';
-import * as teams from '../teams/store';
+import { existingMemberIds } from '../members/memberships';
+import { directoryTeams as teams } from '../teams/service';
 import { GROUP_SCHEMA, findKey, isObject, normalize, project, type Json, type JsonObject } from './attributes';
 import { scimConflict, scimInvalid, scimNotFound } from './errors';
 import { FilterCompiler, parseFilter, type Resolver } from './filter';
@@ -130,9 +130,9 @@ export async function createGroup(deps: AppDeps, caller: ScimCaller, body: unkno
   try {
     await deps.db.transaction().execute(async (trx) => {
       await checkMembers(trx, caller.organizationId, doc.memberIds);
-      await teams.insertTeam(trx, { id, organizationId: caller.organizationId, name: doc.displayName, now });
-      await store.updateTeam(trx, caller.organizationId, id, { name: doc.displayName, externalId: doc.externalId, now });
-      await teams.addTeamMembers(trx, caller.organizationId, id, doc.memberIds, now);
+      await teams.insert(trx, { id, organizationId: caller.organizationId, name: doc.displayName, now });
+      await teams.update(trx, caller.organizationId, id, { name: doc.displayName, externalId: doc.externalId, now });
+      await teams.addMembers(trx, caller.organizationId, id, doc.memberIds, now);
       await recordChange(trx, deps.audit, { action: 'team.created', target: { type: 'team', id }, changes: created({ name: doc.displayName, externalId: doc.externalId, memberIds: doc.memberIds }) });
     });
   } catch (err) {
@@ -152,9 +152,9 @@ async function saveGroup(deps: AppDeps, caller: ScimCaller, id: string, next: (c
       const after = new Set(doc.memberIds);
       const added = doc.memberIds.filter((m) => !before.has(m));
       await checkMembers(trx, caller.organizationId, added);
-      await store.updateTeam(trx, caller.organizationId, id, { name: doc.displayName, externalId: doc.externalId, now });
-      await teams.addTeamMembers(trx, caller.organizationId, id, added, now);
-      await store.removeTeamMembers(trx, caller.organizationId, id, [...before].filter((m) => !after.has(m)));
+      await teams.update(trx, caller.organizationId, id, { name: doc.displayName, externalId: doc.externalId, now });
+      await teams.addMembers(trx, caller.organizationId, id, added, now);
+      await teams.removeMembers(trx, caller.organizationId, id, [...before].filter((m) => !after.has(m)));
       await recordChange(trx, deps.audit, {
         action: 'team.updated',
         target: { type: 'team', id },
@@ -180,7 +180,7 @@ export async function deleteGroup(deps: AppDeps, caller: ScimCaller, id: string)
   try {
     await deps.db.transaction().execute(async (trx) => {
       const before = await requireTeam(deps, caller, id, { forUpdate: true, db: trx });
-      await teams.deleteTeam(trx, caller.organizationId, id);
+      await teams.delete(trx, caller.organizationId, id);
       await recordChange(trx, deps.audit, { action: 'team.deleted', target: { type: 'team', id }, changes: deleted({ name: before.name, externalId: before.external_id, memberIds: before.member_ids }) });
     });
   } catch (err) {

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../db/schema';
 import type { Role } from '../domain/principal';
-import { normalizeEmail } from '../auth/store';
+import { normalizeEmail } from '../users/service';
 import type { JsonObject } from './attributes';
 
 /** A member as SCIM sees it: the member row's SCIM columns and the user's e-mail and name. */
@@ -87,11 +87,6 @@ export async function findMemberByEmail(db: Db, organizationId: string, email: s
     .executeTakeFirst();
 }
 
-export async function findUserIdByEmail(db: Db, email: string): Promise<string | undefined> {
-  const row = await db.selectFrom('users').select('id').where('email_normalized', '=', normalizeEmail(email)).executeTakeFirst();
-  return row?.id;
-}
-
 /** How many active memberships the user has in other organizations. */
 export async function otherMemberships(db: Db, userId: string, organizationId: string): Promise<number> {
   const row = await db
@@ -119,65 +114,4 @@ export async function provisionedHereBefore(db: Db, userId: string, organization
     .where('u.password_hash', 'is', null)
     .executeTakeFirst();
   return row !== undefined && row.here && !row.elsewhere;
-}
-
-/** A user provisioned by SCIM: no password (they sign in through SSO). */
-export async function insertPasswordlessUser(db: Db, user: { id: string; email: string; name: string | null; now: Date }): Promise<void> {
-  await db
-    .insertInto('users')
-    .values({
-      id: user.id,
-      email: user.email.trim(),
-      email_normalized: normalizeEmail(user.email),
-      name: user.name,
-      image: null,
-      password_hash: null,
-      created_at: user.now,
-      updated_at: user.now,
-    })
-    .execute();
-}
-
-export async function setUserEmail(db: Db, userId: string, email: string, now: Date): Promise<void> {
-  await db.updateTable('users').set({ email: email.trim(), email_normalized: normalizeEmail(email), updated_at: now }).where('id', '=', userId).execute();
-}
-
-export interface ScimColumns {
-  externalId: string | null;
-  attributes: JsonObject;
-  suspendedAt: Date | null;
-  now: Date;
-}
-
-export async function insertMember(db: Db, member: { id: string; organizationId: string; userId: string } & ScimColumns): Promise<void> {
-  await db
-    .insertInto('members')
-    .values({
-      id: member.id,
-      organization_id: member.organizationId,
-      user_id: member.userId,
-      role: 'member',
-      created_at: member.now,
-      removed_at: null,
-      suspended_at: member.suspendedAt,
-      external_id: member.externalId,
-      scim_attributes: JSON.stringify(member.attributes),
-      updated_at: member.now,
-    })
-    .execute();
-}
-
-export async function updateMember(db: Db, organizationId: string, memberId: string, columns: ScimColumns): Promise<void> {
-  await db
-    .updateTable('members')
-    .set({
-      suspended_at: columns.suspendedAt,
-      external_id: columns.externalId,
-      scim_attributes: JSON.stringify(columns.attributes),
-      updated_at: columns.now,
-    })
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', memberId)
-    .where('removed_at', 'is', null)
-    .execute();
 }

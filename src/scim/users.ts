@@ -3,8 +3,9 @@ import type { AppDeps } from '../http/types';
 import { newId } from '../lib/ids';
 import { CodedError } from '../lib/errors';
 import { isUniqueViolation } from '../db/errors';
-import { revokeApiKeysOf } from '../members/store';
+import { addMember, saveDirectoryState } from '../members/memberships';
 import { removeFromOrganization } from '../members/service';
+import * as users from '../users/service';
 import { enforceLimit } from '../plans';
 import { changed, created, recordChange } from '../audit';
 import { ENTERPRISE_SCHEMA, USER_SCHEMA, attributeObject, isObject, normalize, project, toBoolean, type Json, type JsonObject } from './attributes';
@@ -170,24 +171,21 @@ export async function createUser(deps: AppDeps, caller: ScimCaller, body: unknow
   try {
     await deps.db.transaction().execute(async (trx) => {
       if (await store.findMemberByEmail(trx, caller.organizationId, doc.userName)) throw scimConflict('A member with this userName already exists.');
-      let userId = await store.findUserIdByEmail(trx, doc.userName);
+      let userId = (await users.findUserByEmail(trx, doc.userName))?.id;
       const linkable = async (id: string) => (await emailDomainVerified(trx, caller.organizationId, doc.userName)) || (await store.provisionedHereBefore(trx, id, caller.organizationId));
       if (userId && !(await linkable(userId))) {
         throw scimConflict('An account with this e-mail already exists, and its domain is not verified by the organization, so it cannot be linked.');
       }
-      if (!userId) {
-        userId = newId('user');
-        await store.insertPasswordlessUser(trx, { id: userId, email: doc.userName, name: displayNameOf(doc.attributes), now });
-      }
+      if (!userId) userId = (await users.createUser(trx, { email: doc.userName, name: displayNameOf(doc.attributes), passwordHash: null, now })).id;
       // Seat limit: counted with the organization row locked, in the transaction that inserts.
       await enforceLimit(trx, deps.settings, caller.organizationId, 'members');
-      await store.insertMember(trx, {
+      await addMember(trx, {
         id: memberId,
         organizationId: caller.organizationId,
         userId,
-        externalId: doc.externalId,
-        attributes: doc.attributes,
-        suspendedAt: doc.active === false ? now : null,
+        role: 'member',
+        directory: { externalId: doc.externalId, attributes: doc.attributes },
+        suspended: doc.active === false,
         now,
       });
       await recordChange(trx, deps.audit, {
@@ -216,15 +214,12 @@ async function saveUser(deps: AppDeps, caller: ScimCaller, id: string, next: (cu
         if (!allowed) {
           throw scimInvalid('mutability', 'userName (the e-mail) can change only to an address in a domain the organization verified, for a user in no other organization.');
         }
-        await store.setUserEmail(trx, current.user_id, doc.userName, now);
+        await users.changeEmail(trx, current.user_id, doc.userName, now);
       }
       const active = doc.active ?? current.suspended_at === null;
       if (!active && current.role === 'owner') throw scimInvalid('mutability', 'The organization owner cannot be suspended through SCIM.');
-      const suspendedAt = active ? null : (current.suspended_at ?? now);
-      // Suspension takes effect at once: sessions stop reaching the organization (they check
-      // suspended_at) and the member's API keys are revoked for good.
-      if (!active && current.suspended_at === null) await revokeApiKeysOf(trx, caller.organizationId, id, now);
-      await store.updateMember(trx, caller.organizationId, id, { externalId: doc.externalId, attributes: doc.attributes, suspendedAt, now });
+      // Suspension takes effect at once (sessions stop reaching the organization, API keys are revoked).
+      await saveDirectoryState(trx, caller.organizationId, id, { externalId: doc.externalId, attributes: doc.attributes, active, wasSuspendedAt: current.suspended_at, now });
       const wasActive = current.suspended_at === null;
       await recordChange(trx, deps.audit, {
         action: wasActive === active ? 'member.updated' : active ? 'member.reactivated' : 'member.suspended',

@@ -1,6 +1,6 @@
 import type { Db } from '../db/schema';
 import { before, type Position, positioned } from '../lib/pagination';
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { SsoConnectionsTable } from './tables';
 
 /** A connection row without its sealed client secret (read only where the secret is used). */
@@ -101,4 +101,18 @@ export async function existingRoleKeys(db: Db, organizationId: string, keys: str
   if (keys.length === 0) return new Set();
   const rows = await db.selectFrom('organization_roles').select('key').where('organization_id', '=', organizationId).where('key', 'in', keys).execute();
   return new Set(rows.map((r) => r.key));
+}
+
+/**
+ * Moves a role being deleted out of the organization's connections: their default role and group
+ * mappings (in their order) name `toKey` instead of `fromKey`.
+ */
+export async function reassignRole(db: Db, organizationId: string, fromKey: string, toKey: string, now: Date): Promise<void> {
+  await sql`UPDATE sso_connections SET
+      default_role = CASE WHEN default_role = ${fromKey} THEN ${toKey} ELSE default_role END,
+      role_mappings = (
+        SELECT coalesce(jsonb_agg(CASE WHEN m.value->>'role' = ${fromKey} THEN jsonb_set(m.value, '{role}', to_jsonb(${toKey}::text)) ELSE m.value END ORDER BY m.ordinality), '[]'::jsonb)
+        FROM jsonb_array_elements(role_mappings) WITH ORDINALITY AS m),
+      updated_at = ${now}
+    WHERE organization_id = ${organizationId} AND (default_role = ${fromKey} OR role_mappings @> jsonb_build_array(jsonb_build_object('role', ${fromKey}::text)))`.execute(db);
 }

@@ -104,3 +104,6 @@ export async function deleteDomain(deps: AppDeps, principal: Principal, membersh
     await recordChange(trx, deps.audit, { action: 'sso_domain.deleted', target: { type: 'sso_domain', id }, changes: deleted({ domain: current.domain, status: current.status }) });
   });
 }
+
+/** Whether the organization verified the e-mail's domain (SCIM's account-linking rule). */
+export { emailDomainVerified } from './domain-store';

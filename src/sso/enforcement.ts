@@ -44,7 +44,7 @@ export async function refuseSignUpUnderSso(db: Db, email: string): Promise<void>
  * connection of the enforcing organization: its identity provider is the one that vouches for
  * its domains, so a session from another organization's connection does not count.
  */
-export async function refuseAcceptOutsideSso(db: Db, email: string, session: { authMethod: 'password' | 'sso' | null; ssoConnectionId: string | null }): Promise<void> {
+export async function refuseAcceptOutsideSso(db: Db, email: string, session: { authMethod: string | null; ssoConnectionId: string | null }): Promise<void> {
   const enforcing = await enforcingOrganization(db, email);
   if (!enforcing) return;
   if (session.authMethod !== 'sso' || session.ssoConnectionId === null) throw ssoRequired();

@@ -6,6 +6,7 @@ import { requireFreshSession } from '../access/role-permissions';
 import { NotFound } from '../lib/errors';
 import { requireFeature } from '../plans';
 import { recordChange } from '../audit';
+import { lockSsoEnforced, setSsoEnforced } from '../org/service';
 
 const organizationNotFound = () => new NotFound('organization_not_found', 'The organization could not be found.');
 
@@ -28,13 +29,13 @@ export async function putPolicy(deps: AppDeps, principal: Principal, membership:
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
   if (enforce) await requireFeature(deps.db, deps.settings, membership.organizationId, 'sso');
   await deps.db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('organizations').select('sso_enforced').where('id', '=', membership.organizationId).forUpdate().executeTakeFirst();
-    if (!row) throw organizationNotFound();
-    await trx.updateTable('organizations').set({ sso_enforced: enforce }).where('id', '=', membership.organizationId).execute();
+    const current = await lockSsoEnforced(trx, membership.organizationId);
+    if (current === undefined) throw organizationNotFound();
+    await setSsoEnforced(trx, membership.organizationId, enforce);
     await recordChange(trx, deps.audit, {
       action: 'sso_policy.updated',
       target: { type: 'organization', id: membership.organizationId },
-      changes: { enforce: { from: row.sso_enforced, to: enforce } },
+      changes: { enforce: { from: current, to: enforce } },
     });
   });
   return { enforce };

@@ -4,7 +4,7 @@ import { Conflict, Upstream } from '../lib/errors';
 import { authorize } from '../access/roles';
 import * as accounts from '../connected-accounts/service';
 import { requestToken, trustedTransport, TokenEndpointError, type TokenSet } from '../connected-accounts/oauth';
-import { deleteProviderAccounts } from '../connected-accounts/store';
+import { deleteProviderAccounts } from '../connected-accounts/service';
 import * as store from './store';
 import { describeFailure, graphCall, SuiteCallError, toChatMessage, type ChatMessage } from './graph';
 import { changed, recordChange } from '../audit';

@@ -7,8 +7,8 @@ import { newId } from '../lib/ids';
 import type { PageRequest } from '../lib/pagination';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors';
 import { authorize } from '../access/roles';
-import { toTeam } from '../org/mappers';
-import { existingMemberIds } from '../members/store';
+import { toTeam } from './mappers';
+import { existingMemberIds } from '../members/memberships';
 import { changed, created, deleted, recordChange } from '../audit';
 import * as store from './store';
 
@@ -116,3 +116,21 @@ export async function removeTeamMember(deps: AppDeps, membership: Membership, te
     await recordChange(trx, deps.audit, { action: 'team.member_removed', target: { type: 'team', id: teamId }, changes: { memberId: { from: memberId, to: null } } });
   });
 }
+
+/**
+ * What SCIM Groups (src/scim/groups.ts) write, inside their own transaction and audit entry: the
+ * team rows and team memberships stay this area's.
+ */
+export const directoryTeams = {
+  insert: store.insertTeam,
+  update: store.updateDirectoryTeam,
+  delete: store.deleteTeam,
+  addMembers: store.addTeamMembers,
+  removeMembers: store.removeTeamMembers,
+};
+
+/** A removed member leaves all their teams (inside the removal's transaction, src/members). */
+export const leaveAllTeams = store.leaveAllTeams;
+
+/** Of `teamIds`, those that are teams of the organization. */
+export const existingTeamIds = store.existingTeamIds;

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema';
-import type { TeamRow } from '../org/store';
+import type { TeamRow } from './mappers';
 import { before, type Position } from '../lib/pagination';
 
 /** A team with its active members' ids (removed members drop out without a write). */
@@ -74,4 +74,24 @@ export async function existingTeamIds(db: Db, organizationId: string, teamIds: s
   if (teamIds.length === 0) return [];
   const rows = await db.selectFrom('teams').select('id').where('organization_id', '=', organizationId).where('id', 'in', teamIds).execute();
   return rows.map((r) => r.id);
+}
+
+/** A team's name and SCIM `externalId` (SCIM Group PUT and PATCH). */
+export async function updateDirectoryTeam(db: Db, organizationId: string, teamId: string, team: { name: string; externalId: string | null; now: Date }): Promise<void> {
+  await db
+    .updateTable('teams')
+    .set({ name: team.name, external_id: team.externalId, updated_at: team.now })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', teamId)
+    .execute();
+}
+
+export async function removeTeamMembers(db: Db, organizationId: string, teamId: string, memberIds: string[]): Promise<void> {
+  if (memberIds.length === 0) return;
+  await db.deleteFrom('team_members').where('organization_id', '=', organizationId).where('team_id', '=', teamId).where('member_id', 'in', memberIds).execute();
+}
+
+/** A removed member leaves every team of the organization. */
+export async function leaveAllTeams(db: Db, organizationId: string, memberId: string): Promise<void> {
+  await db.deleteFrom('team_members').where('organization_id', '=', organizationId).where('member_id', '=', memberId).execute();
 }

@@ -6,7 +6,7 @@ import type { Clock } from '../lib/clock';
 import type { SecretBox } from '../lib/crypto';
 import type { WebhookSettings } from '../settings';
 import type { Outbound } from '../outbound';
-import { EVENT_RETENTION_MS, pruneEvents } from '../events/store';
+import { EVENT_RETENTION_MS, pruneEvents } from '../events/service';
 import { DISABLE_AFTER_FAILING_MS, retryDelayMs } from './backoff';
 import { claimDeliveries, failDeliveriesOfDisabled, markFailing, recordOutcomes, type ClaimedDelivery, type Outcome } from './dispatch-store';
 import { disableEndpoint } from './disable';

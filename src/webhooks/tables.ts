@@ -1,7 +1,7 @@
 import type { Generated } from 'kysely';
 import type { Json, Timestamp } from '../db/columns';
 
-/** The outbox: one row per change, written in the change's transaction (src/events/outbox.ts). */
+/** The outbox: one row per change, written in the change's transaction (src/events/outbox.ts; its deliveries by src/webhooks/queue.ts). */
 export interface EventsTable {
   id: string;
   organization_id: string;

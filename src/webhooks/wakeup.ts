@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { DELIVERIES_CHANNEL } from '../events/outbox';
+import { DELIVERIES_CHANNEL } from './queue';
 
 /** Something that tells the dispatcher new deliveries were committed (polling stays the fallback). */
 export interface WakeSource {
@@ -12,7 +12,7 @@ const RECONNECT_MS = 1000;
 /**
  * LISTEN on the outbox channel over one dedicated connection (a LISTEN needs its session to stay
  * open, so it cannot use a pooled one). Every committed event with deliveries NOTIFYs it
- * (src/events/outbox.ts), so a dispatcher starts on new work at once instead of at its next poll.
+ * (./queue.ts), so a dispatcher starts on new work at once instead of at its next poll.
  * A lost connection is reopened after a second; meanwhile the dispatcher still polls, so a missed
  * notification only delays work by one poll. Server database only: the embedded database is one
  * process, and its dispatcher polls.

@@ -71,6 +71,23 @@ describe('sign-up, sign-in, sign-out', () => {
     expect(row.password_hash).not.toContain(PASSWORD);
   });
 
+  it('records how and where each password session was opened', async () => {
+    const email = uniqueEmail('origin');
+    const up = await t.http.post('/v1/auth/sign-up').set('user-agent', 'origin-test/1.0').send({ email, password: PASSWORD, name: 'Origin' });
+    expect(up.status).toBe(201);
+    const signIn = await t.http.post('/v1/auth/sign-in').set('user-agent', 'origin-test/2.0').send({ email, password: PASSWORD });
+    expect(signIn.status).toBe(200);
+    const rows = await t.db
+      .selectFrom('sessions')
+      .select(['token_hash', 'auth_method', 'second_factor', 'ip', 'user_agent', 'last_used_at'])
+      .where('user_id', '=', up.body.user.id)
+      .execute();
+    const of = (token: string) => rows.find((r) => r.token_hash === sha256Hex(token));
+    const ip = expect.stringMatching(/\S/);
+    expect(of(up.body.session.token)).toEqual({ token_hash: expect.any(String), auth_method: 'password', second_factor: null, ip, user_agent: 'origin-test/1.0', last_used_at: null });
+    expect(of(signIn.body.session.token)).toEqual({ token_hash: expect.any(String), auth_method: 'password', second_factor: null, ip, user_agent: 'origin-test/2.0', last_used_at: null });
+  });
+
   it('rejects a signed-out token at once', async () => {
     const owner = await createOrganization(t);
     expect((await t.http.get('/v1/org').set(...bearer(owner.token))).status).toBe(200);

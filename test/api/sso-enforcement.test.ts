@@ -3,7 +3,7 @@ import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, PASSWORD } from '../support/factories';
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import { newId } from '../../src/lib/ids';
-import { insertMember } from '../../src/org/store';
+import { insertMember } from '../../src/members/store';
 import type { ManualClock } from '../../src/lib/clock';
 
 /**

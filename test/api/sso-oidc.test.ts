@@ -43,8 +43,19 @@ test('sign-in without returnTo: a session in the connection organization, marked
   const view = await orgView(res.body.session.token);
   expect(view.organization.id).toBe(org.owner.organizationId);
   expect(view.currentMember.role).toBe('admin');
-  const session = await t.db.selectFrom('sessions').select(['auth_method', 'sso_connection_id', 'active_organization_id']).where('user_id', '=', res.body.user.id).executeTakeFirstOrThrow();
-  expect(session).toEqual({ auth_method: 'sso', sso_connection_id: org.connectionId, active_organization_id: org.owner.organizationId });
+  const session = await t.db
+    .selectFrom('sessions')
+    .select(['auth_method', 'sso_connection_id', 'active_organization_id', 'second_factor', 'ip', 'last_used_at'])
+    .where('user_id', '=', res.body.user.id)
+    .executeTakeFirstOrThrow();
+  expect(session).toEqual({
+    auth_method: 'sso',
+    sso_connection_id: org.connectionId,
+    active_organization_id: org.owner.organizationId,
+    second_factor: null,
+    ip: expect.stringMatching(/\S/),
+    last_used_at: null,
+  });
   const identity = await t.db.selectFrom('sso_identities').select(['subject', 'user_id']).where('connection_id', '=', org.connectionId).executeTakeFirstOrThrow();
   expect(identity).toEqual({ subject: sub, user_id: res.body.user.id });
   const audit = await t.db.selectFrom('audit_logs').select(['action', 'target_id']).where('organization_id', '=', org.owner.organizationId).where('action', '=', 'member.provisioned').execute();

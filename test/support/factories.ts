@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../src/lib/ids';
-import { insertMember } from '../../src/org/store';
+import { insertMember } from '../../src/members/store';
 import type { Role } from '../../src/domain/principal';
 import type { TestApp } from './app';
 

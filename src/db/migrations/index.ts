@@ -20,6 +20,7 @@ import * as mcpOAuthIssuer from './20261124_0400_mcp_oauth_issuer';
 import * as telemetryDimensionHourly from './20261124_0900_telemetry_dimension_hourly';
 import * as telemetryHourlyCovering from './20261124_0930_telemetry_hourly_covering';
 import * as telemetryFiveMinute from './20261124_1000_telemetry_five_minute';
+import * as sessionDetails from './20261127_0650_session_details';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -48,6 +49,7 @@ const migrations: Record<string, Migration> = {
   '20261124_0900_telemetry_dimension_hourly': telemetryDimensionHourly,
   '20261124_0930_telemetry_hourly_covering': telemetryHourlyCovering,
   '20261124_1000_telemetry_five_minute': telemetryFiveMinute,
+  '20261127_0650_session_details': sessionDetails,
 };
 
 export const migrationProvider: MigrationProvider = {

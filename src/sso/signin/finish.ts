@@ -3,9 +3,8 @@ import type { DB } from '../../db/schema';
 import type { AppDeps } from '../../domain/deps';
 import { AppError, Invalid } from '../../lib/errors';
 import { randomSecret, sha256Hex } from '../../lib/crypto';
-import { newId } from '../../lib/ids';
-import { insertSession } from '../../auth/store';
-import { toUser } from '../../org/mappers';
+import { createSession, type Origin } from '../../users/service';
+import { toUser } from '../../users/mappers';
 import * as limits from '../../protection/rate-limit';
 import { signInMember, type SsoProfile } from './identity';
 import { errorCodeOf, withParams, type SignInOutcome } from './outcome';
@@ -14,13 +13,14 @@ import type { LoginStateRow, SignInConnection } from './store';
 
 /** The one-time code handed to `returnTo` (enterprise-identity §2: 60 s, once). */
 const EXCHANGE_CODE_TTL_MS = 60_000;
-const SESSION_TOKEN_PREFIX = 'cps';
 const EXCHANGE_CODE_PREFIX = 'cpx';
 
 /** A login state a callback found, and the request field that named it (for refusals). */
 export interface PendingSignIn {
   row: LoginStateRow;
   field: string[];
+  /** Where the callback came from (the session opened records it). */
+  origin: Origin;
 }
 
 export const stateRefused = (field: string[]) => Invalid.at(field, `${field[field.length - 1]} is not valid, has expired or was already used`);
@@ -78,16 +78,19 @@ export async function finishSignIn(
       });
       return { kind: 'redirect', location: withParams(returnTo, { code }) };
     }
-    const session = await openSsoSession(trx, deps, user.id, connection.organization_id, connection.id, now);
+    const session = await openSsoSession(trx, deps, { userId: user.id, organizationId: connection.organization_id, connectionId: connection.id, origin: pending.origin }, now);
     return { kind: 'session', body: { ok: true, user: toUser(user), session } };
   });
 }
 
 /** An SSO session: marked with its connection, active in the connection's organization. */
-export async function openSsoSession(trx: Transaction<DB>, deps: AppDeps, userId: string, organizationId: string, connectionId: string, now: Date) {
-  const token = randomSecret(SESSION_TOKEN_PREFIX);
-  const expiresAt = new Date(now.getTime() + deps.settings.sessionTtlMs);
-  await insertSession(trx, { id: newId('session'), userId, tokenHash: sha256Hex(token), activeOrganizationId: organizationId, now, expiresAt, ssoConnectionId: connectionId });
-  return { token, expiresAt: expiresAt.toISOString() };
+export async function openSsoSession(
+  trx: Transaction<DB>,
+  deps: AppDeps,
+  session: { userId: string; organizationId: string; connectionId: string; origin: Origin },
+  now: Date,
+) {
+  const { userId, organizationId, connectionId, origin } = session;
+  return createSession(trx, deps, { userId, authMethod: 'sso', activeOrganizationId: organizationId, ssoConnectionId: connectionId, ip: origin.ip, userAgent: origin.userAgent }, now);
 }
 

@@ -18,8 +18,12 @@ function answer(outcome: SignInOutcome): HandlerResult<'completeSsoOidc'> {
 
 export const ssoSignInHandlers: HandlerMap<SignInOperations> = {
   startSso: async ({ deps, body, ip }) => ({ status: 200, body: { ok: true, authorizeUrl: await signIn.startSso(deps, body, ip) } }),
-  completeSsoOidc: async ({ deps, query, ip }) => answer(await signIn.completeOidc(deps, query, ip)),
+  completeSsoOidc: async ({ deps, query, headers, ip }) => answer(await signIn.completeOidc(deps, query, { ip, userAgent: headers['user-agent'] })),
   // A form body (SAML HTTP-POST binding): the generated types only describe JSON bodies.
-  completeSsoSaml: async ({ deps, body, ip }) => answer(await completeSaml(deps, body as unknown as SamlAcsForm, ip)),
-  exchangeSsoCode: async ({ deps, body, ip }) => ({ status: 200, body: await signIn.exchangeSsoCode(deps, body.code, ip), headers: { 'cache-control': 'no-store' } }),
+  completeSsoSaml: async ({ deps, body, headers, ip }) => answer(await completeSaml(deps, body as unknown as SamlAcsForm, { ip, userAgent: headers['user-agent'] })),
+  exchangeSsoCode: async ({ deps, body, headers, ip }) => ({
+    status: 200,
+    body: await signIn.exchangeSsoCode(deps, body.code, { ip, userAgent: headers['user-agent'] }),
+    headers: { 'cache-control': 'no-store' },
+  }),
 };

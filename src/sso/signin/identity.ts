@@ -4,13 +4,11 @@ import type { AppDeps } from '../../domain/deps';
 import { recordChange, created } from '../../audit';
 import { isUniqueViolation } from '../../db/errors';
 import { Conflict, Forbidden } from '../../lib/errors';
-import { newId } from '../../lib/ids';
-import { normalizeEmail } from '../../auth/store';
-import { insertMember } from '../../org/store';
+import { changeEmail as setUserEmail, createUser, findUser, findUserByEmail, normalizeEmail, type UserRow } from '../../users/service';
+import { addMember, applyMappedRole } from '../../members/memberships';
 import { enforceLimit } from '../../plans';
-import { insertPasswordlessUser, setUserEmail } from '../../scim/user-store';
 import * as store from './store';
-import type { SignInConnection, SignInUserRow } from './store';
+import type { SignInConnection } from './store';
 
 /** Who the identity provider says signed in (OIDC or SAML alike). */
 export interface SsoProfile {
@@ -21,7 +19,7 @@ export interface SsoProfile {
 }
 
 export interface SignedInMember {
-  user: SignInUserRow;
+  user: UserRow;
   memberId: string;
 }
 
@@ -68,9 +66,9 @@ export async function signInMember(trx: Transaction<DB>, deps: AppDeps, connecti
   // Two first sign-ins of one subject at once: the second waits, then finds the identity.
   await store.lockSubject(trx, connection.id, profile.subject);
   const identity = await store.lockIdentity(trx, connection.id, profile.subject);
-  let user: SignInUserRow | undefined;
+  let user: UserRow | undefined;
   if (identity) {
-    user = await store.findUserById(trx, identity.user_id);
+    user = await findUser(trx, identity.user_id);
     if (!user) throw new Error('an SSO identity without its user');
     if (profile.email && normalizeEmail(profile.email) !== normalizeEmail(user.email)) {
       // A known subject whose e-mail changed at the provider: followed only into a verified domain.
@@ -83,12 +81,7 @@ export async function signInMember(trx: Transaction<DB>, deps: AppDeps, connecti
     if (!(await inVerifiedDomain(trx, organizationId, profile.email))) throw outsideDomains(profile.email);
     const email = profile.email!;
     await store.lockEmail(trx, normalizeEmail(email));
-    user = await store.findUserByEmail(trx, normalizeEmail(email));
-    if (!user) {
-      const id = newId('user');
-      await insertPasswordlessUser(trx, { id, email, name: profile.name, now });
-      user = (await store.findUserById(trx, id))!;
-    }
+    user = (await findUserByEmail(trx, email)) ?? (await createUser(trx, { email, name: profile.name, passwordHash: null, now }));
     await store.insertIdentity(trx, { connectionId: connection.id, subject: profile.subject, organizationId, userId: user.id, email, now });
   }
 
@@ -98,8 +91,7 @@ export async function signInMember(trx: Transaction<DB>, deps: AppDeps, connecti
   const membership = await store.lockMembership(trx, organizationId, user.id);
   if (!membership) {
     await enforceLimit(trx, deps.settings, organizationId, 'members');
-    const memberId = newId('member');
-    await insertMember(trx, { id: memberId, organizationId, userId: user.id, role, now });
+    const memberId = await addMember(trx, { organizationId, userId: user.id, role, now });
     await recordChange(trx, deps.audit, {
       organizationId,
       actor: actor(memberId),
@@ -112,7 +104,7 @@ export async function signInMember(trx: Transaction<DB>, deps: AppDeps, connecti
   const memberId = membership.id;
   if (membership.suspended_at) throw new Forbidden('member_suspended', 'This member is suspended in the organization.');
   const roleChanges = membership.role !== 'owner' && membership.role !== role;
-  if (roleChanges) await store.setMemberRole(trx, organizationId, memberId, role);
+  if (roleChanges) await applyMappedRole(trx, organizationId, memberId, role);
   await recordChange(trx, deps.audit, {
     organizationId,
     actor: actor(memberId),

@@ -3,6 +3,7 @@ import type { AppDeps } from '../../domain/deps';
 import { Invalid } from '../../lib/errors';
 import { sha256Hex } from '../../lib/crypto';
 import * as limits from '../../protection/rate-limit';
+import type { Origin } from '../../users/service';
 import { peekSamlInResponseTo, samlAuthorizeUrl, samlSpFor, SamlRejected, verifySamlResponse, type SamlIdpConfig, type SamlProfile } from '../saml';
 import { finishSignIn, settle, stateRefused, usableConnection } from './finish';
 import type { SignInOutcome } from './outcome';
@@ -39,7 +40,8 @@ export async function startSaml(deps: AppDeps, connection: SignInConnection, bas
  * and the assertion id recorded inside the sign-in transaction: a replay is refused, and a refused
  * sign-in spends neither.
  */
-export async function completeSaml(deps: AppDeps, form: { SAMLResponse: string; RelayState?: string }, ip = ''): Promise<SignInOutcome> {
+export async function completeSaml(deps: AppDeps, form: { SAMLResponse: string; RelayState?: string }, origin: Origin): Promise<SignInOutcome> {
+  const { ip } = origin;
   await limits.assertNotLimited(deps, 'ssoIp', ip);
   const now = deps.clock.now();
   let row: store.LoginStateRow | undefined;
@@ -53,7 +55,7 @@ export async function completeSaml(deps: AppDeps, form: { SAMLResponse: string; 
     await limits.recordFailure(deps, 'ssoIp', ip);
     throw stateRefused(['body', 'RelayState']);
   }
-  const pending = { row, field: ['body', 'RelayState'] };
+  const pending = { row, field: ['body', 'RelayState'], origin };
   const requestId = row.saml_request_id;
   return settle(deps, pending, ip, async () => {
     const connection = await usableConnection(deps, pending, 'saml');

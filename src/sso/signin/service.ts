@@ -1,7 +1,8 @@
 import type { AppDeps } from '../../domain/deps';
 import { AppError, CodedError, Invalid, NotFound, Upstream } from '../../lib/errors';
 import { sha256Hex } from '../../lib/crypto';
-import { toUser } from '../../org/mappers';
+import { toUser } from '../../users/mappers';
+import { findUser, type Origin } from '../../users/service';
 import * as limits from '../../protection/rate-limit';
 import { completeOidcSignIn, discoverOidc, newOidcChecks, oidcAuthorizeUrl, OidcRejected, type OidcCallbackParams, type OidcProvider } from '../oidc';
 import type { SsoProfile } from './identity';
@@ -90,7 +91,8 @@ export async function startSso(deps: AppDeps, input: { email?: string; connectio
  * transaction (or by a provider `error`), so a refused sign-in writes nothing at all. Once a state
  * is found, a failure goes back to its `returnTo` as `error=` when it has one.
  */
-export async function completeOidc(deps: AppDeps, query: OidcCallbackParams, ip = ''): Promise<SignInOutcome> {
+export async function completeOidc(deps: AppDeps, query: OidcCallbackParams, origin: Origin): Promise<SignInOutcome> {
+  const { ip } = origin;
   await limits.assertNotLimited(deps, 'ssoIp', ip);
   const now = deps.clock.now();
   const row = query.state ? await store.findLoginState(deps.db, { hash: sha256Hex(query.state) }, now) : undefined;
@@ -98,7 +100,7 @@ export async function completeOidc(deps: AppDeps, query: OidcCallbackParams, ip 
     await limits.recordFailure(deps, 'ssoIp', ip);
     throw stateRefused(['query', 'state']);
   }
-  const pending = { row, field: ['query', 'state'] };
+  const pending = { row, field: ['query', 'state'], origin };
   return settle(deps, pending, ip, async () => {
     const connection = await usableConnection(deps, pending, 'oidc');
     let profile: SsoProfile;
@@ -117,15 +119,16 @@ export async function completeOidc(deps: AppDeps, query: OidcCallbackParams, ip 
 }
 
 /** POST /v1/auth/sso/exchange: a code from `returnTo` → the session, once, within 60 s. */
-export async function exchangeSsoCode(deps: AppDeps, code: string, ip = '') {
+export async function exchangeSsoCode(deps: AppDeps, code: string, origin: Origin) {
+  const { ip } = origin;
   await limits.assertNotLimited(deps, 'ssoIp', ip);
   const now = deps.clock.now();
   const result = await deps.db.transaction().execute(async (trx) => {
     const row = await store.consumeExchangeCode(trx, sha256Hex(code), now);
     if (!row || !row.connection_id) return null;
-    const user = await store.findUserById(trx, row.user_id);
+    const user = await findUser(trx, row.user_id);
     if (!user) return null;
-    const session = await openSsoSession(trx, deps, user.id, row.organization_id, row.connection_id, now);
+    const session = await openSsoSession(trx, deps, { userId: user.id, organizationId: row.organization_id, connectionId: row.connection_id, origin }, now);
     return { ok: true as const, user: toUser(user), session };
   });
   if (!result) {

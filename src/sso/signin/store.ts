@@ -1,10 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../db/schema';
-import { USER_COLUMNS, type UserRow } from '../../auth/store';
 import type { SsoConnectionsTable } from '../tables';
-
-// Users are read as the auth area reads them; a sign-in's store re-exports the one lookup by id.
-export { findUserById } from '../../auth/store';
 
 /** What a sign-in needs of a connection (the OIDC secret stays sealed until it is used). */
 export type SignInConnection = Omit<Selectable<SsoConnectionsTable>, 'name' | 'created_by_member_id' | 'created_at' | 'updated_at'>;
@@ -188,12 +184,6 @@ export async function touchIdentity(db: Db, connectionId: string, subject: strin
     .execute();
 }
 
-export type SignInUserRow = UserRow;
-
-
-export async function findUserByEmail(db: Db, emailNormalized: string): Promise<SignInUserRow | undefined> {
-  return db.selectFrom('users').select(USER_COLUMNS).where('email_normalized', '=', emailNormalized).executeTakeFirst();
-}
 
 export interface MembershipRow {
   id: string;
@@ -213,10 +203,6 @@ export async function lockMembership(db: Db, organizationId: string, userId: str
     .executeTakeFirst();
 }
 
-/** Sets a (non-owner) member's role: the connection's role mapping, applied at sign-in. */
-export async function setMemberRole(db: Db, organizationId: string, memberId: string, role: string): Promise<void> {
-  await db.updateTable('members').set({ role }).where('organization_id', '=', organizationId).where('id', '=', memberId).where('role', '<>', 'owner').execute();
-}
 
 /** Which of `keys` are roles of the organization (a mapped role may have been deleted since). */
 export async function existingRoleKeys(db: Db, organizationId: string, keys: string[]): Promise<Set<string>> {

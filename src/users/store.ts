@@ -1,5 +1,9 @@
 import { sql, type Transaction } from 'kysely';
 import type { DB, Db } from '../db/schema';
+import type { SessionAuthMethod } from '../domain/principal';
+import { normalizeEmail } from './email';
+
+/** The `users` and `sessions` tables: written here only (other areas call ./service.ts). */
 
 export interface UserRow {
   id: string;
@@ -11,10 +15,6 @@ export interface UserRow {
 
 export const USER_COLUMNS = ['id', 'email', 'name', 'image', 'created_at'] as const;
 
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
 export async function countUsers(db: Db): Promise<number> {
   const row = await db.selectFrom('users').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow();
   return row.n;
@@ -25,9 +25,10 @@ export async function lockBootstrap(trx: Transaction<DB>): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(hashtext('org-control-plane:bootstrap'))`.execute(trx);
 }
 
+/** A user; `passwordHash` null for an account made by SCIM or SSO (they sign in through SSO). */
 export async function insertUser(
   db: Db,
-  user: { id: string; email: string; name: string; passwordHash: string; isPlatformAdmin: boolean; now: Date },
+  user: { id: string; email: string; name: string | null; passwordHash: string | null; isPlatformAdmin: boolean; now: Date },
 ): Promise<UserRow> {
   return db
     .insertInto('users')
@@ -46,11 +47,19 @@ export async function insertUser(
     .executeTakeFirstOrThrow();
 }
 
+export async function setUserEmail(db: Db, userId: string, email: string, now: Date): Promise<void> {
+  await db.updateTable('users').set({ email: email.trim(), email_normalized: normalizeEmail(email), updated_at: now }).where('id', '=', userId).execute();
+}
+
 export async function findUserById(db: Db, id: string): Promise<UserRow | undefined> {
   return db.selectFrom('users').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
 }
 
-/** The only read of a password hash; it never leaves the auth service. */
+export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').select(USER_COLUMNS).where('email_normalized', '=', normalizeEmail(email)).executeTakeFirst();
+}
+
+/** The only read of a password hash; it never leaves the users and auth services. */
 export async function findCredentials(db: Db, email: string): Promise<(UserRow & { password_hash: string | null }) | undefined> {
   return db
     .selectFrom('users')
@@ -58,6 +67,9 @@ export async function findCredentials(db: Db, email: string): Promise<(UserRow &
     .where('email_normalized', '=', normalizeEmail(email))
     .executeTakeFirst();
 }
+
+export type AuthMethod = SessionAuthMethod;
+export type SecondFactor = 'totp' | 'passkey' | 'recovery_code';
 
 export async function insertSession(
   db: Db,
@@ -68,8 +80,12 @@ export async function insertSession(
     activeOrganizationId: string | null;
     now: Date;
     expiresAt: Date;
-    /** Set for a session an SSO sign-in opens (the principal then shows authMethod 'sso'). */
-    ssoConnectionId?: string;
+    authMethod: AuthMethod;
+    secondFactor: SecondFactor | null;
+    ip: string | null;
+    userAgent: string | null;
+    /** Set for a session an SSO sign-in opens. */
+    ssoConnectionId: string | null;
   },
 ): Promise<void> {
   await db
@@ -83,7 +99,11 @@ export async function insertSession(
       expires_at: session.expiresAt,
       revoked_at: null,
       authenticated_at: session.now,
-      ...(session.ssoConnectionId ? { auth_method: 'sso' as const, sso_connection_id: session.ssoConnectionId } : {}),
+      auth_method: session.authMethod,
+      second_factor: session.secondFactor,
+      ip: session.ip,
+      user_agent: session.userAgent,
+      sso_connection_id: session.ssoConnectionId,
     })
     .execute();
 }

@@ -1,0 +1,6 @@
+import type { components } from '../../generated/api';
+import type { UserRow } from './store';
+
+export function toUser(row: UserRow): components['schemas']['User'] {
+  return { id: row.id, email: row.email, name: row.name, image: row.image, createdAt: row.created_at.toISOString() };
+}

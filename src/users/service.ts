@@ -1,0 +1,90 @@
+import type { Transaction } from 'kysely';
+import type { DB, Db } from '../db/schema';
+import type { AppDeps } from '../domain/deps';
+import { newId } from '../lib/ids';
+import { randomSecret, sha256Hex } from '../lib/crypto';
+import * as store from './store';
+import type { AuthMethod, SecondFactor, UserRow } from './store';
+
+/**
+ * The users area: the one writer of `users` and `sessions`. Sign-in, sign-up, SSO, SCIM and
+ * invitations make accounts and sessions through these functions (each takes the caller's
+ * transaction, so the account or session commits with the change that needed it).
+ */
+export { normalizeEmail } from './email';
+export type { AuthMethod, SecondFactor, UserRow } from './store';
+
+/** Every session token starts with this (src/audit/redact.ts recognises it). */
+const SESSION_TOKEN_PREFIX = 'cps';
+
+export interface NewSession {
+  token: string;
+  expiresAt: string;
+}
+
+/** Where a session is opened from (stored on it; shown in a sessions list). */
+export interface Origin {
+  ip: string;
+  userAgent: string | undefined;
+}
+
+export interface SessionInput {
+  userId: string;
+  /** How the user proved themself: password (sign-in, sign-up, bootstrap), sso, reset, invitation. */
+  authMethod: AuthMethod;
+  secondFactor?: SecondFactor | null;
+  ip?: string | null;
+  userAgent?: string | null;
+  /** The organization the session starts in (null: none). */
+  activeOrganizationId: string | null;
+  /** The SSO connection an `sso` session was opened through. */
+  ssoConnectionId?: string | null;
+}
+
+/** The one way a session is made: a `cps_` token, only its hash stored, expiring after the session TTL. */
+export async function createSession(db: Db, deps: Pick<AppDeps, 'settings' | 'clock'>, input: SessionInput, now = deps.clock.now()): Promise<NewSession> {
+  const token = randomSecret(SESSION_TOKEN_PREFIX);
+  const expiresAt = new Date(now.getTime() + deps.settings.sessionTtlMs);
+  await store.insertSession(db, {
+    id: newId('session'),
+    userId: input.userId,
+    tokenHash: sha256Hex(token),
+    activeOrganizationId: input.activeOrganizationId,
+    now,
+    expiresAt,
+    authMethod: input.authMethod,
+    secondFactor: input.secondFactor ?? null,
+    // An empty string is what a request without a known address carries: stored as unknown.
+    ip: input.ip || null,
+    userAgent: input.userAgent || null,
+    ssoConnectionId: input.ssoConnectionId ?? null,
+  });
+  return { token, expiresAt: expiresAt.toISOString() };
+}
+
+export const revokeSession = store.revokeSession;
+export const markAuthenticated = store.markAuthenticated;
+export const setSessionOrganization = store.setSessionOrganization;
+
+/** A new account; `passwordHash` null for one made by SCIM or SSO (it signs in through SSO). */
+export async function createUser(
+  db: Db,
+  user: { email: string; name: string | null; passwordHash: string | null; isPlatformAdmin?: boolean; now: Date },
+): Promise<UserRow> {
+  return store.insertUser(db, { id: newId('user'), email: user.email, name: user.name, passwordHash: user.passwordHash, isPlatformAdmin: user.isPlatformAdmin ?? false, now: user.now });
+}
+
+/** Changes an account's e-mail (a unique violation is the caller's to translate). */
+export const changeEmail = store.setUserEmail;
+
+export const findUser = store.findUserById;
+export const findUserByEmail = store.findUserByEmail;
+/** The only read of a password hash (sign-in and reauthentication). */
+export const findCredentials = store.findCredentials;
+
+export const countUsers = store.countUsers;
+
+/** Serializes bootstraps inside the bootstrap transaction. */
+export async function lockBootstrap(trx: Transaction<DB>): Promise<void> {
+  await store.lockBootstrap(trx);
+}
