@@ -12,6 +12,7 @@ import type { NewSession, Origin } from '../users/service';
 import * as limits from '../protection/rate-limit';
 import { recordChange, type AuditContext } from '../audit';
 import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
+import { checkNewPassword } from '../protection/passwords';
 import { refusePasswordUnderSso, refuseSignUpUnderSso } from '../sso/enforcement';
 
 
@@ -49,6 +50,7 @@ export async function bootstrap(
   input: { email: string; password: string; name: string; organizationName: string; token: string | undefined },
   origin: Origin,
 ) {
+  checkNewPassword(input.password, { email: input.email });
   await limits.consume(deps, 'bootstrapIp', origin.ip);
   const expected = deps.settings.bootstrapToken;
   if (expected && !(input.token && safeEqual(input.token, expected))) throw new Unauthorized('A valid x-bootstrap-token is required.');
@@ -65,6 +67,7 @@ export async function bootstrap(
 }
 
 export async function signUp(deps: AppDeps, input: { email: string; password: string; name: string }, origin: Origin) {
+  checkNewPassword(input.password, { email: input.email });
   await limits.consume(deps, 'signUpIp', origin.ip);
   await refuseSignUpUnderSso(deps.db, input.email);
   const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);

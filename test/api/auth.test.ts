@@ -124,6 +124,34 @@ describe('sign-up, sign-in, sign-out', () => {
   });
 });
 
+describe('the password rule (src/protection/passwords.ts)', () => {
+  const refused = async (res: { status: number; body: { error: string; details: unknown } }, message: RegExp) => {
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: 'invalid_request', details: [{ path: ['body', 'password'], message: expect.stringMatching(message) }] });
+  };
+
+  it.each(['password', '12345678', 'Baseball', 'sunshine', 'iloveyou', 'trustno1', 'qwertyuiop', 'PASSWORD1'])('refuses the common password %s at sign-up and creates nothing', async (password) => {
+    const email = uniqueEmail('common');
+    await refused(await t.http.post('/v1/auth/sign-up').send({ email, password, name: 'C' }), /most commonly used/);
+    expect(await t.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst()).toBeUndefined();
+  });
+
+  it('refuses the e-mail address (any case) and its local part as the password', async () => {
+    const email = uniqueEmail('self');
+    await refused(await t.http.post('/v1/auth/sign-up').send({ email, password: email.toUpperCase(), name: 'S' }), /e-mail/);
+    await refused(await t.http.post('/v1/auth/sign-up').send({ email: 'long.local.part@corp.example', password: 'long.local.part', name: 'S' }), /e-mail/);
+  });
+
+  it('refuses them at bootstrap too, before the token is even looked at', async () => {
+    const res = await t.http.post('/v1/bootstrap').set('x-bootstrap-token', 'boot-secret').send({ email: 'boot@corp.example', password: 'football', name: 'B', organizationName: 'P' });
+    await refused(res, /most commonly used/);
+  });
+
+  it('accepts an uncommon password', async () => {
+    expect((await t.http.post('/v1/auth/sign-up').send({ email: uniqueEmail('fine'), password: 'Password1! but longer', name: 'F' })).status).toBe(201);
+  });
+});
+
 describe('me and the active organization', () => {
   it('lists organizations and switches the active one', async () => {
     const owner = await createOrganization(t, 'First');

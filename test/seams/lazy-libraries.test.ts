@@ -17,6 +17,7 @@ const LOADED_ON_FIRST_USE = [
   'tldts', // claiming an SSO domain (src/sso/domain-name.ts)
   'swagger-ui-express', // /docs (src/http/docs.ts)
   'yaml', // /openapi.yaml
+  '@zxcvbn-ts/language-common', // the common-password list, on the first password chosen (src/protection/passwords.ts)
   '@electric-sql/pglite', // only when the embedded database is used (src/db/connect.ts)
 ];
 
