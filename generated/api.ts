@@ -1805,6 +1805,26 @@ export interface paths {
         patch: operations["adminUpdateOrganization"];
         trace?: never;
     };
+    "/v1/admin/mail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List outgoing mail (platform admin, session only)
+         * @description Every queued, sent and failed message, newest first, optionally only one `status` or `kind`: its recipient, attempts and latest error. Never a body or a link token (bodies are encrypted and erased once sent or given up). Others get 403 `platform_admin_required`.
+         */
+        get: operations["adminListMail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -3606,6 +3626,36 @@ export interface components {
         AdminOrganizationItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["AdminOrganization"];
+        };
+        /**
+         * @description `pending` until sent (retried with backoff), `sent` once the mail server (or the mail folder) took it, `failed` after the last attempt.
+         * @enum {string}
+         */
+        MailStatus: "pending" | "sent" | "failed";
+        /**
+         * @description What a message is: `invitation` (§5), `verify_email` (§2), `password_reset`, `password_reset_unavailable` (a reset asked for an account without a password), `password_changed` (§3), `email_change_confirm`, `email_change_notice` (§4), `security_notice`.
+         * @enum {string}
+         */
+        MailKind: "invitation" | "verify_email" | "password_reset" | "password_reset_unavailable" | "password_changed" | "email_change_confirm" | "email_change_notice" | "security_notice";
+        /** Format: typeid */
+        MailMessageId: string;
+        /** @description An outgoing message's delivery record; never its body or a link token. */
+        AdminMailMessage: {
+            id: components["schemas"]["MailMessageId"];
+            kind: components["schemas"]["MailKind"];
+            to: string;
+            status: components["schemas"]["MailStatus"];
+            attempts: number;
+            /** @description The latest failure (the mail server's reply or the connection error), null after a success. */
+            lastError: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            sentAt: string | null;
+        };
+        AdminMailMessageList: {
+            items: components["schemas"]["AdminMailMessage"][];
+            nextCursor: components["schemas"]["NextCursor"];
         };
         /** @description An exact event type (`member.role_changed`), a prefix (`member.*`) or `*` (every event): dot-separated lower-case words, `*` only as the whole filter or as the last word. */
         EventFilter: string;
@@ -8027,6 +8077,37 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    adminListMail: {
+        parameters: {
+            query?: {
+                status?: components["schemas"]["MailStatus"];
+                kind?: components["schemas"]["MailKind"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of messages. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminMailMessageList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             default: components["responses"]["Error"];
         };
     };

@@ -6,14 +6,14 @@ import { createAppServer } from './http/server';
 import { createLogger } from './http/logging';
 import { systemClock } from './lib/clock';
 import { SecretBox } from './lib/crypto';
-import { WebhookDispatcher } from './webhooks/dispatcher';
+import { createJobRunner } from './jobs';
+import { createMailTransport } from './mail/transport';
 import { createOutbound } from './outbound';
 import { startAuditRetention } from './audit/retention';
 import { connectServer } from './db/connect';
-import { listenForDeliveries } from './webhooks/wakeup';
 
-/** The dispatcher runs one statement at a time (claim, record outcomes, maintenance); two leave room for a reconnect. */
-const DISPATCH_POOL_MAX = 2;
+/** The job runner runs one statement at a time (claim, record outcomes, maintenance); two leave room for a reconnect. */
+const JOB_POOL_MAX = 2;
 
 /** settings → database → migrations → app → listen → graceful shutdown. */
 async function main(): Promise<void> {
@@ -36,23 +36,29 @@ async function main(): Promise<void> {
   const app = createApp({ db: database.db, clock: systemClock, logger, fetch: globalThis.fetch, settings: { ...settings, secretKey } });
   const server = createAppServer(app, {}, { requestTimeoutMs: settings.requestTimeoutMs, headersTimeoutMs: settings.headersTimeoutMs });
   server.listen(settings.port, () => logger.info({ port: settings.port, database: database.kind }, 'listening'));
-  // Webhook delivery runs beside the requests, from the database (src/webhooks/dispatcher.ts). On
-  // a server database it has connections of its own, so requests queueing for the pool (writes
-  // waiting on an organization's audit chain head) never hold it back and it never holds them up,
-  // and it is woken by LISTEN/NOTIFY when events are committed; the embedded database has one
-  // connection and one process, so there it shares the connection and polls.
-  const dispatchDatabase = settings.databaseUrl && settings.webhooks.dispatch ? connectServer(settings.databaseUrl, { max: DISPATCH_POOL_MAX }) : null;
-  const databaseUrl = settings.databaseUrl;
-  const dispatcher = new WebhookDispatcher({
-    db: dispatchDatabase?.db ?? database.db,
+  // Webhook deliveries and mail are sent beside the requests, from the database, by one job runner
+  // (src/jobs/). On a server database it has connections of its own, so requests queueing for the
+  // pool (writes waiting on an organization's audit chain head) never hold it back and it never
+  // holds them up, and it is woken by LISTEN/NOTIFY when jobs are committed; the embedded database
+  // has one connection and one process, so there it shares the connection and polls.
+  const kinds = { webhooks: settings.webhooks.dispatch, mail: settings.mail.dispatch };
+  const runsJobs = kinds.webhooks || kinds.mail;
+  const jobDatabase = settings.databaseUrl && runsJobs ? connectServer(settings.databaseUrl, { max: JOB_POOL_MAX }) : null;
+  const mailTransport = createMailTransport(settings.mail);
+  // Where mail goes (SMTP host and port, or the folder of .eml files); never SMTP_URL itself.
+  logger.info({ mail: mailTransport.destination, sending: kinds.mail }, 'mail delivery');
+  const runner = createJobRunner({
+    db: jobDatabase?.db ?? database.db,
     clock: systemClock,
     logger,
     secrets: new SecretBox(secretKey),
     outbound: createOutbound({ allowedNetworks: settings.outboundAllowedNetworks }),
-    settings: settings.webhooks,
-    wakeups: databaseUrl ? (wake) => listenForDeliveries(databaseUrl, wake, logger) : undefined,
+    settings,
+    kinds,
+    listenUrl: settings.databaseUrl,
+    mailTransport,
   });
-  if (settings.webhooks.dispatch) dispatcher.start();
+  runner.start();
   const stopRetention = startAuditRetention({ db: database.db, clock: systemClock, logger, retentionDays: settings.auditRetentionDays });
 
   let stopping = false;
@@ -63,8 +69,8 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     // Stop accepting; idle keep-alive sockets are closed so in-flight requests are all we wait for.
     server.close(async () => {
-      await dispatcher.stop();
-      await dispatchDatabase?.close();
+      await runner.stop();
+      await jobDatabase?.close();
       await database.close();
       logger.info('stopped');
       process.exit(0);

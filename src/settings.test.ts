@@ -75,3 +75,27 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ [name]: value })).toThrow(name);
   });
 });
+
+describe('mail settings', () => {
+  it('default to .eml files under DATA_DIR (./mail with DATABASE_URL), links from PUBLIC_BASE_URL, 6 attempts', () => {
+    expect(loadSettings({ DATA_DIR: '/srv/cp/' }).mail).toMatchObject({ smtpUrl: undefined, dir: '/srv/cp/mail', appBaseUrl: 'http://localhost:3000', maxAttempts: 6, dispatch: true });
+    expect(loadSettings({ DATABASE_URL: 'postgres://db/cp', PUBLIC_BASE_URL: 'https://cp.example/' }).mail).toMatchObject({ dir: './mail', appBaseUrl: 'https://cp.example' });
+    expect(loadSettings({ APP_BASE_URL: 'https://app.example', SMTP_URL: 'smtps://u:p@mail.example:465', MAIL_MAX_ATTEMPTS: '3' }).mail).toMatchObject({
+      appBaseUrl: 'https://app.example',
+      smtpUrl: 'smtps://u:p@mail.example:465',
+      maxAttempts: 3,
+    });
+  });
+
+  it('refuses an SMTP_URL that is not smtp:// or smtps:// without repeating it (it may hold a password)', () => {
+    for (const value of ['http://user:hunter2@mail.example', 'hunter2', 'smtp://']) {
+      expect(() => loadSettings({ SMTP_URL: value })).toThrow(SettingsError);
+      try {
+        loadSettings({ SMTP_URL: value });
+      } catch (err) {
+        expect((err as Error).message).toContain('SMTP_URL');
+        expect((err as Error).message).not.toContain('hunter2');
+      }
+    }
+  });
+});

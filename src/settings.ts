@@ -49,6 +49,8 @@ export interface Settings {
   auditBenchDisable: boolean;
   /** Webhook delivery (src/webhooks/). */
   webhooks: WebhookSettings;
+  /** Outgoing mail (src/mail/). */
+  mail: MailSettings;
   /** DNS_SERVERS: resolvers for SSO domain verification (`host[:port]`); empty = the system's. */
   dnsServers: string[];
   /** SSO_RETURN_ORIGINS: origins an SSO sign-in may return to (`returnTo`); empty = none. */
@@ -91,6 +93,27 @@ export interface WebhookSettings {
   endpointConcurrency: number;
   /** How often an idle dispatcher looks for due deliveries. */
   pollMs: number;
+}
+
+export interface MailSettings {
+  /** SMTP_URL (`smtp://user:pass@host:587`, `smtps://…:465`): a secret, never logged. Unset: `.eml` files in `dir`. */
+  smtpUrl: string | undefined;
+  /** MAIL_FROM: the From header, e.g. `"Acme Control Plane" <no-reply@acme.example>`. */
+  from: string;
+  /** MAIL_DIR: where messages are written as `.eml` files when no SMTP server is set. */
+  dir: string;
+  /** APP_BASE_URL: where links in messages point (`{appBaseUrl}/verify-email?token=…`); default PUBLIC_BASE_URL. */
+  appBaseUrl: string;
+  /** Attempts per message before it is marked failed. */
+  maxAttempts: number;
+  /** Run mail sending in this process (main.ts); off leaves it to other processes. */
+  dispatch: boolean;
+  /** Messages in flight at once in one process (also the SMTP connection pool's size). */
+  concurrency: number;
+  /** How often an idle runner looks for due messages (a server database also wakes it at commit). */
+  pollMs: number;
+  /** Bound on one SMTP exchange (connect, greeting, each command). */
+  timeoutMs: number;
 }
 
 export class SettingsError extends Error {}
@@ -180,6 +203,28 @@ function rateLimit(env: Env, name: string, fallback: string): RateLimitRule | nu
   return { points: Number(count), windowMs: Number(match[1]) * UNIT_MS[match[2] ?? 's']! };
 }
 
+/** SMTP_URL: smtp:// or smtps://; the value is a secret, so an error never repeats it. */
+function smtpUrl(env: Env): string | undefined {
+  const raw = env.SMTP_URL || undefined;
+  if (raw === undefined) return undefined;
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    // reported below without the value
+  }
+  if (!parsed || !['smtp:', 'smtps:'].includes(parsed.protocol) || !parsed.hostname) {
+    throw new SettingsError('SMTP_URL must be smtp://[user:pass@]host[:port] or smtps://… (the value is not shown: it may hold a password)');
+  }
+  return raw;
+}
+
+function mailFrom(env: Env): string {
+  const raw = (env.MAIL_FROM || '"Control Plane" <no-reply@localhost>').trim();
+  if (!/^[^\r\n]*@[^\r\n]*$/.test(raw)) throw new SettingsError(`MAIL_FROM must be an address like "Acme" <no-reply@acme.example>, got "${raw}"`);
+  return raw;
+}
+
 function networks(env: Env, name: string): string[] {
   try {
     return parseAllowedNetworks(env[name]);
@@ -245,12 +290,14 @@ export function loadSettings(env: Env = process.env): Settings {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new SettingsError('DATABASE_URL must be a postgres:// URL');
   const secretKey = env.SECRET_KEY || undefined;
   if (secretKey !== undefined && secretKey.length < 32) throw new SettingsError('SECRET_KEY must be at least 32 characters');
+  const dataDir = env.DATA_DIR || './data';
+  const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`);
   return {
     port,
     databaseUrl,
-    dataDir: env.DATA_DIR || './data',
+    dataDir,
     secretKey,
-    publicBaseUrl: url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`),
+    publicBaseUrl,
     bootstrapToken: env.BOOTSTRAP_TOKEN || undefined,
     sessionTtlMs: duration(env, 'SESSION_TTL', 30 * UNIT_MS.d!),
     freshSessionMaxAgeMs: duration(env, 'FRESH_SESSION_MAX_AGE', 15 * UNIT_MS.m!),
@@ -279,6 +326,17 @@ export function loadSettings(env: Env = process.env): Settings {
       concurrency: int(env, 'WEBHOOK_CONCURRENCY', 64, 1),
       endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1),
       pollMs: int(env, 'WEBHOOK_POLL_MS', 100, 10),
+    },
+    mail: {
+      smtpUrl: smtpUrl(env),
+      from: mailFrom(env),
+      dir: env.MAIL_DIR || (databaseUrl ? './mail' : `${dataDir.replace(/\/+$/, '')}/mail`),
+      appBaseUrl: url(env, 'APP_BASE_URL', publicBaseUrl),
+      maxAttempts: int(env, 'MAIL_MAX_ATTEMPTS', 6, 1),
+      dispatch: bool(env, 'MAIL_DISPATCH', true),
+      concurrency: int(env, 'MAIL_CONCURRENCY', 4, 1),
+      pollMs: int(env, 'MAIL_POLL_MS', 1000, 10),
+      timeoutMs: int(env, 'MAIL_TIMEOUT_MS', 15_000, 1),
     },
     scimMaxResults: scimMaxResults(env),
     dnsServers: dnsServers(env),

@@ -9,6 +9,7 @@ import type { ProtectionTables } from '../protection/tables';
 import type { AuditTables } from '../audit/tables';
 import type { PlanTables } from '../plans/tables';
 import type { WebhookTables } from '../webhooks/tables';
+import type { MailTables } from '../mail/tables';
 import type { ResourceTables } from '../templates/tables';
 import type { ScimTables } from '../scim/tables';
 import type { RoleTables } from '../roles/tables';
@@ -129,7 +130,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

@@ -17,6 +17,7 @@ import * as store from './store';
 import type { InvitationRow } from './store';
 import { changed, created, recordChange } from '../audit';
 import { refuseAcceptOutsideSso } from '../sso/enforcement';
+import { queueMail } from '../mail/queue';
 
 type Invitation = components['schemas']['Invitation'];
 
@@ -56,6 +57,10 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
       await store.cancelExpiredPending(trx, organizationId, emailNormalized, now);
       const id = newId('invitation');
       await recordChange(trx, deps.audit, { action: 'invitation.created', target: { type: 'invitation', id }, changes: created({ email, role: input.role }) });
+      const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS);
+      const context = await store.invitationContext(trx, organizationId, membership.memberId);
+      // The message commits with the invitation, or neither does (accounts-and-email.md §1).
+      await queueMail(trx, deps, { kind: 'invitation', to: email, organizationName: context.organization_name, inviterName: context.inviter_name, role, token, expiresAt });
       return store.insertInvitation(trx, {
         id,
         organizationId,
@@ -65,7 +70,7 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
         tokenHash: sha256Hex(token),
         invitedByMemberId: membership.memberId,
         now,
-        expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
+        expiresAt,
       });
     });
     return { item: toInvitation(row, now), token };

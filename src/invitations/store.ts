@@ -135,3 +135,15 @@ export async function claimPending(db: Db, invitationId: string, now: Date): Pro
 export async function reassignRole(db: Db, organizationId: string, fromKey: string, toKey: string): Promise<void> {
   await db.updateTable('invitations').set({ role: toKey }).where('organization_id', '=', organizationId).where('role', '=', fromKey).execute();
 }
+
+/** What the invitation message says: the organization's name and the inviter's (their name, else e-mail). */
+export async function invitationContext(db: Db, organizationId: string, inviterMemberId: string | null): Promise<{ organization_name: string; inviter_name: string | null }> {
+  const row = await db
+    .selectFrom('organizations as o')
+    .leftJoin('members as m', (join) => join.onRef('m.organization_id', '=', 'o.id').on('m.id', '=', inviterMemberId ?? ''))
+    .leftJoin('users as u', 'u.id', 'm.user_id')
+    .select(['o.name as organization_name', (eb) => eb.fn.coalesce('u.name', 'u.email').as('inviter_name')])
+    .where('o.id', '=', organizationId)
+    .executeTakeFirstOrThrow();
+  return row;
+}

@@ -34,6 +34,7 @@ export const ID_PREFIXES = {
   role: 'rol',
   ssoConnection: 'ssc',
   ssoDomain: 'dom',
+  mailMessage: 'msg',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

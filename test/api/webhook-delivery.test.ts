@@ -1,7 +1,7 @@
 import type { LookupFunction } from 'node:net';
 import type { ManualClock } from '../../src/lib/clock';
 import { createOutbound } from '../../src/outbound';
-import type { WebhookDispatcher } from '../../src/webhooks/dispatcher';
+import type { JobRunner } from '../../src/jobs';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { testDispatcher, WEBHOOK_TEST_ENV } from '../support/webhooks';
@@ -15,7 +15,7 @@ import { freePort, startReceiver, verifyWith, type Receiver } from '../fakes/web
 describe('webhook delivery', () => {
   let t: TestApp;
   let clock: ManualClock;
-  let dispatcher: WebhookDispatcher;
+  let dispatcher: JobRunner;
   let receiver: Receiver;
 
   beforeAll(async () => {

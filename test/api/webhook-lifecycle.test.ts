@@ -1,5 +1,5 @@
 import type { ManualClock } from '../../src/lib/clock';
-import type { WebhookDispatcher } from '../../src/webhooks/dispatcher';
+import type { JobRunner } from '../../src/jobs';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { testDispatcher, WEBHOOK_TEST_ENV } from '../support/webhooks';
@@ -9,7 +9,7 @@ import { startReceiver, type Receiver } from '../fakes/webhook-receiver';
 describe('webhook lifecycle over days', () => {
   let t: TestApp;
   let clock: ManualClock;
-  let dispatcher: WebhookDispatcher;
+  let dispatcher: JobRunner;
   let receiver: Receiver;
 
   beforeAll(async () => {

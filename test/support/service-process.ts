@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { TEST_RATE_LIMITS, TEST_SECRET_KEY } from './app';
@@ -49,6 +50,8 @@ export async function startService(database: string, env: Record<string, string>
       SECRET_KEY: TEST_SECRET_KEY,
       PORT: String(port),
       LOG_LEVEL: 'warn',
+      // Without SMTP_URL mail is written as files: somewhere outside the checkout.
+      MAIL_DIR: path.join(tmpdir(), `cp-mail-${port}`),
       ...TEST_RATE_LIMITS,
       ...env,
     },

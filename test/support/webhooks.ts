@@ -1,18 +1,19 @@
 import pino from 'pino';
 import { SecretBox } from '../../src/lib/crypto';
-import { WebhookDispatcher } from '../../src/webhooks/dispatcher';
+import { createJobRunner, type JobRunner } from '../../src/jobs';
 import { createOutbound, type Outbound } from '../../src/outbound';
 import type { TestApp } from './app';
 
-/** A dispatcher on the test app's database and clock (the service process runs the same one from main.ts). */
-export function testDispatcher(t: TestApp, outbound: Outbound = createOutbound({ allowedNetworks: t.settings.outboundAllowedNetworks })): WebhookDispatcher {
-  return new WebhookDispatcher({
+/** A job runner taking webhook deliveries only, on the test app's database and clock (the service process runs the same one from main.ts). */
+export function testDispatcher(t: TestApp, outbound: Outbound = createOutbound({ allowedNetworks: t.settings.outboundAllowedNetworks })): JobRunner {
+  return createJobRunner({
     db: t.db,
     clock: t.clock,
     logger: pino({ level: 'silent' }),
     secrets: new SecretBox(t.settings.secretKey!),
     outbound,
-    settings: t.settings.webhooks,
+    settings: t.settings,
+    kinds: { webhooks: true, mail: false },
   });
 }
 

@@ -21,6 +21,7 @@ import * as telemetryDimensionHourly from './20261124_0900_telemetry_dimension_h
 import * as telemetryHourlyCovering from './20261124_0930_telemetry_hourly_covering';
 import * as telemetryFiveMinute from './20261124_1000_telemetry_five_minute';
 import * as sessionDetails from './20261127_0650_session_details';
+import * as mail from './20261127_0655_mail';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -50,6 +51,7 @@ const migrations: Record<string, Migration> = {
   '20261124_0930_telemetry_hourly_covering': telemetryHourlyCovering,
   '20261124_1000_telemetry_five_minute': telemetryFiveMinute,
   '20261127_0650_session_details': sessionDetails,
+  '20261127_0655_mail': mail,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,8 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { DELIVERIES_CHANNEL } from './queue';
 
-/** Something that tells the dispatcher new deliveries were committed (polling stays the fallback). */
+/** Something that tells the job runner new jobs were committed (polling stays the fallback). */
 export interface WakeSource {
   close(): Promise<void>;
 }
@@ -10,14 +9,14 @@ export interface WakeSource {
 const RECONNECT_MS = 1000;
 
 /**
- * LISTEN on the outbox channel over one dedicated connection (a LISTEN needs its session to stay
- * open, so it cannot use a pooled one). Every committed event with deliveries NOTIFYs it
- * (./queue.ts), so a dispatcher starts on new work at once instead of at its next poll.
- * A lost connection is reopened after a second; meanwhile the dispatcher still polls, so a missed
- * notification only delays work by one poll. Server database only: the embedded database is one
- * process, and its dispatcher polls.
+ * LISTEN on the jobs' channels over one dedicated connection (a LISTEN needs its session to stay
+ * open, so it cannot use a pooled one). Every committed event with deliveries (src/webhooks/queue.ts)
+ * and every queued message (src/mail/store.ts) NOTIFYs one, so the runner starts on new work at
+ * once instead of at its next poll. A lost connection is reopened after a second; meanwhile the
+ * runner still polls, so a missed notification only delays work by one poll. Server database only:
+ * the embedded database is one process, and its runner polls.
  */
-export function listenForDeliveries(connectionString: string, onWake: () => void, logger: Logger): WakeSource {
+export function listenForJobs(connectionString: string, channels: readonly string[], onWake: () => void, logger: Logger): WakeSource {
   let client: pg.Client | null = null;
   let closed = false;
   let timer: NodeJS.Timeout | null = null;
@@ -34,14 +33,14 @@ export function listenForDeliveries(connectionString: string, onWake: () => void
   const open = async () => {
     const c = new pg.Client({ connectionString });
     c.on('error', (err) => {
-      logger.warn({ err }, 'webhook wake-up connection failed; polling until it is back');
+      logger.warn({ err }, 'job wake-up connection failed; polling until it is back');
       void c.end().catch(() => undefined);
       if (client === c) reconnect();
     });
     c.on('notification', () => onWake());
     try {
       await c.connect();
-      await c.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+      for (const channel of channels) await c.query(`LISTEN ${channel}`);
       if (closed) {
         await c.end();
         return;
@@ -50,7 +49,7 @@ export function listenForDeliveries(connectionString: string, onWake: () => void
       // Work committed while no one listened is found by this wake-up's claim.
       onWake();
     } catch (err) {
-      logger.warn({ err }, 'webhook wake-up connection could not be opened; polling until it is');
+      logger.warn({ err }, 'job wake-up connection could not be opened; polling until it is');
       await c.end().catch(() => undefined);
       reconnect();
     }

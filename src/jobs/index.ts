@@ -1,0 +1,38 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { DB } from '../db/schema';
+import type { Clock } from '../lib/clock';
+import type { SecretBox } from '../lib/crypto';
+import type { Outbound } from '../outbound';
+import type { Settings } from '../settings';
+import { MailMessages } from '../mail/sending';
+import { createMailTransport, type MailTransport } from '../mail/transport';
+import { WebhookDeliveries } from '../webhooks/delivery-job';
+import { JobRunner, type JobKind } from './runner';
+import { listenForJobs } from './wakeup';
+
+export { JobRunner } from './runner';
+
+export interface JobRunnerSetup {
+  db: Kysely<DB>;
+  clock: Clock;
+  logger: Logger;
+  secrets: SecretBox;
+  outbound: Outbound;
+  settings: Pick<Settings, 'webhooks' | 'mail'>;
+  /** Which kinds this runner takes (WEBHOOK_DISPATCH, MAIL_DISPATCH in the service). */
+  kinds: { webhooks: boolean; mail: boolean };
+  /** A server database's URL: the runner LISTENs there for committed jobs; without one it polls. */
+  listenUrl?: string;
+  /** The mail transport (built from settings.mail when not given). */
+  mailTransport?: MailTransport;
+}
+
+/** The job runner of a process (main.ts) or a test, with the kinds asked for. */
+export function createJobRunner(setup: JobRunnerSetup): JobRunner {
+  const { db, clock, logger, secrets, settings, listenUrl } = setup;
+  const kinds: JobKind[] = [];
+  if (setup.kinds.webhooks) kinds.push(new WebhookDeliveries({ db, clock, logger, secrets, outbound: setup.outbound, settings: settings.webhooks }));
+  if (setup.kinds.mail) kinds.push(new MailMessages({ db, clock, logger, secrets, settings: settings.mail, transport: setup.mailTransport ?? createMailTransport(settings.mail) }));
+  return new JobRunner({ clock, logger, kinds, wakeups: listenUrl ? (channels, wake) => listenForJobs(listenUrl, channels, wake, logger) : undefined });
+}
