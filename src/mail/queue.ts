@@ -1,0 +1,53 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import type { Clock } from '../lib/clock';
+import type { SecretBox } from '../lib/crypto';
+import { newId } from '../lib/ids';
+import type { MailSettings } from '../settings';
+import { insertMessage } from './store';
+import { renderMail, type MailInput, type RenderedMail, type TemplateContext } from './templates';
+
+/** What queueing needs from the app's dependency bag (AppDeps has all of it). */
+export interface MailDeps {
+  secrets: SecretBox;
+  clock: Clock;
+  settings: { mail: MailSettings };
+}
+
+/** The sealed part of a message: what the sender decrypts and nothing else reads. */
+export interface MailBody {
+  text: string;
+  html: string;
+}
+
+/** MAIL_FROM's display name (`"Acme Control Plane" <…>` → `Acme Control Plane`), else a plain one. */
+export function productName(from: string): string {
+  const m = /^\s*"?([^"<]*?)"?\s*</.exec(from);
+  return m?.[1]?.trim() || 'Control Plane';
+}
+
+export function templateContext(settings: MailSettings): TemplateContext {
+  return { appBaseUrl: settings.appBaseUrl, productName: productName(settings.from) };
+}
+
+/**
+ * Queues a message inside the caller's transaction (accounts-and-email.md §1): the change and its
+ * message commit together or not at all, and the job runner sends it afterwards (at least once,
+ * with retries). The caller keeps only the hash of any link token it passes in; the rendered body,
+ * which carries the link, is sealed here and erased once sent or given up. Returns the message id.
+ */
+export async function queueMail(trx: Transaction<DB>, deps: MailDeps, input: MailInput, options: { traceContext?: string | null } = {}): Promise<string> {
+  const rendered: RenderedMail = renderMail(input, templateContext(deps.settings.mail));
+  const body: MailBody = { text: rendered.text, html: rendered.html };
+  const id = newId('mailMessage');
+  await insertMessage(trx, {
+    id,
+    kind: input.kind,
+    recipient: input.to,
+    subject: rendered.subject,
+    bodySealed: deps.secrets.encrypt(JSON.stringify(body)),
+    traceContext: options.traceContext ?? null,
+    now: deps.clock.now(),
+  });
+  return id;
+}

@@ -1,0 +1,48 @@
+import type { components, operations } from '../../generated/api';
+import type { AppDeps } from '../domain/deps';
+import type { Principal } from '../domain/principal';
+import { requirePlatformAdmin } from '../access/roles';
+import { positioned } from '../lib/pagination';
+import * as store from './store';
+import type { MessageRow } from './store';
+
+type AdminMailMessage = components['schemas']['AdminMailMessage'];
+type ListQuery = NonNullable<operations['adminListMail']['parameters']['query']>;
+
+function toAdminMailMessage(row: MessageRow): AdminMailMessage {
+  return {
+    id: row.id,
+    kind: row.kind as AdminMailMessage['kind'],
+    to: row.recipient,
+    status: row.status,
+    attempts: row.attempts,
+    lastError: row.last_error,
+    createdAt: row.created_at.toISOString(),
+    sentAt: row.sent_at?.toISOString() ?? null,
+  };
+}
+
+/** GET /v1/admin/mail: the operators' view of delivery, newest first. */
+export async function listMail(deps: AppDeps, principal: Principal, query: ListQuery) {
+  requirePlatformAdmin(principal);
+  const filter = { status: query.status, kind: query.kind };
+  // The filters are part of the list's name: a cursor of one filtered list is refused by another.
+  return deps.cursors.page(
+    `admin-mail:${query.status ?? ''}:${query.kind ?? ''}`,
+    query,
+    async (after, take) => positioned(await store.listMessages(deps.db, filter, after, take)),
+    (row) => toAdminMailMessage(row),
+  );
+}
+
+export interface Delivery {
+  status: 'pending' | 'sent' | 'failed';
+  lastAttemptAt: string | null;
+  lastError: string | null;
+}
+
+/** The delivery record of messages by id (an invitation's `delivery`), in one query. */
+export async function deliveries(db: AppDeps['db'], ids: readonly string[]): Promise<Map<string, Delivery>> {
+  const rows = await store.findDeliveries(db, ids);
+  return new Map(rows.map((r) => [r.id, { status: r.status, lastAttemptAt: r.last_attempt_at?.toISOString() ?? null, lastError: r.last_error }]));
+}

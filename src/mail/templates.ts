@@ -1,0 +1,142 @@
+/**
+ * Every message the service sends, in one place: a subject, a plain-text part and an HTML part
+ * (accounts-and-email.md §1). Values from users (names, organization names, addresses) are
+ * escaped in the HTML part; links are built from APP_BASE_URL. A subject never carries a link
+ * token: it is stored in clear (the admin list shows it to no one, but the row keeps it).
+ */
+export type MailInput =
+  | { kind: 'invitation'; to: string; organizationName: string; inviterName: string | null; role: string; token: string; expiresAt: Date }
+  | { kind: 'verify_email'; to: string; name: string | null; token: string }
+  | { kind: 'password_reset'; to: string; name: string | null; token: string }
+  /** A reset asked for an account that signs in through SSO (no password): how it signs in instead. */
+  | { kind: 'password_reset_unavailable'; to: string; name: string | null }
+  | { kind: 'password_changed'; to: string; name: string | null }
+  | { kind: 'email_change_confirm'; to: string; name: string | null; token: string; newEmail: string }
+  /** To the old address when a change to `newEmail` is asked for. */
+  | { kind: 'email_change_notice'; to: string; name: string | null; newEmail: string }
+  /** Any other notice about the account's security (second factors enrolled or used, …). */
+  | { kind: 'security_notice'; to: string; name: string | null; title: string; lines: string[] };
+
+export type MailKind = MailInput['kind'];
+
+export const MAIL_KINDS: readonly MailKind[] = [
+  'invitation',
+  'verify_email',
+  'password_reset',
+  'password_reset_unavailable',
+  'password_changed',
+  'email_change_confirm',
+  'email_change_notice',
+  'security_notice',
+];
+
+export interface RenderedMail {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface TemplateContext {
+  appBaseUrl: string;
+  /** The product's name in greetings and subjects (MAIL_FROM's display name). */
+  productName: string;
+}
+
+/** The paths the links open (served by src/pages/ when APP_BASE_URL is the service itself). */
+export const LINK_PATHS = {
+  verifyEmail: '/verify-email',
+  resetPassword: '/reset-password',
+  acceptInvitation: '/accept-invitation',
+  confirmEmailChange: '/confirm-email-change',
+} as const;
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+}
+
+/** One paragraph of a message: plain text, or a link shown as a button in HTML and as a bare URL in text. */
+type Block = string | { link: string; label: string };
+
+function link(ctx: TemplateContext, path: string, token: string): string {
+  return `${ctx.appBaseUrl}${path}?token=${encodeURIComponent(token)}`;
+}
+
+function greeting(name: string | null): string {
+  return name ? `Hello ${name},` : 'Hello,';
+}
+
+function build(ctx: TemplateContext, subject: string, blocks: Block[]): RenderedMail {
+  const text = blocks.map((b) => (typeof b === 'string' ? b : `${b.label}:\n${b.link}`)).join('\n\n') + `\n\n— ${ctx.productName}\n`;
+  const body = blocks
+    .map((b) =>
+      typeof b === 'string'
+        ? `<p style="margin:0 0 16px">${escapeHtml(b)}</p>`
+        : `<p style="margin:0 0 16px"><a href="${escapeHtml(b.link)}" style="display:inline-block;padding:10px 18px;background:#1f4fd1;color:#ffffff;text-decoration:none;border-radius:6px">${escapeHtml(b.label)}</a></p>` +
+          `<p style="margin:0 0 16px;font-size:12px;color:#555555">Or open this link: ${escapeHtml(b.link)}</p>`,
+    )
+    .join('\n');
+  const html =
+    `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>` +
+    `<body style="font-family:Helvetica,Arial,sans-serif;font-size:15px;line-height:1.5;color:#1a1a1a;max-width:560px;margin:0 auto;padding:24px">\n` +
+    `${body}\n<p style="margin:24px 0 0;color:#555555">— ${escapeHtml(ctx.productName)}</p></body></html>\n`;
+  return { subject, text, html };
+}
+
+const IGNORE = 'If you did not expect this message, you can ignore it.';
+
+export function renderMail(input: MailInput, ctx: TemplateContext): RenderedMail {
+  switch (input.kind) {
+    case 'invitation': {
+      const who = input.inviterName ? `${input.inviterName} invited you` : 'You are invited';
+      return build(ctx, `${who} to join ${input.organizationName}`, [
+        'Hello,',
+        `${who} to join ${input.organizationName} on ${ctx.productName} as ${input.role}.`,
+        { link: link(ctx, LINK_PATHS.acceptInvitation, input.token), label: 'Accept the invitation' },
+        `The invitation expires on ${input.expiresAt.toUTCString()}. ${IGNORE}`,
+      ]);
+    }
+    case 'verify_email':
+      return build(ctx, `Confirm your e-mail address for ${ctx.productName}`, [
+        greeting(input.name),
+        `Confirm that ${input.to} is your address. The link works once, for 24 hours.`,
+        { link: link(ctx, LINK_PATHS.verifyEmail, input.token), label: 'Confirm my address' },
+        IGNORE,
+      ]);
+    case 'password_reset':
+      return build(ctx, `Reset your ${ctx.productName} password`, [
+        greeting(input.name),
+        'Someone asked to reset the password of your account. The link works once, for 30 minutes.',
+        { link: link(ctx, LINK_PATHS.resetPassword, input.token), label: 'Choose a new password' },
+        `If it was not you, ignore this message: your password stays as it is.`,
+      ]);
+    case 'password_reset_unavailable':
+      return build(ctx, `About your ${ctx.productName} password`, [
+        greeting(input.name),
+        'Someone asked to reset the password of your account, but it has no password: it signs in through your organization\'s single sign-on.',
+        'Sign in with single sign-on instead, or ask your administrator for help.',
+      ]);
+    case 'password_changed':
+      return build(ctx, `Your ${ctx.productName} password was changed`, [
+        greeting(input.name),
+        'The password of your account was just changed, and your other sessions were signed out.',
+        'If it was not you, reset your password at once and tell your administrator.',
+      ]);
+    case 'email_change_confirm':
+      return build(ctx, `Confirm your new e-mail address for ${ctx.productName}`, [
+        greeting(input.name),
+        `Confirm that your account's address should become ${input.newEmail}. The link works once, for 1 hour.`,
+        { link: link(ctx, LINK_PATHS.confirmEmailChange, input.token), label: 'Confirm the new address' },
+        IGNORE,
+      ]);
+    case 'email_change_notice':
+      return build(ctx, `Your ${ctx.productName} e-mail address is being changed`, [
+        greeting(input.name),
+        `Someone asked to change your account's address to ${input.newEmail}. It changes only once the link sent there is opened.`,
+        'If it was not you, change your password and tell your administrator.',
+      ]);
+    case 'security_notice':
+      return build(ctx, `${input.title} — ${ctx.productName}`, [greeting(input.name), ...input.lines, 'If it was not you, tell your administrator at once.']);
+  }
+}
