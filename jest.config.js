@@ -20,6 +20,7 @@ const PG_ONLY = [
   // no database
   'src/settings.test.ts',
   'src/lib/ids.test.ts',
+  'test/mfa/authenticator.test.ts',
   'src/http/logging.test.ts',
   'test/api/permissions-catalogue.test.ts',
   'test/api/unavailable.test.ts',
@@ -52,9 +53,9 @@ module.exports = {
   transform: {
     '^.+\\.(ts|js|mjs)$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
   },
-  // openid-client, oidc-provider and their jose/oauth4webapi are ESM-only: jest (CommonJS) must
+  // openid-client, oidc-provider and their jose/oauth4webapi are ESM-only (and otplib's @scure/base, @noble/hashes): jest (CommonJS) must
   // transform them with the same swc transform (checked with a full login flow under jest 30).
-  transformIgnorePatterns: ['/node_modules/(?!(openid-client|oauth4webapi|jose|oidc-provider)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(openid-client|oauth4webapi|jose|oidc-provider|otplib|@otplib|@scure/base|@noble/hashes)/)'],
   testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', ...(skipOnPglite ? PG_ONLY.map((file) => `<rootDir>/${file.replace(/\./g, '\\.')}$`) : [])],
   globalSetup: '<rootDir>/test/support/global-setup.ts',

@@ -181,6 +181,200 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/mfa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's second factors (session only) */
+        get: operations["getMfaStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/mfa/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start enrolling an authenticator app (session only, fresh)
+         * @description Returns a new TOTP secret (RFC 6238: SHA-1, 6 digits, 30 seconds) and its `otpauth://` URL for a QR code, shown only here. Nothing is required of sign-ins until the enrolment is confirmed with a code (`POST /v1/me/mfa/totp/confirm`); starting again replaces an unconfirmed secret. 409 `mfa_already_enrolled` while a confirmed one exists.
+         */
+        post: operations["startTotpEnrolment"];
+        /**
+         * Remove the authenticator app (session only, fresh)
+         * @description Needs a current code of the app. When it was the last factor, the recovery codes go too. The user's organizations record it and the user is told by e-mail.
+         */
+        delete: operations["removeTotp"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/mfa/totp/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm the authenticator app with its first code (session only)
+         * @description From now on a password sign-in needs a second factor. Returns ten recovery codes, shown only here (earlier ones die). This session counts as a second-factor session. 400 when the code is not the app's current one; 409 `mfa_not_pending` without an enrolment to confirm.
+         */
+        post: operations["confirmTotpEnrolment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/mfa/recovery-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * New recovery codes (session only, fresh)
+         * @description Ten new codes, shown only here; the old ones die. 409 `mfa_not_enrolled` without a second factor.
+         */
+        post: operations["regenerateRecoveryCodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/passkeys/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Creation options for a new passkey (session only, fresh) */
+        post: operations["getPasskeyCreationOptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/passkeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's passkeys (session only) */
+        get: operations["listPasskeys"];
+        put?: never;
+        /**
+         * Register a passkey (session only, fresh)
+         * @description `response` answers the latest creation options (`POST /v1/me/passkeys/options`), from an allowed origin (`WEBAUTHN_ORIGINS`). From now on a password sign-in needs a second factor. 409 `passkey_options_required` without live options; 400 when the response does not verify.
+         */
+        post: operations["registerPasskey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/passkeys/{passkeyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a passkey (session only, fresh) */
+        delete: operations["deletePasskey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/mfa/passkey-options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Request options to answer a sign-in challenge with a passkey */
+        post: operations["getPasskeyRequestOptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/mfa/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer a sign-in (or reauthentication) challenge with a second factor
+         * @description `code` for `totp` and `recovery_code`, `response` for `passkey`. A sign-in challenge answers with the session; a reauthentication challenge renews the session's authentication time. A wrong answer is 401 `invalid_credentials` (it counts against the sign-in limits too); after five, and for an unknown, used or expired challenge, 400 `invalid_request` at `challengeToken`. A TOTP code is accepted once; a passkey whose signature counter did not grow (a cloned authenticator) is refused.
+         */
+        post: operations["verifySecondFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/org/auth-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The active organization's sign-in policy (session only) */
+        get: operations["getAuthPolicy"];
+        /**
+         * Require a second factor of every member (session only, fresh)
+         * @description Takes effect at once for every session of the organization's members. Whoever turns it on must hold a second factor themself (403 `mfa_enrollment_required`), so nobody locks the organization out. No plan feature is needed.
+         */
+        put: operations["putAuthPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/org": {
         parameters: {
             query?: never;
@@ -2662,10 +2856,160 @@ export interface components {
             reason: string;
             message: string;
         };
+        /**
+         * @description The `challenge.token` of the sign-in (or reauthentication) that asked for a second factor.
+         * @example mfc_2vYgQm1cV3o5dJX0Nf8rLw7hT4kPz9sE6aBqUuIyR0c
+         */
+        ChallengeToken: string;
+        /** @enum {string} */
+        Method: "totp" | "passkey" | "recovery_code";
+        /** @description The password was right and the user holds a second factor: no session yet. Answer with `POST /v1/auth/mfa/verify` within five minutes; five wrong answers end the challenge. */
+        MfaChallenge: {
+            /** @constant */
+            ok: true;
+            /** @constant */
+            mfaRequired: true;
+            challenge: {
+                token: components["schemas"]["ChallengeToken"];
+                methods: components["schemas"]["Method"][];
+                expiresAt: components["schemas"]["Timestamp"];
+            };
+        };
         MembershipSummary: {
             id: components["schemas"]["OrganizationId"];
             name: string;
             role: components["schemas"]["Role"];
+        };
+        MfaStatus: {
+            /** @description What a sign-in of this user may be answered with (empty without a second factor). */
+            methods: components["schemas"]["Method"][];
+            /** @description An authenticator app is enrolled and confirmed. */
+            totp: boolean;
+            passkeys: number;
+            recoveryCodesRemaining: number;
+        };
+        /**
+         * @description The 6-digit code the authenticator app shows now (RFC 6238, 30-second steps).
+         * @example 492039
+         */
+        TotpCode: string;
+        /**
+         * @description Ten single-use codes, shown only in this response; each replaces a second factor once.
+         * @example [
+         *       "k7m2p-q9rtx",
+         *       "a3b4c-d5e6f",
+         *       "g7h8j-k9m2n",
+         *       "p3q4r-s5t6u",
+         *       "v7w8x-y9z2a",
+         *       "b3c4d-e5f6g",
+         *       "h7j8k-m9n2p",
+         *       "q3r4s-t5u6v",
+         *       "w7x8y-z9a2b",
+         *       "c3d4e-f5g6h"
+         *     ]
+         */
+        RecoveryCodes: string[];
+        Base64Url: string;
+        CredentialDescriptor: {
+            id: components["schemas"]["Base64Url"];
+            /** @description `public-key`. */
+            type: string;
+            transports?: string[];
+        };
+        /** @description `PublicKeyCredentialCreationOptionsJSON` (WebAuthn Level 3 §5.4, JSON form): pass it to `PublicKeyCredential.parseCreationOptionsFromJSON` (or decode `challenge` and `user.id` from base64url) and then to `navigator.credentials.create`. Good for five minutes and one response. */
+        CreationOptions: {
+            challenge: components["schemas"]["Base64Url"];
+            rp: {
+                id?: string;
+                name: string;
+            };
+            user: {
+                id: components["schemas"]["Base64Url"];
+                name: string;
+                displayName: string;
+            };
+            pubKeyCredParams: {
+                /** @constant */
+                type: "public-key";
+                alg: number;
+            }[];
+            timeout?: number;
+            excludeCredentials?: components["schemas"]["CredentialDescriptor"][];
+            authenticatorSelection?: {
+                authenticatorAttachment?: string;
+                residentKey?: string;
+                requireResidentKey?: boolean;
+                userVerification?: string;
+            };
+            attestation?: string;
+            hints?: string[];
+            extensions?: {
+                [key: string]: unknown;
+            };
+        };
+        /** Format: typeid */
+        PasskeyId: string;
+        Passkey: {
+            id: components["schemas"]["PasskeyId"];
+            /** @example Work laptop */
+            name: string;
+            createdAt: components["schemas"]["Timestamp"];
+            lastUsedAt: components["schemas"]["Timestamp"] | null;
+        };
+        /** @description The `PublicKeyCredential` from `navigator.credentials.create`, as `toJSON()` gives it. */
+        RegistrationResponse: {
+            id: components["schemas"]["Base64Url"];
+            rawId: components["schemas"]["Base64Url"];
+            /** @constant */
+            type: "public-key";
+            /** @enum {string} */
+            authenticatorAttachment?: "platform" | "cross-platform";
+            clientExtensionResults: {
+                [key: string]: unknown;
+            };
+            response: {
+                clientDataJSON: components["schemas"]["Base64Url"];
+                attestationObject: components["schemas"]["Base64Url"];
+                authenticatorData?: components["schemas"]["Base64Url"];
+                transports?: string[];
+                publicKeyAlgorithm?: number;
+                publicKey?: components["schemas"]["Base64Url"];
+            };
+        };
+        /** @description `PublicKeyCredentialRequestOptionsJSON` (WebAuthn Level 3 §5.5, JSON form) for `navigator.credentials.get`. Good for the challenge's life and one response. */
+        RequestOptions: {
+            challenge: components["schemas"]["Base64Url"];
+            rpId?: string;
+            timeout?: number;
+            allowCredentials?: components["schemas"]["CredentialDescriptor"][];
+            userVerification?: string;
+            hints?: string[];
+            extensions?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The `PublicKeyCredential` from `navigator.credentials.get`, as `toJSON()` gives it. */
+        AuthenticationResponse: {
+            id: components["schemas"]["Base64Url"];
+            rawId: components["schemas"]["Base64Url"];
+            /** @constant */
+            type: "public-key";
+            /** @enum {string} */
+            authenticatorAttachment?: "platform" | "cross-platform";
+            clientExtensionResults: {
+                [key: string]: unknown;
+            };
+            response: {
+                clientDataJSON: components["schemas"]["Base64Url"];
+                authenticatorData: components["schemas"]["Base64Url"];
+                signature: components["schemas"]["Base64Url"];
+                userHandle?: components["schemas"]["Base64Url"];
+            };
+        };
+        AuthPolicy: {
+            /** @description While true, a member whose session has no second factor (a password sign-in of a user who has none) gets 403 `mfa_enrollment_required` everywhere but `/v1/me…`, enrolment, sign-out and switching organization. Sessions made through the organization's SSO satisfy it. */
+            requireMfa: boolean;
+            updatedAt: components["schemas"]["Timestamp"] | null;
         };
         /** Format: typeid */
         TeamId: string;
@@ -4400,13 +4744,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Signed in. */
+            /** @description Signed in; or, when the user holds a second factor, `mfaRequired` with a challenge and no session yet (answer it with `POST /v1/auth/mfa/verify`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SignedIn"];
+                    "application/json": components["schemas"]["SignedIn"] | components["schemas"]["MfaChallenge"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4526,7 +4870,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Renewed. */
+            /** @description Renewed; or, when the user holds a second factor, `mfaRequired` with a challenge: the session is renewed once `POST /v1/auth/mfa/verify` answers it. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4536,7 +4880,7 @@ export interface operations {
                         /** @constant */
                         ok: true;
                         authenticatedAt: components["schemas"]["Timestamp"];
-                    };
+                    } | components["schemas"]["MfaChallenge"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4559,6 +4903,391 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getMfaStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Which factors the caller holds; never a secret or a code. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MfaStatus"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    startTotpEnrolment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret, shown once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        /**
+                         * @description Base32 secret, for typing into an app that cannot scan the URL.
+                         * @example JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP
+                         */
+                        secret: string;
+                        /** @example otpauth://totp/Control%20Plane:ada%40example.com?secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&issuer=Control%20Plane&algorithm=SHA1&digits=6&period=30 */
+                        otpauthUrl: string;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    removeTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: components["schemas"]["TotpCode"];
+                };
+            };
+        };
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    confirmTotpEnrolment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: components["schemas"]["TotpCode"];
+                };
+            };
+        };
+        responses: {
+            /** @description Enrolled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        recoveryCodes: components["schemas"]["RecoveryCodes"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    regenerateRecoveryCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new codes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        recoveryCodes: components["schemas"]["RecoveryCodes"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getPasskeyCreationOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Options for `navigator.credentials.create`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreationOptions"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listPasskeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Oldest first (a user holds a handful at most). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["Passkey"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    registerPasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example Work laptop */
+                    name: string;
+                    response: components["schemas"]["RegistrationResponse"];
+                };
+            };
+        };
+        responses: {
+            /** @description Registered. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        item: components["schemas"]["Passkey"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deletePasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                passkeyId: components["schemas"]["PasskeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getPasskeyRequestOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    challengeToken: components["schemas"]["ChallengeToken"];
+                };
+            };
+        };
+        responses: {
+            /** @description Options for `navigator.credentials.get`, allowing the user's passkeys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestOptions"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    verifySecondFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    challengeToken: components["schemas"]["ChallengeToken"];
+                    /** @enum {string} */
+                    method: "totp" | "recovery_code";
+                    code: string;
+                } | {
+                    challengeToken: components["schemas"]["ChallengeToken"];
+                    /** @constant */
+                    method: "passkey";
+                    response: components["schemas"]["AuthenticationResponse"];
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in, or reauthenticated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedIn"] | {
+                        ok: components["schemas"]["OkTrue"];
+                        authenticatedAt: components["schemas"]["Timestamp"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description A wrong answer (`invalid_credentials`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getAuthPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthPolicy"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putAuthPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    requireMfa: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The policy as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthPolicy"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             default: components["responses"]["Error"];
         };
     };

@@ -59,6 +59,8 @@ export interface Settings {
   scimMaxResults: number;
   /** Rate limits (src/protection/rate-limit.ts); null turns one off. */
   rateLimits: RateLimitSettings;
+  /** Passkeys' relying party (src/mfa): WEBAUTHN_RP_ID, WEBAUTHN_RP_NAME, WEBAUTHN_ORIGINS. */
+  webauthn: { id: string; name: string; origins: string[] };
 }
 
 /** `points` per `windowMs`, e.g. 10 failures per 15 minutes. */
@@ -281,6 +283,19 @@ function scimMaxResults(env: Env): number {
   return value;
 }
 
+/** Defaults from PUBLIC_BASE_URL: its host is the relying party id, its origin the one allowed origin. */
+function webauthn(env: Env, publicBaseUrl: string): Settings['webauthn'] {
+  const base = new URL(publicBaseUrl);
+  const id = env.WEBAUTHN_RP_ID || base.hostname;
+  const allowed = origins(env, 'WEBAUTHN_ORIGINS');
+  const list = allowed.length > 0 ? allowed : [base.origin];
+  for (const origin of list) {
+    const host = new URL(origin).hostname;
+    if (host !== id && !host.endsWith(`.${id}`)) throw new SettingsError(`WEBAUTHN_ORIGINS: ${origin} is not ${id} or a subdomain of it (WEBAUTHN_RP_ID)`);
+  }
+  return { id, name: env.WEBAUTHN_RP_NAME || 'Organization Control Plane', origins: list };
+}
+
 export function loadSettings(env: Env = process.env): Settings {
   const port = int(env, 'PORT', 3000);
   if (port > 65535) throw new SettingsError(`PORT must be at most 65535, got "${env.PORT}"`);
@@ -351,5 +366,6 @@ export function loadSettings(env: Env = process.env): Settings {
       ssoStartIp: rateLimit(env, 'RATE_LIMIT_SSO_START_IP', '300/15m'),
       ssoIp: rateLimit(env, 'RATE_LIMIT_SSO_IP', '100/15m'),
     },
+    webauthn: webauthn(env, publicBaseUrl),
   };
 }

@@ -16,10 +16,7 @@ export const authHandlers: HandlerMap<AuthOperations> = {
 
   signIn: async ({ deps, body, headers, ip }) => ({ status: 200, body: { ok: true, ...(await auth.signIn(deps, body, { ip, userAgent: headers['user-agent'] })) } }),
 
-  reauthenticate: async (ctx) => {
-    const authenticatedAt = await auth.reauthenticate(ctx.deps, principalOf(ctx), ctx.body.password, ctx.ip);
-    return { status: 200, body: { ok: true, authenticatedAt } };
-  },
+  reauthenticate: async (ctx) => ({ status: 200, body: { ok: true, ...(await auth.reauthenticate(ctx.deps, principalOf(ctx), ctx.body.password, ctx.ip)) } }),
 
   signOut: async (ctx) => {
     await auth.signOut(ctx.deps, principalOf(ctx));

@@ -1,5 +1,3 @@
-import type { Transaction } from 'kysely';
-import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
 import type { Principal } from '../domain/principal';
 import { Conflict, NotFound, Unauthenticated, Unauthorized } from '../lib/errors';
@@ -8,38 +6,14 @@ import { isUniqueViolation } from '../db/errors';
 import { createOrganizationIn } from '../org/service';
 import { toUser } from '../users/mappers';
 import * as users from '../users/service';
-import type { NewSession, Origin } from '../users/service';
+import type { Origin } from '../users/service';
 import * as limits from '../protection/rate-limit';
-import { recordChange, type AuditContext } from '../audit';
-import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
+import { recordChange } from '../audit';
+import { membershipsOfUser } from '../members/memberships';
 import { checkNewPassword } from '../protection/passwords';
 import { refusePasswordUnderSso, refuseSignUpUnderSso } from '../sso/enforcement';
-
-
-/** A new password session; its active organization is the user's most recently joined one. */
-async function openSession(deps: AppDeps, db: Transaction<DB>, userId: string, origin: Origin, now: Date): Promise<NewSession & { activeOrganizationId: string | null }> {
-  const [latest] = await membershipsOfUser(db, userId);
-  const activeOrganizationId = latest?.id ?? null;
-  const session = await users.createSession(db, deps, { userId, authMethod: 'password', ip: origin.ip, userAgent: origin.userAgent, activeOrganizationId }, now);
-  return { ...session, activeOrganizationId };
-}
-
-/**
- * A sign-in to an organization (signing in, or switching the session's organization) is audited
- * in that organization; a user with no organization leaves no entry (there is no log to write to).
- */
-async function recordSignIn(trx: Transaction<DB>, audit: AuditContext | null, userId: string, organizationId: string | null, how: 'password' | 'switch') {
-  if (!organizationId) return;
-  const memberId = await findMemberIdOfUser(trx, organizationId, userId);
-  if (!memberId) return;
-  await recordChange(trx, audit, {
-    organizationId,
-    actor: { type: 'member', id: userId, memberId },
-    action: 'member.signed_in',
-    target: { type: 'member', id: memberId },
-    changes: { method: { from: null, to: how } },
-  });
-}
+import * as mfa from '../mfa/service';
+import { openSession, openSignInSession, recordSignIn } from './sign-in';
 
 export async function bootstrapStatus(deps: AppDeps): Promise<boolean> {
   return (await users.countUsers(deps.db)) > 0;
@@ -104,12 +78,11 @@ export async function signIn(deps: AppDeps, input: { email: string; password: st
   // Only after the password proved the user: a guesser learns nothing about enforcement.
   await refusePasswordUnderSso(deps.db, user);
   await limits.clear(deps, 'signInEmail', email);
+  // A user who holds a second factor gets a challenge and no session (accounts-and-email §8).
+  const challenge = await mfa.challengeFor(deps, user.id, 'sign_in', null);
+  if (challenge) return { mfaRequired: true as const, challenge };
   const now = deps.clock.now();
-  const session = await deps.db.transaction().execute(async (trx) => {
-    const { activeOrganizationId, ...opened } = await openSession(deps, trx, user.id, origin, now);
-    await recordSignIn(trx, deps.audit, user.id, activeOrganizationId, 'password');
-    return opened;
-  });
+  const session = await deps.db.transaction().execute((trx) => openSignInSession(deps, trx, { userId: user.id, secondFactor: null }, origin, now));
   return { user: toUser(user), session };
 }
 
@@ -117,7 +90,7 @@ export async function signIn(deps: AppDeps, input: { email: string; password: st
  * Proves the session's user again (fresh-session actions). Wrong passwords count against the
  * sign-in limits of the user's e-mail and of the IP, exactly as sign-in failures do.
  */
-export async function reauthenticate(deps: AppDeps, principal: Principal, password: string, ip = ''): Promise<string> {
+export async function reauthenticate(deps: AppDeps, principal: Principal, password: string, ip = ''): Promise<{ authenticatedAt: string } | { mfaRequired: true; challenge: mfa.Challenge }> {
   if (principal.kind !== 'session' || !principal.sessionId) throw new Unauthorized('This route needs a signed-in session.');
   const user = await users.findUser(deps.db, principal.userId);
   if (!user) throw new Unauthorized();
@@ -134,9 +107,12 @@ export async function reauthenticate(deps: AppDeps, principal: Principal, passwo
   // An SSO session renews by signing in through SSO again.
   await refusePasswordUnderSso(deps.db, user);
   await limits.clear(deps, 'signInEmail', email);
+  // With a second factor the session is renewed only once the challenge is answered.
+  const challenge = await mfa.challengeFor(deps, user.id, 'reauthenticate', principal.sessionId);
+  if (challenge) return { mfaRequired: true, challenge };
   const now = deps.clock.now();
   await users.markAuthenticated(deps.db, principal.sessionId, now);
-  return now.toISOString();
+  return { authenticatedAt: now.toISOString() };
 }
 
 export async function signOut(deps: AppDeps, principal: Principal): Promise<void> {

@@ -14,6 +14,7 @@ import type { ResourceTables } from '../templates/tables';
 import type { ScimTables } from '../scim/tables';
 import type { RoleTables } from '../roles/tables';
 import type { SsoTables } from '../sso/tables';
+import type { MfaTables } from '../mfa/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -130,7 +131,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

@@ -45,6 +45,12 @@ export interface Principal {
   authMethod: SessionAuthMethod | null;
   /** The SSO connection a session was opened through (null otherwise, or once it is deleted). */
   ssoConnectionId: string | null;
+  /**
+   * The active organization requires a second factor (`requireMfa`) and this session has none: a
+   * password session without one, not made through the organization's own SSO. Such a session
+   * reaches only `/v1/me…` and `/v1/auth/…` (src/access/session-gates.ts). False for an API key.
+   */
+  mfaMissing: boolean;
 }
 
 /** How a session was opened (`sessions.auth_method`). */

@@ -26,6 +26,7 @@ import { scimProtocolHandlers, scimTokenHandlers } from '../scim/handlers';
 import { roleHandlers } from '../roles/handlers';
 import { ssoConnectionHandlers, ssoDomainHandlers } from '../sso/handlers';
 import { ssoSignInHandlers } from '../sso/signin/handlers';
+import { mfaHandlers } from '../mfa/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -34,6 +35,7 @@ import { ssoSignInHandlers } from '../sso/signin/handlers';
 export const handlers: Handlers = {
   ...systemHandlers,
   ...authHandlers,
+  ...mfaHandlers,
   ...orgHandlers,
   ...marketplaceHandlers,
   ...pluginHandlers,

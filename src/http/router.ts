@@ -4,6 +4,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Context } from 'openapi-backend';
 import { Invalid, Unauthorized } from '../lib/errors';
 import { isUnavailable } from '../db/errors';
+import { assertSessionGates } from '../access/session-gates';
 import { CREDENTIAL_RESOLVERS, credentialReader, type SchemeDefinition } from '../principal';
 import type { AnyPrincipal } from '../domain/principal';
 import type { AppDeps } from '../domain/deps';
@@ -111,6 +112,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       const nul = nulInRequest({ params: c.request.params, query: c.request.query, body });
       try {
         if (nul) throw Invalid.at(nul, 'must not contain a NUL character (U+0000)');
+        assertSessionGates(principal, c.operation.path);
         result = await handler(ctx);
       } catch (err) {
         result = errorToResult(err, req.log ?? deps.logger);

@@ -35,6 +35,8 @@ export const ID_PREFIXES = {
   ssoConnection: 'ssc',
   ssoDomain: 'dom',
   mailMessage: 'msg',
+  passkey: 'pky',
+  mfaChallenge: 'mch',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -54,6 +54,7 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
     activeOrganizationId: row.organizationId,
     authenticatedAt: null,
     authMethod: null,
+    mfaMissing: false,
     ssoConnectionId: null,
     membership: membershipOf({
       organizationId: row.organizationId,

@@ -26,6 +26,7 @@ interface SessionColumns {
   authenticated_at: Date;
   auth_method: SessionAuthMethod;
   sso_connection_id: string | null;
+  mfa_missing: boolean | null;
   principal_member_id: string | null;
   principal_role: string | null;
   principal_role_built_in: boolean | null;
@@ -42,6 +43,9 @@ interface SessionColumns {
 function sessionQuery(tokenHash: string, now: Date, preload?: SessionPreload<unknown>) {
   return sql<SessionColumns & Record<string, unknown>>`${preparedAs(preload ? `session_${preload.name}` : 'session_principal')}
     SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin, s.authenticated_at, s.auth_method, s.sso_connection_id,
+      (m.id IS NOT NULL AND s.second_factor IS NULL
+        AND EXISTS (SELECT 1 FROM organization_auth_policies ap WHERE ap.organization_id = m.organization_id AND ap.require_mfa)
+        AND NOT (s.auth_method = 'sso' AND EXISTS (SELECT 1 FROM sso_connections sc WHERE sc.id = s.sso_connection_id AND sc.organization_id = m.organization_id))) AS mfa_missing,
       m.id AS principal_member_id, m.role AS principal_role, pr.built_in AS principal_role_built_in,
       pr.permissions AS principal_role_permissions ${preload ? sql`, ${preload.columns}` : sql``}
     FROM sessions s
@@ -63,6 +67,7 @@ function toPrincipal(row: SessionColumns): Principal {
     authenticatedAt: row.authenticated_at,
     authMethod: row.auth_method,
     ssoConnectionId: row.sso_connection_id,
+    mfaMissing: row.mfa_missing === true,
     membership:
       row.principal_member_id && row.active_organization_id && row.principal_role
         ? membershipOf({

@@ -64,6 +64,7 @@ export async function createSession(db: Db, deps: Pick<AppDeps, 'settings' | 'cl
 
 export const revokeSession = store.revokeSession;
 export const markAuthenticated = store.markAuthenticated;
+export const setSessionSecondFactor = store.setSessionSecondFactor;
 export const setSessionOrganization = store.setSessionOrganization;
 
 /** A new account; `passwordHash` null for one made by SCIM or SSO (it signs in through SSO). */

@@ -113,6 +113,11 @@ export async function markAuthenticated(db: Db, sessionId: string, now: Date): P
   await db.updateTable('sessions').set({ authenticated_at: now }).where('id', '=', sessionId).where('revoked_at', 'is', null).execute();
 }
 
+/** The second factor a session proved (a two-step sign-in, a reauthentication, an enrolment in it). */
+export async function setSessionSecondFactor(db: Db, sessionId: string, factor: SecondFactor): Promise<void> {
+  await db.updateTable('sessions').set({ second_factor: factor }).where('id', '=', sessionId).where('revoked_at', 'is', null).execute();
+}
+
 export async function revokeSession(db: Db, sessionId: string, now: Date): Promise<void> {
   await db.updateTable('sessions').set({ revoked_at: now }).where('id', '=', sessionId).where('revoked_at', 'is', null).execute();
 }

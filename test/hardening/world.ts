@@ -4,6 +4,7 @@ import { newId } from '../../src/lib/ids';
 import { randomSecret, sha256Hex } from '../../src/lib/crypto';
 import type { TestApp } from '../support/app';
 import { IDP_CERTIFICATE } from '../support/sso';
+import { SoftAuthenticator } from '../support/authenticator';
 import { addMember, bearer, createOrganization, uniqueEmail, type OrgMember, type OrgOwner } from '../support/factories';
 import { fillPath, idKindOf, notImplementedOperations, specOperations, type SpecOperation, type SpecParameter } from '../support/spec';
 
@@ -287,6 +288,14 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
     const test = await step('testWebhook', 'webhook test', () => ownerApi.post(`/v1/webhooks/${webhookId}/test`));
     put('whd', test?.body.deliveryId);
     put('evt', test?.body.eventId);
+  }
+
+  // A passkey of the target member: passkeys belong to a user, so another user's id is not found.
+  const passkeyOptions = await step('getPasskeyCreationOptions', 'passkey options', () => as(target.token).post('/v1/me/passkeys/options'));
+  if (passkeyOptions?.status === 200) {
+    const response = new SoftAuthenticator(t.settings.publicBaseUrl).create(passkeyOptions.body);
+    const passkey = await step('registerPasskey', 'passkey', () => as(target.token).post('/v1/me/passkeys', { name: `${label} passkey`, response }));
+    put('pky', passkey?.body.item?.id);
   }
 
   const ids: Record<string, string[]> = {};

@@ -19,6 +19,8 @@ const LOADED_ON_FIRST_USE = [
   'yaml', // /openapi.yaml
   '@zxcvbn-ts/language-common', // the common-password list, on the first password chosen (src/protection/passwords.ts)
   '@electric-sql/pglite', // only when the embedded database is used (src/db/connect.ts)
+  'otplib', // TOTP second factors (src/mfa/totp.ts)
+  '@simplewebauthn/server', // passkeys (src/mfa/webauthn.ts)
 ];
 
 const ROOT = path.resolve(__dirname, '..', '..');

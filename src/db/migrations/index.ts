@@ -22,6 +22,7 @@ import * as telemetryHourlyCovering from './20261124_0930_telemetry_hourly_cover
 import * as telemetryFiveMinute from './20261124_1000_telemetry_five_minute';
 import * as sessionDetails from './20261127_0650_session_details';
 import * as mail from './20261127_0655_mail';
+import * as mfa from './20261127_0720_mfa';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   '20261124_1000_telemetry_five_minute': telemetryFiveMinute,
   '20261127_0650_session_details': sessionDetails,
   '20261127_0655_mail': mail,
+  '20261127_0720_mfa': mfa,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,57 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import type { AppDeps } from '../domain/deps';
+import * as users from '../users/service';
+import type { NewSession, Origin, SecondFactor } from '../users/service';
+import { recordChange, type AuditContext } from '../audit';
+import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
+
+/**
+ * Opening a password session, shared by the one-step sign-in (src/auth/service.ts) and the second
+ * step of a two-step one (src/mfa/service.ts), so both make the same session and audit entry.
+ */
+
+/** A new password session; its active organization is the user's most recently joined one. */
+export async function openSession(
+  deps: AppDeps,
+  db: Transaction<DB>,
+  userId: string,
+  origin: Origin,
+  now: Date,
+  secondFactor: SecondFactor | null = null,
+): Promise<NewSession & { activeOrganizationId: string | null }> {
+  const [latest] = await membershipsOfUser(db, userId);
+  const activeOrganizationId = latest?.id ?? null;
+  const session = await users.createSession(db, deps, { userId, authMethod: 'password', secondFactor, ip: origin.ip, userAgent: origin.userAgent, activeOrganizationId }, now);
+  return { ...session, activeOrganizationId };
+}
+
+/**
+ * A sign-in to an organization (signing in, or switching the session's organization) is audited
+ * in that organization; a user with no organization leaves no entry (there is no log to write to).
+ */
+export async function recordSignIn(trx: Transaction<DB>, audit: AuditContext | null, userId: string, organizationId: string | null, how: 'password' | 'switch' | SecondFactor) {
+  if (!organizationId) return;
+  const memberId = await findMemberIdOfUser(trx, organizationId, userId);
+  if (!memberId) return;
+  await recordChange(trx, audit, {
+    organizationId,
+    actor: { type: 'member', id: userId, memberId },
+    action: 'member.signed_in',
+    target: { type: 'member', id: memberId },
+    changes: { method: { from: null, to: how } },
+  });
+}
+
+/** A signed-in session (password, with the second factor it was completed with), audited. */
+export async function openSignInSession(
+  deps: AppDeps,
+  trx: Transaction<DB>,
+  input: { userId: string; secondFactor: SecondFactor | null },
+  origin: Origin,
+  now: Date,
+): Promise<NewSession> {
+  const { activeOrganizationId, ...session } = await openSession(deps, trx, input.userId, origin, now, input.secondFactor);
+  await recordSignIn(trx, deps.audit, input.userId, activeOrganizationId, input.secondFactor ?? 'password');
+  return session;
+}
