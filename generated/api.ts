@@ -2531,6 +2531,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/scim/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List directory users (admin)
+         * @description The organization's SCIM Users as its administrators see them, newest first: whether each is linked to a member, and why not (`linkReason`) when it is not. `linkState=unlinked` lists those who did not link.
+         */
+        get: operations["listDirectoryUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/scim/v2/ServiceProviderConfig": {
         parameters: {
             query?: never;
@@ -2643,14 +2663,14 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List or filter SCIM Users (members)
-         * @description The organization's members as Users, oldest first, paged by `startIndex`/`count` in the database; `totalResults` counts every match.
+         * List or filter SCIM Users (directory users)
+         * @description The organization's directory users, oldest first, paged by `startIndex`/`count` over an index (the same cost at any depth); `totalResults` counts every match. Routes are also matched as identity providers spell them (`/users`, `/Users/`).
          */
         get: operations["scimListUsers"];
         put?: never;
         /**
-         * Provision a member (SCIM create)
-         * @description Creates the user account (without a password) and the member, role `member`. `userName` is the e-mail. 409 `uniqueness` when a member has that e-mail, or when an account with that e-mail exists and its domain is not verified by the organization (a password-less account this organization provisioned before, and no other organization has, is provisioned again). `password` is accepted and ignored. Plan seat limits apply.
+         * Provision a directory user (SCIM create)
+         * @description Every valid User is accepted: `userName` is any string of 1..255 characters (unique in the organization ignoring case: 409 `uniqueness`), every attribute is kept as given, and `password` is accepted and ignored. The directory user is then linked to a member when it can be (its sign-in e-mail is the `primary` entry of `emails`, the `work` entry, the others, then `userName` when it is an address): a new password-less account and member when no account has the address, the existing account (and its membership) when it is this organization's own or its domain is verified; otherwise it stays unlinked with a reason (`GET /v1/scim/users`). A member takes a seat; at the plan's limit the user stays unlinked.
          */
         post: operations["scimCreateUser"];
         delete?: never;
@@ -2664,7 +2684,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The member id; any other value is 404. */
+                /** @description The directory user's id; any other value is 404. */
                 userId: string;
             };
             cookie?: never;
@@ -2676,13 +2696,13 @@ export interface paths {
         get: operations["scimGetUser"];
         /**
          * Replace a SCIM User
-         * @description Full replace (Okta). `active: false` suspends; the owner cannot be suspended (400 `mutability`). A changed `userName` is 400 `mutability` unless its domain is verified by the organization and the user belongs to no other organization.
+         * @description Full replace (Okta). `active: false` suspends the linked member; the owner cannot be suspended (400 `mutability`). A new `userName` or `emails` changes the directory user at once and never fails; the linked account's e-mail follows only when the account is this organization's own (made by its SCIM, in no other organization) or the new address is in a verified domain. An unlinked directory user is linked again.
          */
         put: operations["scimReplaceUser"];
         post?: never;
         /**
-         * Deprovision a member
-         * @description Removes the member as `DELETE /v1/members/{memberId}` does (the user account stays). The owner cannot be deleted (400 `mutability`).
+         * Deprovision a directory user
+         * @description The directory user goes; its member, if any, is removed as `DELETE /v1/members/{memberId}` removes one (the user account stays). The owner cannot be deleted (400 `mutability`). Provisioning the same `externalId` again creates a new directory user.
          */
         delete: operations["scimDeleteUser"];
         options?: never;
@@ -2709,7 +2729,7 @@ export interface paths {
         put?: never;
         /**
          * Create a team (SCIM create)
-         * @description `displayName` is the team name (unique ignoring case: 409 `uniqueness`); `members[].value` must be member ids of the organization (else 400 `invalidValue`, nothing created).
+         * @description `displayName` is the team name (unique ignoring case: 409 `uniqueness`); `members[].value` must be directory user ids of the organization (else 400 `invalidValue`, nothing created). The team holds the linked directory users' members; an unlinked one's member joins when it links.
          */
         post: operations["scimCreateGroup"];
         delete?: never;
@@ -2748,7 +2768,7 @@ export interface paths {
         head?: never;
         /**
          * Patch a SCIM Group
-         * @description Add and remove members (`path: members`, `members[value eq "…"]`), replace `displayName`. A member id that is not a member of the organization is 400 `invalidValue` and nothing changes.
+         * @description Add and remove members (`path: members`, `members[value eq "…"]`), replace `displayName`. A `value` that is not a directory user of the organization is 400 `invalidValue` and nothing changes; a bare string in `value` is read as `{value}`.
          */
         patch: operations["scimPatchGroup"];
         trace?: never;
@@ -2810,6 +2830,11 @@ export interface components {
             email: string;
             image: string | null;
         };
+        /**
+         * Format: typeid
+         * @description A directory user (a SCIM User), prefix `dus`. Directory users that existed before directory users did keep the `om` id their identity provider already stored.
+         */
+        DirectoryUserId: string;
         Member: {
             id: components["schemas"]["MemberId"];
             organizationId: components["schemas"]["OrganizationId"];
@@ -2822,6 +2847,8 @@ export interface components {
             status: "active" | "suspended";
             createdAt: components["schemas"]["Timestamp"];
             user: components["schemas"]["MemberUser"];
+            /** @description The directory user (SCIM User) linked to this member, or null (always present in `GET /v1/members`). */
+            directoryUserId?: components["schemas"]["DirectoryUserId"] | null;
         };
         Session: {
             /** @description Bearer token; shown only in this response. */
@@ -4290,6 +4317,29 @@ export interface components {
         };
         ScimTokenList: {
             items: components["schemas"]["ScimToken"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /** @description A SCIM User as the organization's administrators see it: linked to a member, or unlinked and why. */
+        DirectoryUser: {
+            id: components["schemas"]["DirectoryUserId"];
+            userName: string;
+            externalId: string | null;
+            active: boolean;
+            /** @description The sign-in e-mail chosen from `emails` (primary, work, the others) then `userName`; null when none is an address. */
+            email: string | null;
+            /** @enum {string} */
+            linkState: "linked" | "unlinked";
+            /**
+             * @description Why an unlinked directory user has no member: `no_valid_email`; `email_belongs_to_other_account` (an account outside the organization's verified domains has the address); `email_shared_with` (another directory user of the organization holds it); `member_limit` (the plan's seats are taken); `member_removed` (its member was removed through the API). Linking is tried again whenever the directory user changes. Null when linked.
+             * @enum {string|null}
+             */
+            linkReason: "no_valid_email" | "email_belongs_to_other_account" | "email_shared_with" | "member_limit" | "member_removed" | null;
+            memberId: components["schemas"]["MemberId"] | null;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        DirectoryUserList: {
+            items: components["schemas"]["DirectoryUser"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
         /** @description RFC 7644 §3.12 error. `status` is the HTTP status as a string. */
@@ -9932,6 +9982,37 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    listDirectoryUsers: {
+        parameters: {
+            query?: {
+                linkState?: "linked" | "unlinked";
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of directory users. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DirectoryUserList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
     scimGetServiceProviderConfig: {
         parameters: {
             query?: never;
@@ -10100,7 +10181,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The member id; any other value is 404. */
+                /** @description The directory user's id; any other value is 404. */
                 userId: string;
             };
             cookie?: never;
@@ -10119,7 +10200,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The member id; any other value is 404. */
+                /** @description The directory user's id; any other value is 404. */
                 userId: string;
             };
             cookie?: never;
@@ -10145,7 +10226,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The member id; any other value is 404. */
+                /** @description The directory user's id; any other value is 404. */
                 userId: string;
             };
             cookie?: never;
@@ -10171,7 +10252,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The member id; any other value is 404. */
+                /** @description The directory user's id; any other value is 404. */
                 userId: string;
             };
             cookie?: never;

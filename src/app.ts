@@ -9,7 +9,7 @@ import { Cursors } from './lib/pagination';
 import { SecretBox, deriveKey } from './lib/crypto';
 import { Invalid } from './lib/errors';
 import { createApiRouter, send } from './http/router';
-import { errorToResult } from './http/errors';
+import { errorToResult, isScimPath } from './http/errors';
 import { docsRouter } from './http/docs';
 import { scimRouteSpellings } from './scim/route-spellings';
 import { requestLogger } from './http/logging';
@@ -68,26 +68,27 @@ export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppD
  * so it never reaches a handler.
  */
 function bodyParser(limit: number) {
-  const json = express.json({
-    limit,
-    type: ['application/json', 'application/*+json'],
-    // JSON can carry U+0000 only as the escape `\u0000`: one scan of the raw bytes lets the
-    // router skip walking every string of a large body (see src/protection/nul.ts).
-    verify: (_req, res, raw) => {
-      (res as Response).locals.bodyMayHoldNul = raw.includes('\\u0000');
-    },
-  });
+  // JSON can carry U+0000 only as the escape `\u0000`: one scan of the raw bytes lets the
+  // router skip walking every string of a large body (see src/protection/nul.ts).
+  const verify = (_req: unknown, res: unknown, raw: Buffer) => {
+    (res as Response).locals.bodyMayHoldNul = raw.includes('\\u0000');
+  };
+  const json = express.json({ limit, type: ['application/json', 'application/*+json'], verify });
+  const untypedJson = express.json({ limit, type: () => true, verify });
   const form = express.urlencoded({ extended: false, limit, parameterLimit: 10 });
   return (req: Request, res: Response, next: NextFunction) => {
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
     if (!hasBody) return next();
     const isForm = FORM_PATHS.has(req.path);
+    // A SCIM client may send its JSON without a Content-Type (Okta's spec test creates Users so):
+    // on /scim/v2 an untyped body is read as JSON (RFC 7644 §3.8 names JSON the only body format).
+    const untypedScim = req.headers['content-type'] === undefined && isScimPath(req.path);
     const accepted = isForm ? ['application/x-www-form-urlencoded'] : ['application/json', 'application/*+json'];
-    if (BODY_METHODS.has(req.method) && !req.is(accepted)) {
+    if (BODY_METHODS.has(req.method) && !untypedScim && !req.is(accepted)) {
       next(Object.assign(new Error('unsupported media type'), { type: 'unsupported.media.type' }));
       return;
     }
-    (isForm ? form : json)(req, res, (err?: unknown) => {
+    (isForm ? form : untypedScim ? untypedJson : json)(req, res, (err?: unknown) => {
       if (err) return next(err);
       // One check of every parsed body's keys, depth and size (src/protection/json-shape.ts).
       const problem = jsonShapeProblem(req.body);

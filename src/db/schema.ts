@@ -38,6 +38,8 @@ export interface UsersTable {
   /** Null for a user provisioned by SCIM: they sign in through SSO, never with a password. */
   password_hash: string | null;
   is_platform_admin: Generated<boolean>;
+  /** The organization whose SCIM made the account (it follows its directory user's renames). */
+  provisioned_by_organization_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -61,9 +63,6 @@ export interface MembersTable {
   removed_at: Timestamp | null;
   /** Set while SCIM has the member `active: false`: their sessions and keys stop reaching the organization. */
   suspended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  /** SCIM `externalId` and the SCIM attributes the service does not model, as the IdP sent them. */
-  external_id: ColumnType<string | null, string | null | undefined, string | null>;
-  scim_attributes: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
   updated_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 

@@ -31,6 +31,7 @@ export const ID_PREFIXES = {
   llmProvider: 'llp',
   llmProviderGrant: 'lpg',
   scimToken: 'sct',
+  directoryUser: 'dus',
   role: 'rol',
   ssoConnection: 'ssc',
   ssoDomain: 'dom',

@@ -1,3 +1,5 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
 import { positioned } from '../lib/pagination';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal } from '../domain/principal';
@@ -21,7 +23,7 @@ export async function listMembers(deps: AppDeps, membership: Membership, page: P
     'members',
     page,
     async (after, take) => positioned(await store.listMembers(deps.db, membership.organizationId, after, take)),
-    (row) => toMember(row),
+    (row) => ({ ...toMember(row), directoryUserId: row.directory_user_id }),
   );
 }
 
@@ -88,17 +90,26 @@ export async function removeMember(deps: AppDeps, membership: Membership, member
   await removeFromOrganization(deps, membership.organizationId, memberId, memberId === membership.memberId ? 'member.left' : 'member.removed');
 }
 
+/**
+ * Ends a membership inside the caller's transaction, as DELETE /v1/members does: sessions lose
+ * the organization, API keys are revoked, teams are left. False when the member is the owner
+ * (or not an active member).
+ */
+export async function removeInTransaction(trx: Transaction<DB>, organizationId: string, memberId: string, now: Date): Promise<boolean> {
+  if (!(await store.markRemoved(trx, organizationId, memberId, now))) return false;
+  await revokeKeysOfMember(trx, organizationId, memberId, now);
+  await leaveAllTeams(trx, organizationId, memberId);
+  return true;
+}
+
 /** The removal itself, for the members route and SCIM deprovisioning alike (audited as `action`). */
 export async function removeFromOrganization(deps: AppDeps, organizationId: string, memberId: string, action: 'member.left' | 'member.removed' = 'member.removed'): Promise<void> {
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
-    const removed = await store.markRemoved(trx, organizationId, memberId, now);
-    if (!removed) {
+    if (!(await removeInTransaction(trx, organizationId, memberId, now))) {
       if (await store.findMember(trx, organizationId, memberId)) throw new Conflict('owner_cannot_be_removed', 'The owner cannot be removed from the organization.');
       throw memberNotFound();
     }
-    await revokeKeysOfMember(trx, organizationId, memberId, now);
-    await leaveAllTeams(trx, organizationId, memberId);
     await recordChange(trx, deps.audit, { action, target: { type: 'member', id: memberId }, organizationId });
   });
 }

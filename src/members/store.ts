@@ -24,8 +24,9 @@ function memberQuery(db: Db, organizationId: string) {
     .where('m.removed_at', 'is', null);
 }
 
-export async function listMembers(db: Db, organizationId: string, after: Position | null, take: number): Promise<MemberRow[]> {
-  let query = memberQuery(db, organizationId);
+/** The page of GET /v1/members, with each member's directory user (at most one: a unique index). */
+export async function listMembers(db: Db, organizationId: string, after: Position | null, take: number): Promise<(MemberRow & { directory_user_id: string | null })[]> {
+  let query = memberQuery(db, organizationId).select(sql<string | null>`(SELECT d.id FROM directory_users d WHERE d.member_id = m.id)`.as('directory_user_id'));
   if (after) query = query.where(before('m.created_at', 'm.id', after));
   return query.orderBy('m.created_at', 'desc').orderBy('m.id', 'desc').limit(take).execute();
 }
@@ -124,16 +125,8 @@ export async function setRoleOf(db: Db, organizationId: string, memberId: string
 }
 
 /** What SCIM keeps on a member: its `externalId` and the attributes the service does not model. */
-export interface DirectoryColumns {
-  externalId: string | null;
-  attributes: Record<string, unknown>;
-}
-
-export async function insertMember(
-  db: Db,
-  member: { id: string; organizationId: string; userId: string; role: Role; now: Date; directory?: DirectoryColumns; suspendedAt?: Date | null },
-): Promise<void> {
-  const { directory } = member;
+/** A new member; suspended from the start when its directory user is inactive (SCIM). */
+export async function insertMember(db: Db, member: { id: string; organizationId: string; userId: string; role: Role; now: Date; suspendedAt?: Date | null }): Promise<void> {
   await db
     .insertInto('members')
     .values({
@@ -143,23 +136,17 @@ export async function insertMember(
       role: member.role,
       created_at: member.now,
       removed_at: null,
-      ...(directory
-        ? { suspended_at: member.suspendedAt ?? null, external_id: directory.externalId, scim_attributes: JSON.stringify(directory.attributes), updated_at: member.now }
-        : {}),
+      suspended_at: member.suspendedAt ?? null,
+      updated_at: member.now,
     })
     .execute();
 }
 
-/** An active member's SCIM columns and suspension, written together (SCIM PUT and PATCH). */
-export async function updateDirectoryState(db: Db, organizationId: string, memberId: string, columns: DirectoryColumns & { suspendedAt: Date | null; now: Date }): Promise<void> {
+/** An active member's suspension (null: active), written by SCIM. */
+export async function setSuspendedAt(db: Db, organizationId: string, memberId: string, suspendedAt: Date | null, now: Date): Promise<void> {
   await db
     .updateTable('members')
-    .set({
-      suspended_at: columns.suspendedAt,
-      external_id: columns.externalId,
-      scim_attributes: JSON.stringify(columns.attributes),
-      updated_at: columns.now,
-    })
+    .set({ suspended_at: suspendedAt, updated_at: now })
     .where('organization_id', '=', organizationId)
     .where('id', '=', memberId)
     .where('removed_at', 'is', null)

@@ -128,10 +128,12 @@ function splitUnknownUrn(path: string): [string, string] {
  * and `meta.resourceType` are always returned; paths compare ignoring case.
  */
 export function project(resource: JsonObject, attributes: string | undefined, excluded: string | undefined): JsonObject {
+  // RFC 7644 §3.4.2.5 lists attribute names; Microsoft's validator asks for
+  // `emails[type eq "work"]`: the value filter is dropped and the whole attribute returned.
   const list = (value: string | undefined) =>
     (value ?? '')
-      .split(',')
-      .map((s) => s.trim())
+      .split(/,(?![^[]*\])/)
+      .map((s) => s.replace(/\[[^\]]*\]/g, '').trim())
       .filter(Boolean)
       .map(parseAttrPath);
   const include = list(attributes);

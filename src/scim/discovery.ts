@@ -31,7 +31,7 @@ const RESOURCE_TYPES = (baseUrl: string): JsonObject[] => [
     id: 'User',
     name: 'User',
     endpoint: '/Users',
-    description: 'A member of the organization (userName is the e-mail).',
+    description: "A directory user: the identity provider's record, linked to a member when it can be.",
     schema: USER_SCHEMA,
     schemaExtensions: [{ schema: ENTERPRISE_SCHEMA, required: false }],
     meta: { resourceType: 'ResourceType', location: `${baseUrl}/ResourceTypes/User` },
@@ -85,7 +85,7 @@ const multiValue = (what: string) => [
 ];
 
 const USER_ATTRIBUTES: JsonObject[] = [
-  attr('userName', 'string', "The member's e-mail address; unique in the organization.", { required: true, uniqueness: 'server' }),
+  attr('userName', 'string', 'Any identifier the provider chooses (1..255 characters); unique in the organization ignoring case.', { required: true, uniqueness: 'server' }),
   attr('name', 'complex', "The user's name.", {
     subAttributes: ['formatted', 'familyName', 'givenName', 'middleName', 'honorificPrefix', 'honorificSuffix'].map((n) => attr(n, 'string', `The ${n} part of the name.`)),
   }),
@@ -112,7 +112,8 @@ const SCHEMAS = (baseUrl: string): JsonObject[] => [
     schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'],
     id: USER_SCHEMA,
     name: 'User',
-    description: 'A member of the organization.',
+    // RFC 7643 §8.7.1 describes the core User schema so (Microsoft's validator looks for it).
+    description: 'User Account',
     attributes: USER_ATTRIBUTES,
     meta: { resourceType: 'Schema', location: `${baseUrl}/Schemas/${USER_SCHEMA}` },
   },
@@ -126,7 +127,7 @@ const SCHEMAS = (baseUrl: string): JsonObject[] => [
       attr('members', 'complex', 'Members of the team.', {
         multiValued: true,
         subAttributes: [
-          attr('value', 'string', 'The member (User) id.', { mutability: 'immutable', caseExact: true }),
+          attr('value', 'string', 'The User (directory user) id.', { mutability: 'immutable', caseExact: true }),
           attr('$ref', 'reference', 'The URI of the User.', { mutability: 'immutable', referenceTypes: ['User'] }),
           attr('display', 'string', 'A human-readable name.', { mutability: 'readOnly' }),
         ],

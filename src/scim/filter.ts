@@ -149,12 +149,40 @@ function compare(target: Scalar, op: 'eq' | 'ne' | 'co' | 'sw' | 'ew' | 'gt' | '
   return sql<SqlBool>`(${lhs} ${sql.raw(OPERATORS[op])} ${rhs})`;
 }
 
-/** Parses a filter; a syntax error is 400 invalidFilter. */
+/**
+ * Parses a filter; a syntax error is 400 invalidFilter. RFC 7644 §3.4.2.2 wants a JSON value
+ * after an operator; Microsoft's SCIM validator sends bare words (`name.familyName eq Employee`,
+ * `meta.created gt 2015-10-10T14:38:21.86-07:00`), so a filter that does not parse is tried once
+ * more with each bare value read as a string. A filter that parses is never rewritten.
+ */
 export function parseFilter(filter: string): Filter {
   try {
     return parse(filter);
   } catch (err) {
     if (err instanceof ScimError) throw err;
+    const lenient = quoteBareValues(filter);
+    if (lenient !== filter) {
+      try {
+        return parse(lenient);
+      } catch {
+        // The original error says more about what the client sent.
+      }
+    }
     throw invalidFilter(`The filter could not be parsed: ${(err as Error).message}`.slice(0, 300));
   }
+}
+
+const JSON_LITERAL = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)$/;
+
+/** `attr op word` → `attr op "word"` outside quoted strings, for words that are no JSON value. */
+export function quoteBareValues(filter: string): string {
+  // Split into quoted strings (kept as they are) and the text between them.
+  return filter
+    .split(/("(?:[^"\\]|\\.)*")/)
+    .map((part, i) =>
+      i % 2 === 1
+        ? part
+        : part.replace(/(\b(?:eq|ne|co|sw|ew|gt|ge|lt|le)\s+)([^\s()[\]"]+)/gi, (whole, op: string, word: string) => (JSON_LITERAL.test(word) ? whole : `${op}${JSON.stringify(word)}`)),
+    )
+    .join('');
 }

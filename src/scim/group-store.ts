@@ -7,7 +7,7 @@ export interface ScimTeamRow {
   external_id: string | null;
   created_at: Date;
   updated_at: Date;
-  /** Active members' ids; null when the caller asked not to read members. */
+  /** Its directory users' ids (the Group's members); null when the caller asked not to read members. */
   member_ids: string[] | null;
 }
 
@@ -21,8 +21,8 @@ function teamColumns(db: Db, withMembers: boolean) {
       't.created_at',
       't.updated_at',
       withMembers
-        ? sql<string[]>`coalesce((SELECT array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id) FROM team_members tm
-            JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL WHERE tm.team_id = t.id), '{}')`.as('member_ids')
+        ? sql<string[]>`coalesce((SELECT array_agg(g.directory_user_id ORDER BY g.created_at, g.directory_user_id)
+            FROM directory_group_members g WHERE g.team_id = t.id), '{}')`.as('member_ids')
         : sql<null>`NULL`.as('member_ids'),
     ]);
 }

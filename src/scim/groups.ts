@@ -1,9 +1,11 @@
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
+import type { DB } from '../db/schema';
 import type { AppDeps } from '../http/types';
 import { newId } from '../lib/ids';
 import { isUniqueViolation } from '../db/errors';
-import { existingMemberIds } from '../members/memberships';
 import { directoryTeams as teams } from '../teams/service';
+import * as directory from './directory-store';
+import * as accounts from './accounts';
 import { GROUP_SCHEMA, findKey, isObject, normalize, project, type Json, type JsonObject } from './attributes';
 import { scimConflict, scimInvalid, scimNotFound } from './errors';
 import { FilterCompiler, parseFilter, type Resolver } from './filter';
@@ -50,7 +52,8 @@ function readDocument(input: unknown): GroupDocument {
   const members = doc.members ?? [];
   if (!Array.isArray(members)) throw scimInvalid('invalidValue', 'members must be a list.');
   const memberIds = members.map((m) => {
-    const value = isObject(m) ? m[findKey(m, 'value') ?? 'value'] : undefined;
+    // A bare string is read as {value} (Microsoft's validator adds members so).
+    const value = typeof m === 'string' ? m : isObject(m) ? m[findKey(m, 'value') ?? 'value'] : undefined;
     if (typeof value !== 'string' || value === '') throw scimInvalid('invalidValue', 'Every member needs a value (a User id).');
     return value;
   });
@@ -69,7 +72,7 @@ function groupResolver(compiler: FilterCompiler): Resolver {
       const alias = compiler.alias();
       return {
         kind: 'multi',
-        from: sql`(SELECT tm.member_id AS value FROM team_members tm JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL WHERE tm.team_id = t.id) AS ${sql.raw(alias)}`,
+        from: sql`(SELECT g.directory_user_id AS value FROM directory_group_members g WHERE g.team_id = t.id) AS ${sql.raw(alias)}`,
         element: (sub) => {
           if (sub.length === 1 && sub[0] === 'value') return { kind: 'scalar', sql: sql.raw(`${alias}.value`), type: 'string', caseExact: true };
           throw scimInvalid('invalidFilter', `Groups cannot be filtered by members.${sub.join('.')}.`);
@@ -117,10 +120,21 @@ function nameTaken(err: unknown): never {
   throw err;
 }
 
-async function checkMembers(db: AppDeps['db'], organizationId: string, memberIds: string[]): Promise<void> {
-  const found = new Set(await existingMemberIds(db, organizationId, memberIds));
-  const missing = memberIds.filter((id) => !found.has(id));
-  if (missing.length > 0) throw scimInvalid('invalidValue', `Not members of the organization: ${missing.slice(0, 5).join(', ')}.`);
+async function checkMembers(db: AppDeps['db'], organizationId: string, ids: string[]): Promise<void> {
+  const found = new Set(await directory.existingIds(db, organizationId, ids));
+  const missing = ids.filter((id) => !found.has(id));
+  if (missing.length > 0) throw scimInvalid('invalidValue', `Not Users of the organization: ${missing.slice(0, 5).map((id) => JSON.stringify(id.slice(0, 100))).join(', ')}.`);
+}
+
+/**
+ * A Group's members are directory users; the team holds the members of the linked ones (an
+ * unlinked one's member joins when it links, see ./linking.ts).
+ */
+async function changeMembers(trx: Transaction<DB>, organizationId: string, teamId: string, added: string[], removed: string[], now: Date): Promise<void> {
+  await directory.addGroupMembers(trx, organizationId, teamId, added, now);
+  await teams.addMembers(trx, organizationId, teamId, await directory.membersOf(trx, organizationId, added), now);
+  await directory.removeGroupMembers(trx, organizationId, teamId, removed);
+  await accounts.leaveTeam(trx, organizationId, teamId, await directory.membersOf(trx, organizationId, removed));
 }
 
 export async function createGroup(deps: AppDeps, caller: ScimCaller, body: unknown) {
@@ -132,7 +146,7 @@ export async function createGroup(deps: AppDeps, caller: ScimCaller, body: unkno
       await checkMembers(trx, caller.organizationId, doc.memberIds);
       await teams.insert(trx, { id, organizationId: caller.organizationId, name: doc.displayName, now });
       await teams.update(trx, caller.organizationId, id, { name: doc.displayName, externalId: doc.externalId, now });
-      await teams.addMembers(trx, caller.organizationId, id, doc.memberIds, now);
+      await changeMembers(trx, caller.organizationId, id, doc.memberIds, [], now);
       await recordChange(trx, deps.audit, { action: 'team.created', target: { type: 'team', id }, changes: created({ name: doc.displayName, externalId: doc.externalId, memberIds: doc.memberIds }) });
     });
   } catch (err) {
@@ -153,8 +167,7 @@ async function saveGroup(deps: AppDeps, caller: ScimCaller, id: string, next: (c
       const added = doc.memberIds.filter((m) => !before.has(m));
       await checkMembers(trx, caller.organizationId, added);
       await teams.update(trx, caller.organizationId, id, { name: doc.displayName, externalId: doc.externalId, now });
-      await teams.addMembers(trx, caller.organizationId, id, added, now);
-      await teams.removeMembers(trx, caller.organizationId, id, [...before].filter((m) => !after.has(m)));
+      await changeMembers(trx, caller.organizationId, id, added, [...before].filter((m) => !after.has(m)), now);
       await recordChange(trx, deps.audit, {
         action: 'team.updated',
         target: { type: 'team', id },

@@ -5,9 +5,10 @@ import * as tokens from './tokens';
 import * as users from './users';
 import * as groups from './groups';
 import * as discovery from './discovery';
+import { listDirectoryUsers } from './directory-users';
 import type { PatchOperation } from './patch';
 
-type TokenOperations = 'createScimToken' | 'listScimTokens' | 'revokeScimToken';
+type TokenOperations = 'createScimToken' | 'listScimTokens' | 'revokeScimToken' | 'listDirectoryUsers';
 type ProtocolOperations =
   | 'scimGetServiceProviderConfig'
   | 'scimListResourceTypes'
@@ -41,6 +42,7 @@ export const scimTokenHandlers: HandlerMap<TokenOperations> = {
     await tokens.revokeToken(ctx.deps, principalOf(ctx), membershipOf(ctx), ctx.params.tokenId);
     return { status: 204, body: undefined };
   },
+  listDirectoryUsers: async (ctx) => ({ status: 200, body: await listDirectoryUsers(ctx.deps, membershipOf(ctx), ctx.query) }),
 };
 
 export const scimProtocolHandlers: HandlerMap<ProtocolOperations> = {

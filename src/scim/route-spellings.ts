@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { SCIM_BASE_PATH } from '../http/errors';
+import { send } from '../http/router';
 
 /**
  * Identity providers spell SCIM routes their own way: Microsoft's validator sends
@@ -11,6 +12,8 @@ import { SCIM_BASE_PATH } from '../http/errors';
  */
 const ENDPOINTS = new Map(['Users', 'Groups', 'ServiceProviderConfig', 'ResourceTypes', 'Schemas'].map((name) => [name.toLowerCase(), name]));
 const PREFIX = `${SCIM_BASE_PATH}/`;
+/** Discovery endpoints are read-only (RFC 7644 §4): any other method is 405 before a body is read. */
+const READ_ONLY = new Set(['ServiceProviderConfig', 'ResourceTypes', 'Schemas']);
 
 /** The documented spelling of a path under /scim/v2, or the path itself when it needs none. */
 export function canonicalScimPath(path: string): string {
@@ -22,12 +25,17 @@ export function canonicalScimPath(path: string): string {
   return `${PREFIX}${canonical}${slash === -1 ? '' : rest.slice(slash)}`;
 }
 
-export function scimRouteSpellings(req: Request, _res: Response, next: NextFunction): void {
+export function scimRouteSpellings(req: Request, res: Response, next: NextFunction): void {
   if (req.url.startsWith(PREFIX)) {
     const at = req.url.indexOf('?');
     const path = at === -1 ? req.url : req.url.slice(0, at);
     const canonical = canonicalScimPath(path);
     if (canonical !== path) req.url = at === -1 ? canonical : `${canonical}${req.url.slice(at)}`;
+    const endpoint = canonical.slice(PREFIX.length).split('/')[0]!;
+    if (READ_ONLY.has(endpoint) && req.method !== 'GET' && req.method !== 'HEAD') {
+      send(res, { status: 405, body: { error: 'method_not_allowed', message: `${req.method} is not allowed on ${canonical}.` } });
+      return;
+    }
   }
   next();
 }

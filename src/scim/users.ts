@@ -1,63 +1,49 @@
 import { sql } from 'kysely';
 import type { AppDeps } from '../http/types';
 import { newId } from '../lib/ids';
-import { CodedError } from '../lib/errors';
 import { isUniqueViolation } from '../db/errors';
-import { addMember, saveDirectoryState } from '../members/memberships';
-import { removeFromOrganization } from '../members/service';
-import * as users from '../users/service';
-import { enforceLimit } from '../plans';
-import { changed, created, recordChange } from '../audit';
+import { changed, created, deleted, recordChange } from '../audit';
 import { ENTERPRISE_SCHEMA, USER_SCHEMA, attributeObject, isObject, normalize, project, toBoolean, type Json, type JsonObject } from './attributes';
 import { scimConflict, scimInvalid, scimNotFound } from './errors';
 import { FilterCompiler, parseFilter, type Resolver } from './filter';
 import { applyPatch, type PatchOperation } from './patch';
-import { emailDomainVerified } from './domains';
 import { listResponse, pageWindow, type ListQuery, type ScimCaller } from './common';
-import * as store from './user-store';
-import type { ScimMemberRow } from './user-store';
+import { emailToLink, followRename, link, relinkSharers, type LinkTarget } from './linking';
+import * as accounts from './accounts';
+import * as store from './directory-store';
+import type { DirectoryUserRow } from './directory-store';
 
 /** Attributes that are columns or never stored; everything else is kept as the IdP sent it. */
 const NOT_STORED = new Set(['id', 'meta', 'schemas', 'password', 'groups', 'userName', 'active', 'externalId']);
 const MAX_ATTRIBUTES_BYTES = 64 * 1024;
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const MAX_USER_NAME = 255;
 
 /** The writable part of a User: `userName`, `active`, `externalId` and the stored attributes. */
-interface UserDocument {
+export interface UserDocument {
   userName: string;
   active: boolean | undefined;
   externalId: string | null;
   attributes: JsonObject;
 }
 
-/**
- * A member's User document. A member SCIM has written returns exactly what was stored (a full
- * replace that drops an attribute drops it); a member SCIM never touched shows the account's
- * e-mail and name, so an identity provider can match and adopt existing members.
- */
-function documentOf(row: ScimMemberRow): JsonObject {
-  const doc: JsonObject = { userName: row.email, active: row.suspended_at === null, ...(row.scim_attributes ?? {}) };
+/** A directory user's User document: exactly what the identity provider stored. */
+function documentOf(row: DirectoryUserRow): JsonObject {
+  const doc = attributeObject();
+  doc.userName = row.user_name;
+  doc.active = row.active;
+  Object.assign(doc, row.attributes);
   if (row.external_id !== null) doc.externalId = row.external_id;
-  if (row.scim_attributes === null) {
-    doc.emails = [{ value: row.email, primary: true, type: 'work' }];
-    if (row.user_name) doc.displayName = row.user_name;
-  }
   return doc;
 }
 
-export function toUserResource(row: ScimMemberRow, baseUrl: string): JsonObject {
+export function toUserResource(row: DirectoryUserRow, baseUrl: string): JsonObject {
   const doc = documentOf(row);
   const extensions = Object.keys(doc).filter((k) => k.startsWith('urn:'));
   return {
     schemas: [USER_SCHEMA, ...extensions],
     id: row.id,
     ...doc,
-    meta: {
-      resourceType: 'User',
-      created: row.created_at.toISOString(),
-      lastModified: (row.updated_at ?? row.created_at).toISOString(),
-      location: `${baseUrl}/Users/${row.id}`,
-    },
+    meta: { resourceType: 'User', created: row.created_at.toISOString(), lastModified: row.updated_at.toISOString(), location: `${baseUrl}/Users/${row.id}` },
   };
 }
 
@@ -66,8 +52,9 @@ function readDocument(input: unknown): UserDocument {
   if (!isObject(input)) throw scimInvalid('invalidSyntax', 'The body must be a User object.');
   const doc = normalize(input) as JsonObject;
   const userName = doc.userName;
+  // RFC 7643 §4.1.1: a unique identifier the provider chooses (an e-mail, `ryan3`, an employee number).
   if (typeof userName !== 'string' || userName.trim() === '') throw scimInvalid('invalidValue', 'userName is required.');
-  if (userName.length > 320 || !EMAIL.test(userName.trim())) throw scimInvalid('invalidValue', 'userName must be the user\'s e-mail address.');
+  if (userName.length > MAX_USER_NAME) throw scimInvalid('invalidValue', `userName is at most ${MAX_USER_NAME} characters.`);
   const externalId = doc.externalId;
   if (externalId !== undefined && (typeof externalId !== 'string' || externalId.length > 1024)) throw scimInvalid('invalidValue', 'externalId must be a string.');
   const attributes = attributeObject();
@@ -78,57 +65,52 @@ function readDocument(input: unknown): UserDocument {
   const enterprise = attributes[ENTERPRISE_SCHEMA];
   if (enterprise !== undefined && !isObject(enterprise)) throw scimInvalid('invalidValue', `${ENTERPRISE_SCHEMA} must be an object.`);
   // RFC 7643 §4.3: manager is complex; Entra sends the manager's id as a bare string.
-  if (isObject(enterprise) && typeof enterprise.manager === 'string') enterprise.manager = { value: enterprise.manager };
+  if (isObject(enterprise) && typeof enterprise.manager === 'string') {
+    const manager = attributeObject();
+    manager.value = enterprise.manager;
+    enterprise.manager = manager;
+  }
   if (JSON.stringify(attributes).length > MAX_ATTRIBUTES_BYTES) throw scimInvalid('invalidValue', `The User's attributes exceed ${MAX_ATTRIBUTES_BYTES} bytes.`);
   return {
-    userName: userName.trim(),
+    userName,
     active: doc.active === undefined ? undefined : toBoolean(doc.active, 'active'),
     externalId: typeof externalId === 'string' ? externalId : null,
     attributes,
   };
 }
 
-function displayNameOf(attributes: JsonObject): string | null {
+export function displayNameOf(attributes: JsonObject): string | null {
   if (typeof attributes.displayName === 'string' && attributes.displayName.trim()) return attributes.displayName.trim().slice(0, 255);
-  const name = isObject(attributes.name) ? attributes.name : {};
+  const name = isObject(attributes.name) ? attributes.name : attributeObject();
   if (typeof name.formatted === 'string' && name.formatted.trim()) return name.formatted.trim().slice(0, 255);
   const parts = [name.givenName, name.familyName].filter((p): p is string => typeof p === 'string' && p.trim() !== '');
   return parts.length > 0 ? parts.join(' ').slice(0, 255) : null;
 }
 
-/** Filter attributes of a User → SQL over members `m` and users `u`. */
-function userResolver(compiler: FilterCompiler, uses: { user: boolean }): Resolver {
-  const attrs = compiler.jsonResolver(sql`m.scim_attributes`);
+/** Filter attributes of a User → SQL over directory users `d` (RFC 7643 §2.2 case rules). */
+function userResolver(compiler: FilterCompiler): Resolver {
+  const attrs = compiler.jsonResolver(sql`d.attributes`);
   return (path) => {
     const [head, ...rest] = path;
     const one = rest.length === 0;
     switch (head) {
       case 'userName':
-        if (!one) break;
-        uses.user = true;
-        return { kind: 'scalar', sql: sql`u.email_normalized`, type: 'string', lowered: true };
-      case 'id':
-        if (!one) break;
-        return { kind: 'scalar', sql: sql`m.id`, type: 'string', caseExact: true };
-      case 'externalId':
-        if (!one) break;
-        return { kind: 'scalar', sql: sql`m.external_id`, type: 'string', caseExact: true };
-      case 'active':
-        if (!one) break;
-        return { kind: 'scalar', sql: sql`(m.suspended_at IS NULL)`, type: 'boolean' };
-      case 'displayName':
-        if (!one) break;
-        uses.user = true;
-        return { kind: 'scalar', sql: sql`(CASE WHEN m.scim_attributes IS NULL THEN u.name ELSE m.scim_attributes ->> 'displayName' END)`, type: 'string' };
-      case 'meta':
-        if (rest[0] === 'created' && rest.length === 1) return { kind: 'scalar', sql: sql`m.created_at`, type: 'datetime' };
-        if (rest[0] === 'lastModified' && rest.length === 1) return { kind: 'scalar', sql: sql`coalesce(m.updated_at, m.created_at)`, type: 'datetime' };
+        // Compared as lower(user_name) = lower(value): the unique index serves `eq`.
+        if (one) return { kind: 'scalar', sql: sql`d.user_name_normalized`, type: 'string', lowered: true };
         break;
-      case 'emails': {
-        uses.user = true;
-        const alias = compiler.alias();
-        return { kind: 'multi', from: sql`jsonb_array_elements(${store.EMAILS_SQL}) AS ${sql.raw(alias)}(v)`, element: compiler.jsonResolver(sql.raw(`${alias}.v`)), rest, defaultSub: ['value'] };
-      }
+      case 'id':
+        if (one) return { kind: 'scalar', sql: sql`d.id`, type: 'string', caseExact: true };
+        break;
+      case 'externalId':
+        if (one) return { kind: 'scalar', sql: sql`d.external_id`, type: 'string', caseExact: true };
+        break;
+      case 'active':
+        if (one) return { kind: 'scalar', sql: sql`d.active`, type: 'boolean' };
+        break;
+      case 'meta':
+        if (rest[0] === 'created' && rest.length === 1) return { kind: 'scalar', sql: sql`d.created_at`, type: 'datetime' };
+        if (rest[0] === 'lastModified' && rest.length === 1) return { kind: 'scalar', sql: sql`d.updated_at`, type: 'datetime' };
+        break;
       case 'password':
       case 'groups':
         break;
@@ -141,100 +123,98 @@ function userResolver(compiler: FilterCompiler, uses: { user: boolean }): Resolv
 
 export async function listUsers(deps: AppDeps, caller: ScimCaller, query: ListQuery) {
   const compiler = new FilterCompiler();
-  const uses = { user: false };
-  const where = query.filter ? compiler.compile(parseFilter(query.filter), userResolver(compiler, uses)) : null;
-  const search = { where, needsUser: uses.user };
+  const where = query.filter ? compiler.compile(parseFilter(query.filter), userResolver(compiler)) : null;
   const { startIndex, count } = pageWindow(deps, query);
   const [total, rows] = await Promise.all([
-    store.countMembers(deps.db, caller.organizationId, search),
-    store.listMembers(deps.db, caller.organizationId, search, startIndex - 1, count),
+    store.countMatching(deps.db, caller.organizationId, { where }),
+    store.listPage(deps.db, caller.organizationId, { where }, startIndex - 1, count),
   ]);
   const resources = rows.map((row) => project(toUserResource(row, caller.baseUrl), query.attributes, query.excludedAttributes));
   return listResponse(total, startIndex, resources);
 }
 
-async function requireMember(deps: AppDeps, caller: ScimCaller, id: string, forUpdate = false, db = deps.db): Promise<ScimMemberRow> {
-  const row = await store.findMember(db, caller.organizationId, id, forUpdate);
+async function requireUser(db: AppDeps['db'], caller: ScimCaller, id: string, forUpdate = false): Promise<DirectoryUserRow> {
+  const row = await store.findDirectoryUser(db, caller.organizationId, id, forUpdate);
   if (!row) throw scimNotFound('User', id);
   return row;
 }
 
 export async function getUser(deps: AppDeps, caller: ScimCaller, id: string, query: { attributes?: string; excludedAttributes?: string }) {
-  const row = await requireMember(deps, caller, id);
-  return project(toUserResource(row, caller.baseUrl), query.attributes, query.excludedAttributes);
+  return project(toUserResource(await requireUser(deps.db, caller, id), caller.baseUrl), query.attributes, query.excludedAttributes);
 }
 
+const linkView = (row: Pick<DirectoryUserRow, 'member_id' | 'link_reason'>) => ({ memberId: row.member_id, linkReason: row.link_reason });
+
+function values(doc: UserDocument, active: boolean) {
+  const email = emailToLink(doc.userName, doc.attributes);
+  return { userName: doc.userName, externalId: doc.externalId, active, attributes: doc.attributes, email, emailNormalized: email === null ? null : accounts.normalizeEmail(email) };
+}
+
+function userNameTaken(err: unknown): never {
+  if (isUniqueViolation(err, 'directory_users_org_user_name_key')) throw scimConflict('A User with this userName already exists (compared ignoring case).');
+  throw err;
+}
+
+/** Every valid User is accepted: the directory user is kept, then linked to a member if it can be. */
 export async function createUser(deps: AppDeps, caller: ScimCaller, body: unknown) {
   const doc = readDocument(body);
+  const id = newId('directoryUser');
   const now = deps.clock.now();
-  const memberId = newId('member');
   try {
     await deps.db.transaction().execute(async (trx) => {
-      if (await store.findMemberByEmail(trx, caller.organizationId, doc.userName)) throw scimConflict('A member with this userName already exists.');
-      let userId = (await users.findUserByEmail(trx, doc.userName))?.id;
-      const linkable = async (id: string) => (await emailDomainVerified(trx, caller.organizationId, doc.userName)) || (await store.provisionedHereBefore(trx, id, caller.organizationId));
-      if (userId && !(await linkable(userId))) {
-        throw scimConflict('An account with this e-mail already exists, and its domain is not verified by the organization, so it cannot be linked.');
-      }
-      if (!userId) userId = (await users.createUser(trx, { email: doc.userName, name: displayNameOf(doc.attributes), passwordHash: null, now })).id;
-      // Seat limit: counted with the organization row locked, in the transaction that inserts.
-      await enforceLimit(trx, deps.settings, caller.organizationId, 'members');
-      await addMember(trx, {
-        id: memberId,
-        organizationId: caller.organizationId,
-        userId,
-        role: 'member',
-        directory: { externalId: doc.externalId, attributes: doc.attributes },
-        suspended: doc.active === false,
-        now,
-      });
+      const row = values(doc, doc.active ?? true);
+      await store.insertDirectoryUser(trx, { id, organizationId: caller.organizationId, now, ...row });
+      const outcome = await link(trx, deps, caller.organizationId, { id, ...row, name: displayNameOf(doc.attributes), now });
       await recordChange(trx, deps.audit, {
-        action: 'member.provisioned',
-        target: { type: 'member', id: memberId },
-        changes: created({ userName: doc.userName, externalId: doc.externalId, active: doc.active !== false, role: 'member' }),
+        action: 'directory_user.provisioned',
+        target: { type: 'directory_user', id },
+        changes: created({ userName: doc.userName, externalId: doc.externalId, active: row.active, email: row.email, ...outcome }),
       });
     });
   } catch (err) {
-    // Two creates racing for the same e-mail: the unique indexes decide, the loser gets 409.
-    if (isUniqueViolation(err)) throw scimConflict('A member with this userName already exists.');
-    throw err;
+    userNameTaken(err);
   }
-  return toUserResource(await requireMember(deps, caller, memberId), caller.baseUrl);
+  return toUserResource(await requireUser(deps.db, caller, id), caller.baseUrl);
 }
 
-/** PUT and PATCH both end here: the new document replaces the member's SCIM state in one transaction. */
-async function saveUser(deps: AppDeps, caller: ScimCaller, id: string, next: (current: ScimMemberRow) => UserDocument) {
+/**
+ * PUT and PATCH both end here, in one transaction: the directory user takes the new document at
+ * once (a rename never fails); a linked member follows `active`, and its account the new e-mail
+ * where that is allowed; an unlinked one is linked again.
+ */
+async function saveUser(deps: AppDeps, caller: ScimCaller, id: string, next: (current: DirectoryUserRow) => UserDocument) {
   const now = deps.clock.now();
+  const org = caller.organizationId;
   try {
     await deps.db.transaction().execute(async (trx) => {
-      const current = await requireMember(deps, caller, id, true, trx);
+      const current = await requireUser(trx, caller, id, true);
       const doc = next(current);
-      if (doc.userName.toLowerCase() !== current.email.toLowerCase()) {
-        const allowed = (await emailDomainVerified(trx, caller.organizationId, doc.userName)) && (await store.otherMemberships(trx, current.user_id, caller.organizationId)) === 0;
-        if (!allowed) {
-          throw scimInvalid('mutability', 'userName (the e-mail) can change only to an address in a domain the organization verified, for a user in no other organization.');
-        }
-        await users.changeEmail(trx, current.user_id, doc.userName, now);
+      const active = doc.active ?? current.active;
+      const linked = current.member_user_id !== null;
+      if (linked && !active && current.member_role === 'owner') throw scimInvalid('mutability', 'The organization owner cannot be suspended through SCIM.');
+      const row = values(doc, active);
+      await store.updateDirectoryUser(trx, org, id, { ...row, now });
+      let outcome = linkView(current);
+      if (linked) {
+        const target: LinkTarget = { id, ...row, name: displayNameOf(doc.attributes), now };
+        if (row.emailNormalized !== null && row.emailNormalized !== (current.email === null ? null : accounts.normalizeEmail(current.email))) await followRename(trx, org, current.member_user_id!, target);
+        await accounts.setMemberActive(trx, org, current.member_id!, active, now);
+      } else {
+        outcome = await link(trx, deps, org, { id, ...row, name: displayNameOf(doc.attributes), now });
       }
-      const active = doc.active ?? current.suspended_at === null;
-      if (!active && current.role === 'owner') throw scimInvalid('mutability', 'The organization owner cannot be suspended through SCIM.');
-      // Suspension takes effect at once (sessions stop reaching the organization, API keys are revoked).
-      await saveDirectoryState(trx, caller.organizationId, id, { externalId: doc.externalId, attributes: doc.attributes, active, wasSuspendedAt: current.suspended_at, now });
-      const wasActive = current.suspended_at === null;
       await recordChange(trx, deps.audit, {
-        action: wasActive === active ? 'member.updated' : active ? 'member.reactivated' : 'member.suspended',
-        target: { type: 'member', id },
+        action: current.active === active ? 'directory_user.updated' : active ? 'directory_user.reactivated' : 'directory_user.suspended',
+        target: { type: 'directory_user', id },
         changes: changed(
-          { userName: current.email, active: wasActive, externalId: current.external_id, attributes: current.scim_attributes ?? {} },
-          { userName: doc.userName, active, externalId: doc.externalId, attributes: doc.attributes },
+          { userName: current.user_name, active: current.active, externalId: current.external_id, email: current.email, attributes: current.attributes, ...linkView(current) },
+          { userName: doc.userName, active, externalId: doc.externalId, email: row.email, attributes: doc.attributes, ...outcome },
         ),
       });
     });
   } catch (err) {
-    if (isUniqueViolation(err)) throw scimConflict('Another account already uses this userName.');
-    throw err;
+    userNameTaken(err);
   }
-  return toUserResource(await requireMember(deps, caller, id), caller.baseUrl);
+  return toUserResource(await requireUser(deps.db, caller, id), caller.baseUrl);
 }
 
 export async function replaceUser(deps: AppDeps, caller: ScimCaller, id: string, body: unknown) {
@@ -245,15 +225,28 @@ export async function patchUser(deps: AppDeps, caller: ScimCaller, id: string, o
   return saveUser(deps, caller, id, (current) => readDocument(applyPatch(documentOf(current), operations) as Json));
 }
 
+/**
+ * The directory user goes; its member, if any, is removed as DELETE /v1/members removes one (the
+ * account stays). Another directory user that could not link because this one held the e-mail
+ * is linked in the same transaction.
+ */
 export async function deleteUser(deps: AppDeps, caller: ScimCaller, id: string): Promise<void> {
-  await requireMember(deps, caller, id);
-  try {
-    await removeFromOrganization(deps, caller.organizationId, id);
-  } catch (err) {
-    if (err instanceof CodedError && err.code === 'owner_cannot_be_removed') throw scimInvalid('mutability', 'The organization owner cannot be deleted through SCIM.');
-    if (err instanceof CodedError && err.status === 404) throw scimNotFound('User', id);
-    throw err;
-  }
+  const now = deps.clock.now();
+  const org = caller.organizationId;
+  await deps.db.transaction().execute(async (trx) => {
+    const current = await requireUser(trx, caller, id, true);
+    if (current.member_user_id !== null) {
+      if (current.member_role === 'owner' || !(await accounts.removeMember(trx, org, current.member_id!, now))) {
+        throw scimInvalid('mutability', 'The organization owner cannot be deleted through SCIM.');
+      }
+      await recordChange(trx, deps.audit, { action: 'member.removed', target: { type: 'member', id: current.member_id! } });
+    }
+    await store.deleteDirectoryUser(trx, org, id);
+    await recordChange(trx, deps.audit, {
+      action: 'directory_user.deleted',
+      target: { type: 'directory_user', id },
+      changes: deleted({ userName: current.user_name, externalId: current.external_id, email: current.email, ...linkView(current) }),
+    });
+    if (current.member_user_id !== null && current.email !== null) await relinkSharers(trx, deps, org, accounts.normalizeEmail(current.email), now);
+  });
 }
-
-

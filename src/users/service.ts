@@ -70,10 +70,13 @@ export const setSessionOrganization = store.setSessionOrganization;
 /** A new account; `passwordHash` null for one made by SCIM or SSO (it signs in through SSO). */
 export async function createUser(
   db: Db,
-  user: { email: string; name: string | null; passwordHash: string | null; isPlatformAdmin?: boolean; now: Date },
+  user: { email: string; name: string | null; passwordHash: string | null; isPlatformAdmin?: boolean; provisionedBy?: string; now: Date },
 ): Promise<UserRow> {
-  return store.insertUser(db, { id: newId('user'), email: user.email, name: user.name, passwordHash: user.passwordHash, isPlatformAdmin: user.isPlatformAdmin ?? false, now: user.now });
+  return store.insertUser(db, { id: newId('user'), email: user.email, name: user.name, passwordHash: user.passwordHash, isPlatformAdmin: user.isPlatformAdmin ?? false, provisionedBy: user.provisionedBy ?? null, now: user.now });
 }
+
+/** Whether an account has a password and which organization's SCIM made it (linking a directory user). */
+export const findLinkableAccount = store.findLinkable;
 
 /** Changes an account's e-mail (a unique violation is the caller's to translate). */
 export const changeEmail = store.setUserEmail;

@@ -28,7 +28,7 @@ export async function lockBootstrap(trx: Transaction<DB>): Promise<void> {
 /** A user; `passwordHash` null for an account made by SCIM or SSO (they sign in through SSO). */
 export async function insertUser(
   db: Db,
-  user: { id: string; email: string; name: string | null; passwordHash: string | null; isPlatformAdmin: boolean; now: Date },
+  user: { id: string; email: string; name: string | null; passwordHash: string | null; isPlatformAdmin: boolean; provisionedBy?: string | null; now: Date },
 ): Promise<UserRow> {
   return db
     .insertInto('users')
@@ -40,6 +40,7 @@ export async function insertUser(
       image: null,
       password_hash: user.passwordHash,
       is_platform_admin: user.isPlatformAdmin,
+      provisioned_by_organization_id: user.provisionedBy ?? null,
       created_at: user.now,
       updated_at: user.now,
     })
@@ -57,6 +58,15 @@ export async function findUserById(db: Db, id: string): Promise<UserRow | undefi
 
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
   return db.selectFrom('users').select(USER_COLUMNS).where('email_normalized', '=', normalizeEmail(email)).executeTakeFirst();
+}
+
+/**
+ * What linking an identity provider's record to an account needs to know (never the hash itself):
+ * whether the account has a password, and which organization's SCIM made it.
+ */
+export async function findLinkable(db: Db, by: { email: string } | { id: string }): Promise<{ id: string; passwordless: boolean; provisionedBy: string | null } | undefined> {
+  const query = db.selectFrom('users').select(['id', sql<boolean>`password_hash IS NULL`.as('passwordless'), 'provisioned_by_organization_id as provisionedBy']);
+  return ('email' in by ? query.where('email_normalized', '=', normalizeEmail(by.email)) : query.where('id', '=', by.id)).executeTakeFirst();
 }
 
 /** The only read of a password hash; it never leaves the users and auth services. */

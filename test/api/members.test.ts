@@ -41,6 +41,8 @@ describe('GET /v1/members', () => {
       status: 'active',
       createdAt: expect.any(String),
       user: { id: owner.userId, name: 'owner', email: owner.email, image: null },
+      // No identity provider provisioned the owner (enterprise-identity §3).
+      directoryUserId: null,
     });
 
     const page1 = await t.http.get('/v1/members?limit=2').set(...bearer(owner.token));

@@ -14,6 +14,18 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(() => t.close());
 
+/** The member a directory user is linked to, as GET /v1/scim/users shows it. */
+async function memberOf(directoryUserId: string): Promise<string | null> {
+  let cursor: string | undefined;
+  for (;;) {
+    const res = await t.http.get('/v1/scim/users').set(...bearer(org.owner.token)).query(cursor ? { limit: 100, cursor } : { limit: 100 });
+    const found = res.body.items.find((u: { id: string }) => u.id === directoryUserId);
+    if (found) return found.memberId;
+    if (!res.body.nextCursor) return null;
+    cursor = res.body.nextCursor;
+  }
+}
+
 describe('SCIM tokens', () => {
   it('shows a token once, stores its hash, lists it without secrets and revokes it at once', async () => {
     const res = await t.http.post('/v1/scim/tokens').set(...bearer(org.owner.token)).send({ name: 'Okta' });
@@ -120,24 +132,40 @@ describe('Groups', () => {
     expect(replaced.status).toBe(200);
     expect(replaced.body).toMatchObject({ displayName: 'Put done', members: [{ value: b.id }] });
     expect(replaced.body).not.toHaveProperty('externalId');
+    // The team holds the linked directory users' members.
     const team = await t.http.get(`/v1/teams/${group.id}`).set(...bearer(org.owner.token));
-    expect(team.body.item).toMatchObject({ name: 'Put done', memberIds: [b.id] });
+    expect(team.body.item).toMatchObject({ name: 'Put done', memberIds: [await memberOf(b.id)] });
+  });
+
+  it('holds an unlinked User in the Group, and its member in the team once it links', async () => {
+    const unlinked = (await scim.post('/Users', { userName: 'no-address-yet' })).body;
+    const group = (await scim.post('/Groups', { displayName: 'Waiting room', members: [{ value: unlinked.id }] })).body;
+    expect(group.members.map((m: { value: string }) => m.value)).toEqual([unlinked.id]);
+    expect((await t.http.get(`/v1/teams/${group.id}`).set(...bearer(org.owner.token))).body.item.memberIds).toEqual([]);
+    // An address arrives: the directory user links and its member joins the team.
+    await scim.patch(`/Users/${unlinked.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'emails', value: [{ value: 'arrived@groups.example', type: 'work' }] }] });
+    expect((await t.http.get(`/v1/teams/${group.id}`).set(...bearer(org.owner.token))).body.item.memberIds).toEqual([await memberOf(unlinked.id)]);
   });
 });
 
 describe('plan and audit', () => {
-  it('applies the members seat limit to SCIM creates, writing nothing past it', async () => {
+  it('keeps a User past the seat limit unlinked (member_limit), and links it once a seat is free', async () => {
     const seats = await t.db.selectFrom('members').select(t.db.fn.countAll<string>().as('n')).where('organization_id', '=', org.owner.organizationId).where('removed_at', 'is', null).executeTakeFirstOrThrow();
     await t.db.updateTable('plans').set({ max_members: Number(seats.n) }).where('key', '=', 'enterprise').execute();
+    let id: string;
     try {
       const res = await scim.post('/Users', { userName: 'over.limit@groups.example' });
-      expect(res.status).toBe(402);
-      expect(res.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '402' });
+      expect(res.status).toBe(201);
+      id = res.body.id;
       expect(await t.db.selectFrom('users').select('id').where('email_normalized', '=', 'over.limit@groups.example').execute()).toEqual([]);
+      const listed = await t.http.get('/v1/scim/users').set(...bearer(org.owner.token)).query({ linkState: 'unlinked' });
+      expect(listed.body.items.find((u: { id: string }) => u.id === id)).toMatchObject({ linkReason: 'member_limit', memberId: null });
     } finally {
       await t.db.updateTable('plans').set({ max_members: null }).where('key', '=', 'enterprise').execute();
     }
-    expect((await scim.post('/Users', { userName: 'over.limit@groups.example' })).status).toBe(201);
+    // Retried when it changes.
+    await scim.patch(`/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'displayName', value: 'Seated' }] });
+    expect(await memberOf(id)).toMatch(/^om_/);
   });
 
   it('audits SCIM writes with the SCIM token as the actor', async () => {
@@ -152,8 +180,11 @@ describe('plan and audit', () => {
       .orderBy('seq')
       .execute();
     expect(entries).toEqual(
-      ['member.provisioned', 'member.suspended', 'member.removed'].map((action) => ({ action, actor_type: 'scim', actor_id: org.tokenId, actor_member_id: null, target_id: user.id })),
+      ['directory_user.provisioned', 'directory_user.suspended', 'directory_user.deleted'].map((action) => ({ action, actor_type: 'scim', actor_id: org.tokenId, actor_member_id: null, target_id: user.id })),
     );
+    // Its member's provisioning and removal are audited too, by the same actor.
+    const memberEntries = await t.db.selectFrom('audit_logs').select(['action', 'actor_type']).where('organization_id', '=', org.owner.organizationId).where('action', 'in', ['member.provisioned', 'member.removed']).where('actor_id', '=', org.tokenId).execute();
+    expect(memberEntries.length).toBeGreaterThanOrEqual(2);
   });
 });
 

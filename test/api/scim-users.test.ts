@@ -1,5 +1,6 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, signUp } from '../support/factories';
+import { verifyDomain } from '../support/sso-signin';
 import { ENTERPRISE, PATCH_OP, scimClient, scimError, scimOrganization, type ScimOrg } from '../support/scim';
 
 let t: TestApp;
@@ -110,12 +111,14 @@ describe('paging and projection', () => {
 
 describe('create', () => {
   it('refuses a user without a usable userName and stores nothing', async () => {
-    const before = await t.db.selectFrom('members').select(t.db.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    const count = async () => (await t.db.selectFrom('directory_users').select(t.db.fn.countAll().as('n')).executeTakeFirstOrThrow()).n;
+    const before = await count();
     scimError(await scim.post('/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], displayName: 'No name' }), 400, 'invalidValue');
-    scimError(await scim.post('/Users', { userName: 'not an e-mail' }), 400, 'invalidValue');
+    scimError(await scim.post('/Users', { userName: '   ' }), 400, 'invalidValue');
+    scimError(await scim.post('/Users', { userName: 'x'.repeat(256) }), 400, 'invalidValue');
     scimError(await scim.post('/Users', { userName: 'x@y.example', active: 'perhaps' }), 400, 'invalidValue');
     scimError(await scim.post('/Users', [{ userName: 'x@y.example' }]), 400, 'invalidSyntax');
-    expect(await t.db.selectFrom('members').select(t.db.fn.countAll().as('n')).executeTakeFirstOrThrow()).toEqual(before);
+    expect(await count()).toEqual(before);
   });
 
   it('accepts attribute names in any case and application/json', async () => {
@@ -125,13 +128,14 @@ describe('create', () => {
     expect(res.body).toMatchObject({ userName: 'Case@Any.example', name: { givenName: 'Case' }, active: true, CostCentreCode: 'Kept as given' });
   });
 
-  it('does not link an existing account while the organization has no verified domain', async () => {
+  it('keeps a directory user whose e-mail is another account outside the verified domains, unlinked and explained', async () => {
     const outsider = await signUp(t, 'outsider');
     const res = await scim.post('/Users', { userName: outsider.email.toUpperCase() });
-    const error = scimError(res, 409, 'uniqueness');
-    expect(error.detail).toMatch(/domain is not verified/);
+    expect(res.status).toBe(201);
     const memberOf = await t.db.selectFrom('members').select('id').where('user_id', '=', outsider.userId).execute();
     expect(memberOf).toEqual([]);
+    const listed = await t.http.get('/v1/scim/users').set(...bearer(org.owner.token)).query({ linkState: 'unlinked' });
+    expect(listed.body.items.find((u: { id: string }) => u.id === res.body.id)).toMatchObject({ linkState: 'unlinked', linkReason: 'email_belongs_to_other_account', memberId: null, email: outsider.email.toUpperCase() });
   });
 
   it('creates a new member when the same externalId is provisioned after a delete', async () => {
@@ -143,13 +147,20 @@ describe('create', () => {
 });
 
 describe('suspension', () => {
+  // Members made through the API link when their directory user arrives: the domain is verified.
+  beforeAll(() => verifyDomain(t, org.owner.organizationId, 'example.test'));
+
   it('cuts the member off at once and restores the same member with the same role', async () => {
     const admin = await addMember(t, org.owner.organizationId, 'admin');
     const key = (await t.http.post('/v1/api-keys').set(...bearer(admin.token)).send({ name: 'k' })).body.key as string;
     expect((await t.http.get('/v1/org').set(...bearer(admin.token))).status).toBe(200);
     expect((await t.http.get('/v1/members').set('x-api-key', key)).status).toBe(200);
+    // The identity provider's record of the admin adopts the existing membership.
+    const user = await provision(admin.email);
+    const linked = await t.http.get('/v1/members').set(...bearer(org.owner.token));
+    expect(linked.body.items.find((m: { id: string }) => m.id === admin.memberId)).toMatchObject({ role: 'admin', directoryUserId: user.id });
 
-    const suspended = await scim.patch(`/Users/${admin.memberId}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] });
+    const suspended = await scim.patch(`/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] });
     expect(suspended.body.active).toBe(false);
     // The session no longer reaches the organization; the API key is revoked.
     expect((await t.http.get('/v1/org').set(...bearer(admin.token))).status).toBe(404);
@@ -157,17 +168,17 @@ describe('suspension', () => {
     expect((await t.http.get('/v1/members').set('x-api-key', key)).status).toBe(401);
     const listed = await t.http.get('/v1/members').set(...bearer(org.owner.token));
     expect(listed.body.items.find((m: { id: string }) => m.id === admin.memberId)).toMatchObject({ status: 'suspended', role: 'admin' });
-    expect(listed.body.items.find((m: { id: string }) => m.id === org.owner.memberId)).toMatchObject({ status: 'active' });
+    expect(listed.body.items.find((m: { id: string }) => m.id === org.owner.memberId)).toMatchObject({ status: 'active', directoryUserId: null });
 
-    const restored = await scim.put(`/Users/${admin.memberId}`, { userName: admin.email, active: true });
-    expect(restored.body).toMatchObject({ id: admin.memberId, active: true });
+    const restored = await scim.put(`/Users/${user.id}`, { userName: admin.email, active: true });
+    expect(restored.body).toMatchObject({ id: user.id, active: true });
     expect((await t.http.get('/v1/org').set(...bearer(admin.token))).body.currentMember).toMatchObject({ id: admin.memberId, role: 'admin' });
     // Revoked keys stay revoked.
     expect((await t.http.get('/v1/members').set('x-api-key', key)).status).toBe(401);
   });
 
   it('protects the owner from suspension and deletion', async () => {
-    const owner = org.owner.memberId;
+    const owner = (await provision(org.owner.email)).id;
     scimError(await scim.patch(`/Users/${owner}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] }), 400, 'mutability');
     scimError(await scim.put(`/Users/${owner}`, { userName: org.owner.email, active: false }), 400, 'mutability');
     scimError(await scim.delete(`/Users/${owner}`), 400, 'mutability');

@@ -165,6 +165,11 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
   if (scimToken) {
     secrets[`${label}.scimToken`] = scimToken;
     await t.http.get('/scim/v2/ServiceProviderConfig').set('authorization', `Bearer ${scimToken}`);
+    // A directory user (a SCIM User; not an address, so it stays unlinked and takes no seat).
+    const user = await step('scimCreateUser', 'SCIM User', () =>
+      t.http.post('/scim/v2/Users').set('authorization', `Bearer ${scimToken}`).send({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: `${label}-directory-user` }),
+    );
+    put('dus', user?.body.id);
   }
   // Roles: a custom role (held by nobody, so it can be changed and deleted).
   const role = await step('createRole', 'custom role', () => ownerApi.post('/v1/roles', { key: 'hardening-role', name: `${label} role`, permissions: ['members.read'] }));

@@ -23,6 +23,7 @@ import * as telemetryFiveMinute from './20261124_1000_telemetry_five_minute';
 import * as sessionDetails from './20261127_0650_session_details';
 import * as mail from './20261127_0655_mail';
 import * as mfa from './20261127_0720_mfa';
+import * as directoryUsers from './20261127_0705_directory_users';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -54,6 +55,7 @@ const migrations: Record<string, Migration> = {
   '20261127_0650_session_details': sessionDetails,
   '20261127_0655_mail': mail,
   '20261127_0720_mfa': mfa,
+  '20261127_0705_directory_users': directoryUsers,
 };
 
 export const migrationProvider: MigrationProvider = {

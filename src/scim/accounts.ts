@@ -1,0 +1,58 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import * as users from '../users/service';
+import * as memberships from '../members/memberships';
+import { removeInTransaction } from '../members/service';
+import { directoryTeams } from '../teams/service';
+
+/**
+ * Everything SCIM asks of the areas that own accounts (src/users), memberships (src/members) and
+ * teams (src/teams), in one place: directory users never write those tables themselves. Each
+ * function takes the caller's transaction, so a provisioning change commits as one.
+ */
+type Trx = Transaction<DB>;
+
+export const normalizeEmail = users.normalizeEmail;
+
+export interface Account {
+  id: string;
+  passwordless: boolean;
+  /** The organization whose SCIM made the account (null: signed up, invited, or made by SSO). */
+  provisionedBy: string | null;
+}
+
+export const findAccountByEmail = (trx: Trx, email: string): Promise<Account | undefined> => users.findLinkableAccount(trx, { email });
+export const findAccountById = (trx: Trx, id: string): Promise<Account | undefined> => users.findLinkableAccount(trx, { id });
+
+/** A password-less account (it signs in through SSO) that this organization's SCIM made. */
+export async function createProvisionedAccount(trx: Trx, input: { email: string; name: string | null; organizationId: string; now: Date }): Promise<string> {
+  return (await users.createUser(trx, { email: input.email, name: input.name, passwordHash: null, provisionedBy: input.organizationId, now: input.now })).id;
+}
+
+export const changeAccountEmail = (trx: Trx, userId: string, email: string, now: Date) => users.changeEmail(trx, userId, email, now);
+
+/** Whether the account is an active member of any other organization. */
+export async function inOtherOrganizations(trx: Trx, userId: string, organizationId: string): Promise<boolean> {
+  return (await memberships.membershipsOfUser(trx, userId)).some((organization) => organization.id !== organizationId);
+}
+
+export const memberOfAccount = (trx: Trx, organizationId: string, userId: string) => memberships.findMemberIdOfUser(trx, organizationId, userId);
+
+export async function memberRole(trx: Trx, organizationId: string, memberId: string): Promise<string | undefined> {
+  return (await memberships.findMember(trx, organizationId, memberId))?.role;
+}
+
+/** A new member, role `member`; suspended from the start when its directory user is inactive. */
+export const addProvisionedMember = (trx: Trx, input: { organizationId: string; userId: string; active: boolean; now: Date }) =>
+  memberships.addMember(trx, { organizationId: input.organizationId, userId: input.userId, role: 'member', suspended: !input.active, now: input.now });
+
+export const setMemberActive = memberships.setActive;
+
+/** Removes the member as DELETE /v1/members does (keys revoked, teams left); false for the owner. */
+export const removeMember = removeInTransaction;
+
+export async function joinTeams(trx: Trx, organizationId: string, memberId: string, teamIds: string[], now: Date): Promise<void> {
+  for (const teamId of teamIds) await directoryTeams.addMembers(trx, organizationId, teamId, [memberId], now);
+}
+
+export const leaveTeam = (trx: Trx, organizationId: string, teamId: string, memberIds: string[]) => directoryTeams.removeMembers(trx, organizationId, teamId, memberIds);
