@@ -25,6 +25,11 @@ const encode = (value: unknown) => cbor.encode(value);
 const b64url = (b: Buffer) => b.toString('base64url');
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest();
 
+/** A PublicKeyCredential as the browser's toJSON() gives it. */
+function publicKeyCredential<R>(credential: SoftCredential, response: R) {
+  return { id: b64url(credential.id), rawId: b64url(credential.id), type: 'public-key' as const, clientExtensionResults: {}, response };
+}
+
 export class SoftAuthenticator {
   readonly credentials: SoftCredential[] = [];
   constructor(readonly origin: string, readonly rpId: string = new URL(origin).hostname) {}
@@ -51,17 +56,11 @@ export class SoftAuthenticator {
     const attested = Buffer.concat([Buffer.alloc(16), idLength, credential.id, Buffer.from(cose)]);
     const authData = this.authData(0x45, credential.counter, attested); // UP | UV | AT
     const attestationObject = encode(new Map<string, unknown>([['fmt', 'none'], ['attStmt', new Map()], ['authData', authData]]));
-    return {
-      id: b64url(credential.id),
-      rawId: b64url(credential.id),
-      type: 'public-key' as const,
-      clientExtensionResults: {},
-      response: {
-        clientDataJSON: b64url(this.clientData('webauthn.create', options.challenge, extra.origin)),
-        attestationObject: b64url(Buffer.from(attestationObject)),
-        transports: ['internal'],
-      },
-    };
+    return publicKeyCredential(credential, {
+      clientDataJSON: b64url(this.clientData('webauthn.create', options.challenge, extra.origin)),
+      attestationObject: b64url(Buffer.from(attestationObject)),
+      transports: ['internal'],
+    });
   }
 
   /** navigator.credentials.get() with one of this authenticator's credentials (the first by default). */
@@ -72,17 +71,11 @@ export class SoftAuthenticator {
     const authenticatorData = this.authData(0x05, credential.counter); // UP | UV
     const clientDataJSON = this.clientData('webauthn.get', options.challenge, extra.origin);
     const signature = sign('sha256', Buffer.concat([authenticatorData, sha256(clientDataJSON)]), credential.privateKey);
-    return {
-      id: b64url(credential.id),
-      rawId: b64url(credential.id),
-      type: 'public-key' as const,
-      clientExtensionResults: {},
-      response: {
-        clientDataJSON: b64url(clientDataJSON),
-        authenticatorData: b64url(authenticatorData),
-        signature: b64url(signature),
-      },
-    };
+    return publicKeyCredential(credential, {
+      clientDataJSON: b64url(clientDataJSON),
+      authenticatorData: b64url(authenticatorData),
+      signature: b64url(signature),
+    });
   }
 
   /** A copy of a credential (a cloned authenticator): same key, its own counter. */
