@@ -1,12 +1,12 @@
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
-import { Encoder } from 'cbor-x';
+import { encode as encodeCbor } from 'cbor';
 
 /**
  * A software WebAuthn authenticator that signs exactly as a hardware one does (WebAuthn Level 2
  * §6.1 authenticator data, §6.5.4 attestation "none", §6.3.3 assertion signatures over
  * authenticatorData ‖ SHA-256(clientDataJSON), ES256 with a DER signature, a COSE EC2 key) and
  * plays the browser's part (clientDataJSON with type, challenge and origin). Its CBOR comes from
- * cbor-x, not from the server library's decoder. Its signature counter is the test's to set, so a
+ * node-cbor, not from the server library's decoder. Its signature counter is the test's to set, so a
  * clone (a copy whose counter falls behind) can be played. test/mfa/authenticator.test.ts checks
  * its output with @simplewebauthn/server's own verify functions.
  */
@@ -18,10 +18,8 @@ export interface SoftCredential {
   counter: number;
 }
 
-// Plain CBOR maps and byte strings, as authenticators write them (no cbor-x extension tags).
-const plainCbor = { useTag259ForMaps: false, tagUint8Array: false, useRecords: false }; // the first is untyped in cbor-x
-const cbor = new Encoder(plainCbor);
-const encode = (value: unknown) => cbor.encode(value);
+// CBOR maps and byte strings as authenticators write them, through node-cbor (not the server's decoder).
+const encode = (value: unknown): Buffer => encodeCbor(value);
 const b64url = (b: Buffer) => b.toString('base64url');
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest();
 
