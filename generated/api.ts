@@ -583,7 +583,7 @@ export interface paths {
         };
         /**
          * List teams
-         * @description The organization's teams with their active members, newest first.
+         * @description The organization's teams with their member counts, newest first.
          */
         get: operations["listTeams"];
         put?: never;
@@ -620,6 +620,28 @@ export interface paths {
         head?: never;
         /** Rename a team (admin) */
         patch: operations["updateTeam"];
+        trace?: never;
+    };
+    "/v1/teams/{teamId}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                teamId: components["schemas"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a team's members
+         * @description The team's active members as GET /v1/members gives them (also needs `members.read`), the most recently added to the team first; keyset-paged, so a page costs the same at any depth and in a team of any size. 404 `team_not_found`.
+         */
+        get: operations["listTeamMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/teams/{teamId}/members/{memberId}": {
@@ -3040,10 +3062,12 @@ export interface components {
         };
         /** Format: typeid */
         TeamId: string;
+        /** @description A team. Its members are read page by page (GET /v1/teams/{teamId}/members); the team object carries only their number, so its size never depends on the team's. */
         Team: {
             id: components["schemas"]["TeamId"];
             name: string;
-            memberIds: components["schemas"]["MemberId"][];
+            /** @description How many active members the team has. */
+            memberCount: number;
             createdAt: components["schemas"]["Timestamp"];
         };
         /** @description The active organization of the current session (interface-spec §2.2). */
@@ -5864,6 +5888,38 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listTeamMembers: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                teamId: components["schemas"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the team's members. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };
     };

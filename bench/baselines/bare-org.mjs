@@ -1,6 +1,6 @@
 // Scenario 1's floor: what this machine can do for GET /v1/org. Node's own http server, no
 // framework, a pg pool (max 10, as the service): hash the token, ONE prepared statement (the
-// session, its member, user, organization, owner and the member's teams with their member ids,
+// session, its member, user, organization, owner and the member's teams with their member counts,
 // json-aggregated), JSON.stringify. Same body as the service. Everything the service spends above
 // this is its overhead (routing, auth wiring, validation, logging, mapping).
 import { Buffer } from 'node:buffer';
@@ -17,16 +17,10 @@ const ORG = {
     m.id AS member_id, m.organization_id AS member_organization_id, m.user_id AS member_user_id, m.role AS member_role,
     m.created_at AS member_created_at, u.name AS user_name, u.email AS user_email, u.image AS user_image,
     ow.id AS owner_member_id, owu.id AS owner_user_id, owu.name AS owner_name, owu.email AS owner_email, owu.image AS owner_image,
-    (SELECT json_agg(json_build_object('id', t.id, 'name', t.name, 'memberIds', x.ids,
+    (SELECT json_agg(json_build_object('id', t.id, 'name', t.name, 'memberCount', t.member_count,
         'createdAt', to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY t.created_at, t.id)
-      FROM (SELECT tm.team_id, array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id) AS ids
-            FROM team_members mine
-            JOIN team_members tm ON tm.team_id = mine.team_id
-            JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL
-            WHERE mine.member_id = m.id
-            GROUP BY tm.team_id) x
-      JOIN teams t ON t.id = x.team_id
-      WHERE t.organization_id = m.organization_id) AS teams
+      FROM team_members mine JOIN teams t ON t.id = mine.team_id
+      WHERE mine.member_id = m.id AND t.organization_id = m.organization_id) AS teams
   FROM sessions s
   JOIN members m ON m.organization_id = s.active_organization_id AND m.user_id = s.user_id AND m.removed_at IS NULL AND m.suspended_at IS NULL
   JOIN users u ON u.id = m.user_id

@@ -19,9 +19,7 @@ const MEMBER = `SELECT m.id, m.organization_id, m.user_id, m.role, m.created_at,
 const OWNER = `SELECT m.id AS member_id, u.id AS user_id, u.name, u.email, u.image
   FROM members m JOIN users u ON u.id = m.user_id
   WHERE m.organization_id = $1 AND m.role = 'owner' AND m.removed_at IS NULL`;
-const TEAMS = `SELECT t.id, t.name, t.created_at,
-    coalesce((SELECT array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id) FROM team_members tm
-      JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL WHERE tm.team_id = t.id), '{}') AS member_ids
+const TEAMS = `SELECT t.id, t.name, t.created_at, t.member_count
   FROM teams t JOIN team_members mine ON mine.team_id = t.id AND mine.member_id = $2
   WHERE t.organization_id = $1 ORDER BY t.created_at, t.id`;
 
@@ -56,7 +54,7 @@ app.get('/v1/org', async (req, res) => {
         createdAt: member.created_at.toISOString(),
         user: { id: member.user_id, name: member.name, email: member.email, image: member.image },
       },
-      currentMemberTeams: teams.map((t) => ({ id: t.id, name: t.name, memberIds: t.member_ids, createdAt: t.created_at.toISOString() })),
+      currentMemberTeams: teams.map((t) => ({ id: t.id, name: t.name, memberCount: t.member_count, createdAt: t.created_at.toISOString() })),
     });
   } catch {
     res.status(500).json({ error: 'internal_error', message: 'An unexpected error occurred.' });

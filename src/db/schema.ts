@@ -94,6 +94,8 @@ export interface TeamsTable {
   updated_at: Timestamp;
   /** SCIM Group `externalId`. */
   external_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The team's rows in team_members, kept by triggers (migration 20261127_0905); never written. */
+  member_count: ColumnType<number, never, never>;
 }
 
 export interface TeamMembersTable {

@@ -87,10 +87,9 @@ interface ContextColumns {
 }
 
 /**
- * Organization `o`, member `m` with user `u`, owner `ow`/`owu`, and the member's teams (each with
- * all its active member ids, oldest team first) json-aggregated, so the whole context is one row.
- * The member ids of all the member's teams are gathered in one grouped pass (the member is in each
- * of those teams, so none is empty), not one subquery per team.
+ * Organization `o`, member `m` with user `u`, owner `ow`/`owu`, and the member's teams (oldest
+ * first, each with its member count as the team row keeps it) json-aggregated, so the whole
+ * context is one row whose size does not depend on the size of any team.
  *
  * The teams are the contract's `Team` objects as JSON text, sent as they are (src/lib/json-text.ts):
  * this SQL is their mapper (the same fields as toTeam in src/teams/mappers.ts; `createdAt` as
@@ -101,17 +100,12 @@ const CONTEXT_COLUMNS = sql`o.id, o.name, o.plan, o.created_at, o.updated_at,
   m.created_at AS member_created_at, u.name AS user_name, u.email AS user_email, u.image AS user_image,
   ow.id AS owner_member_id, owu.id AS owner_user_id, owu.name AS owner_name, owu.email AS owner_email, owu.image AS owner_image,
   (SELECT coalesce(json_agg(json_build_object(
-      'id', t.id, 'name', t.name, 'memberIds', x.ids,
+      'id', t.id, 'name', t.name, 'memberCount', t.member_count,
       'createdAt', to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
     ) ORDER BY t.created_at, t.id), '[]'::json)::text
-    FROM (SELECT tm.team_id, array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id) AS ids
-          FROM team_members mine
-          JOIN team_members tm ON tm.team_id = mine.team_id
-          JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL
-          WHERE mine.member_id = m.id
-          GROUP BY tm.team_id) x
-    JOIN teams t ON t.id = x.team_id
-    WHERE t.organization_id = m.organization_id) AS teams_json`;
+    FROM team_members mine
+    JOIN teams t ON t.id = mine.team_id
+    WHERE mine.member_id = m.id AND t.organization_id = m.organization_id) AS teams_json`;
 
 /** The organization, its owner (absent when none) and the owner's user, for member `m` (may be null). */
 const CONTEXT_JOINS = sql`LEFT JOIN organizations o ON o.id = m.organization_id

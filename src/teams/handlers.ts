@@ -2,7 +2,7 @@ import type { HandlerMap } from '../http/types';
 import { membershipOf } from '../access/roles';
 import * as teams from './service';
 
-type TeamOperations = 'createTeam' | 'listTeams' | 'getTeam' | 'updateTeam' | 'deleteTeam' | 'addTeamMember' | 'removeTeamMember';
+type TeamOperations = 'createTeam' | 'listTeams' | 'getTeam' | 'updateTeam' | 'deleteTeam' | 'addTeamMember' | 'removeTeamMember' | 'listTeamMembers';
 
 export const teamHandlers: HandlerMap<TeamOperations> = {
   createTeam: async (ctx) => ({ status: 201, body: { ok: true, item: await teams.createTeam(ctx.deps, membershipOf(ctx), ctx.body) } }),
@@ -20,6 +20,8 @@ export const teamHandlers: HandlerMap<TeamOperations> = {
     await teams.deleteTeam(ctx.deps, membershipOf(ctx), ctx.params.teamId);
     return { status: 204, body: undefined };
   },
+
+  listTeamMembers: async (ctx) => ({ status: 200, body: await teams.listTeamMembers(ctx.deps, membershipOf(ctx), ctx.params.teamId, ctx.query) }),
 
   addTeamMember: async (ctx) => ({
     status: 200,

@@ -4,9 +4,9 @@ export interface TeamRow {
   id: string;
   name: string;
   created_at: Date;
-  member_ids: string[];
+  member_count: number;
 }
 
 export function toTeam(row: TeamRow): components['schemas']['Team'] {
-  return { id: row.id, name: row.name, memberIds: row.member_ids, createdAt: row.created_at.toISOString() };
+  return { id: row.id, name: row.name, memberCount: row.member_count, createdAt: row.created_at.toISOString() };
 }

@@ -8,6 +8,7 @@ import type { PageRequest } from '../lib/pagination';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors';
 import { authorize } from '../access/roles';
 import { toTeam } from './mappers';
+import { toMember } from '../members/mappers';
 import { existingMemberIds } from '../members/memberships';
 import { changed, created, deleted, recordChange } from '../audit';
 import * as store from './store';
@@ -81,13 +82,30 @@ export async function deleteTeam(deps: AppDeps, membership: Membership, teamId: 
     await deps.db.transaction().execute(async (trx) => {
       const before = await store.findTeam(trx, organizationId, teamId);
       if (!before || !(await store.deleteTeam(trx, organizationId, teamId))) throw teamNotFound();
-      await recordChange(trx, deps.audit, { action: 'team.deleted', target: { type: 'team', id: teamId }, changes: deleted({ name: before.name, memberIds: before.member_ids }) });
+      await recordChange(trx, deps.audit, { action: 'team.deleted', target: { type: 'team', id: teamId }, changes: deleted({ name: before.name, memberCount: before.member_count }) });
     });
   } catch (err) {
     // Another area's row that references the team without a cascade keeps it alive.
     if (isForeignKeyViolation(err)) throw new Conflict('team_in_use', 'The team is still referenced and cannot be deleted.');
     throw err;
   }
+}
+
+/** A page of the team's members (the members route's items); 404 when the team is not the organization's. */
+export async function listTeamMembers(deps: AppDeps, membership: Membership, teamId: string, page: PageRequest) {
+  authorize(membership, 'teams.read');
+  authorize(membership, 'members.read');
+  const { organizationId } = membership;
+  // The cursor is checked first: one of another list is a 400 whichever team it names.
+  const result = await deps.cursors.page(
+    `teams/${teamId}/members`,
+    page,
+    async (after, take) => (await store.listTeamMembers(deps.db, organizationId, teamId, after, take)).map((r) => ({ ...r, createdAt: r.added_at })),
+    (row) => ({ ...toMember(row), directoryUserId: row.directory_user_id }),
+  );
+  // An empty page may be an empty team or no team at all: only then is the team looked up.
+  if (result.items.length === 0 && !(await store.findTeam(deps.db, organizationId, teamId))) throw teamNotFound();
+  return result;
 }
 
 async function requireTeamAndMember(db: Db, organizationId: string, teamId: string, memberId: string) {

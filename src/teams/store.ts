@@ -1,20 +1,12 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema';
+import type { MemberRow } from '../members/mappers';
 import type { TeamRow } from './mappers';
 import { before, type Position } from '../lib/pagination';
 
-/** A team with its active members' ids (removed members drop out without a write). */
+/** A team with its member count (kept on the row by triggers: migration 20261127_0905). */
 function teamQuery(db: Db, organizationId: string) {
-  return db
-    .selectFrom('teams as t')
-    .select([
-      't.id',
-      't.name',
-      't.created_at',
-      sql<string[]>`coalesce((SELECT array_agg(tm.member_id ORDER BY tm.created_at, tm.member_id) FROM team_members tm
-        JOIN members mm ON mm.id = tm.member_id AND mm.removed_at IS NULL WHERE tm.team_id = t.id), '{}')`.as('member_ids'),
-    ])
-    .where('t.organization_id', '=', organizationId);
+  return db.selectFrom('teams as t').select(['t.id', 't.name', 't.created_at', 't.member_count']).where('t.organization_id', '=', organizationId);
 }
 
 export async function listTeams(db: Db, organizationId: string, after: Position | null, take: number): Promise<TeamRow[]> {
@@ -94,4 +86,37 @@ export async function removeTeamMembers(db: Db, organizationId: string, teamId: 
 /** A removed member leaves every team of the organization. */
 export async function leaveAllTeams(db: Db, organizationId: string, memberId: string): Promise<void> {
   await db.deleteFrom('team_members').where('organization_id', '=', organizationId).where('member_id', '=', memberId).execute();
+}
+
+/** One page of a team's members, most recently added first, keyed on (added at, member id). */
+export async function listTeamMembers(
+  db: Db,
+  organizationId: string,
+  teamId: string,
+  after: Position | null,
+  take: number,
+): Promise<(MemberRow & { added_at: Date; directory_user_id: string | null })[]> {
+  let query = db
+    .selectFrom('team_members as tm')
+    .innerJoin('members as m', 'm.id', 'tm.member_id')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select([
+      'm.id',
+      'm.organization_id',
+      'm.user_id',
+      'm.role',
+      'm.created_at',
+      'm.suspended_at',
+      'u.name as user_name',
+      'u.email as user_email',
+      'u.image as user_image',
+      'tm.created_at as added_at',
+      // As GET /v1/members gives it (src/members/store.ts).
+      sql<string | null>`(SELECT d.id FROM directory_users d WHERE d.member_id = m.id)`.as('directory_user_id'),
+    ])
+    .where('tm.organization_id', '=', organizationId)
+    .where('tm.team_id', '=', teamId)
+    .where('m.removed_at', 'is', null);
+  if (after) query = query.where(before('tm.created_at', 'tm.member_id', after));
+  return query.orderBy('tm.created_at', 'desc').orderBy('tm.member_id', 'desc').limit(take).execute();
 }

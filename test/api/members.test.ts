@@ -167,7 +167,8 @@ describe('DELETE /v1/members/{memberId}', () => {
     const keyRow = await t.db.selectFrom('api_keys').select('revoked_at').where('member_id', '=', admin.memberId).executeTakeFirstOrThrow();
     expect(keyRow.revoked_at).not.toBeNull();
     const teamView = await t.http.get(`/v1/teams/${team.body.item.id}`).set(...bearer(owner.token));
-    expect(teamView.body.item.memberIds).toEqual([]);
+    expect(teamView.body.item.memberCount).toBe(0);
+    expect((await t.http.get(`/v1/teams/${team.body.item.id}/members`).set(...bearer(owner.token))).body).toEqual({ items: [], nextCursor: null });
     const list = await t.http.get('/v1/members').set(...bearer(owner.token));
     expect(list.body.items.map((m: { id: string }) => m.id)).toEqual([owner.memberId]);
     const me = await t.http.get('/v1/me').set(...bearer(admin.token));

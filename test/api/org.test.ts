@@ -44,12 +44,12 @@ describe('GET /v1/org', () => {
     expect(res.status).toBe(200);
     expect(res.body.organization.owner.memberId).toBe(owner.memberId);
     expect(res.body.currentMember).toMatchObject({ id: member.memberId, role: 'member' });
-    expect(res.body.currentMemberTeams).toEqual([{ id: teamId, name: 'Core', memberIds: [member.memberId], createdAt: now.toISOString() }]);
+    expect(res.body.currentMemberTeams).toEqual([{ id: teamId, name: 'Core', memberCount: 1, createdAt: now.toISOString() }]);
     const ownerView = await t.http.get('/v1/org').set(...bearer(owner.token));
     expect(ownerView.body.currentMemberTeams).toEqual([]);
   });
 
-  it('lists the caller\'s teams oldest first, each with its active members in join order', async () => {
+  it('lists the caller\'s teams oldest first, each with its count of active members (never their ids)', async () => {
     const owner = await createOrganization(t);
     const a = await addMember(t, owner.organizationId);
     const b = await addMember(t, owner.organizationId);
@@ -79,8 +79,8 @@ describe('GET /v1/org', () => {
     expect(res.body.currentMember).toMatchObject({ id: a.memberId, role: 'member', userId: a.userId, user: { id: a.userId, email: a.email } });
     expect(res.body.organization.owner).toMatchObject({ memberId: owner.memberId, userId: owner.userId, email: owner.email });
     expect(res.body.currentMemberTeams).toEqual([
-      { id: older, name: 'Older', memberIds: [a.memberId, b.memberId], createdAt: now.toISOString() },
-      { id: newer, name: 'Newer', memberIds: [a.memberId], createdAt: later.toISOString() },
+      { id: older, name: 'Older', memberCount: 2, createdAt: now.toISOString() },
+      { id: newer, name: 'Newer', memberCount: 1, createdAt: later.toISOString() },
     ]);
   });
 

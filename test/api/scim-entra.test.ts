@@ -159,8 +159,9 @@ describe('Entra ID group provisioning', () => {
     const listed = (await t.http.get('/v1/scim/users').set(...bearer(org.owner.token))).body.items as { id: string; memberId: string }[];
     const memberOf = (id: string) => listed.find((u) => u.id === id)!.memberId;
     const team = await t.http.get(`/v1/teams/${group.id}`).set(...bearer(org.owner.token));
-    expect(team.body.item).toMatchObject({ name: '1879db59-updatedDisplayName' });
-    expect([...team.body.item.memberIds].sort()).toEqual([memberOf(a.id), memberOf(b.id)].sort());
+    expect(team.body.item).toMatchObject({ name: '1879db59-updatedDisplayName', memberCount: 2 });
+    const members = await t.http.get(`/v1/teams/${group.id}/members`).set(...bearer(org.owner.token));
+    expect(members.body.items.map((m: { id: string }) => m.id).sort()).toEqual([memberOf(a.id), memberOf(b.id)].sort());
 
     const removed = await scim.patch(`/Groups/${group.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Remove', path: 'members', value: [{ $ref: null, value: a.id }] }] });
     expect(removed.body.members.map((m: { value: string }) => m.value)).toEqual([b.id]);

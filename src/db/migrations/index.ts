@@ -24,6 +24,7 @@ import * as sessionDetails from './20261127_0650_session_details';
 import * as mail from './20261127_0655_mail';
 import * as mfa from './20261127_0720_mfa';
 import * as directoryUsers from './20261127_0705_directory_users';
+import * as teamMemberCount from './20261127_0905_team_member_count';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -56,6 +57,7 @@ const migrations: Record<string, Migration> = {
   '20261127_0655_mail': mail,
   '20261127_0720_mfa': mfa,
   '20261127_0705_directory_users': directoryUsers,
+  '20261127_0905_team_member_count': teamMemberCount,
 };
 
 export const migrationProvider: MigrationProvider = {
