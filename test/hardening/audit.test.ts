@@ -34,6 +34,20 @@ const EXEMPT: Record<string, string> = {
   reauthenticate: "renews the session's authentication time; nothing of the organization changes",
   startSso: 'starts an SSO sign-in (a short-lived login state row); the callback that signs in is audited',
   exchangeSsoCode: 'turns the one-time code of a completed SSO sign-in (audited by its callback) into its session',
+  // Second factors are the user's, not an organization's: a pending enrolment or a WebAuthn
+  // challenge changes nothing of an organization; confirming, removing and regenerating factors,
+  // the two-step sign-in and the policy need a live authenticator (a TOTP code, a passkey) that a
+  // generated request cannot hold, and test/api/mfa.test.ts checks their audit entries.
+  startTotpEnrolment: 'stores a pending authenticator-app secret of the user; nothing of the organization changes until it is confirmed',
+  getPasskeyCreationOptions: "stores the user's pending WebAuthn challenge; nothing of the organization changes",
+  getPasskeyRequestOptions: "stores the WebAuthn challenge of a sign-in in progress; nothing of the organization changes",
+  confirmTotpEnrolment: 'needs the current code of an authenticator app (audited as member.mfa_enrolled, test/api/mfa.test.ts)',
+  removeTotp: 'needs the current code of an authenticator app (audited as member.mfa_removed, test/api/mfa.test.ts)',
+  regenerateRecoveryCodes: 'needs a second factor enrolled with an authenticator (audited as member.mfa_regenerated, test/api/mfa.test.ts)',
+  registerPasskey: 'needs a WebAuthn authenticator\'s signed answer (audited as member.mfa_enrolled, test/api/mfa.test.ts)',
+  deletePasskey: 'needs a registered passkey of the caller (audited as member.mfa_removed, test/api/mfa.test.ts)',
+  verifySecondFactor: 'needs a sign-in challenge and a live second factor (the sign-in it completes is audited as member.signed_in)',
+  putAuthPolicy: 'the caller must hold a second factor, which a generated world cannot (audited as organization.auth_policy_updated, test/api/mfa.test.ts)',
 };
 
 type Prepared = { req: GenRequest; auth?: Record<string, string> };
