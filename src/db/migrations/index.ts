@@ -55,8 +55,8 @@ const migrations: Record<string, Migration> = {
   '20261124_1000_telemetry_five_minute': telemetryFiveMinute,
   '20261127_0650_session_details': sessionDetails,
   '20261127_0655_mail': mail,
-  '20261127_0720_mfa': mfa,
   '20261127_0705_directory_users': directoryUsers,
+  '20261127_0720_mfa': mfa,
   '20261127_0905_team_member_count': teamMemberCount,
 };
 
