@@ -51,9 +51,9 @@ const EXEMPT: Record<string, string> = {
 };
 
 /** Operations whose one change is two audited facts, and why (every other change writes exactly one). */
-const ENTRIES_PER_CHANGE: Record<string, { count: number; why: string }> = {
-  scimCreateUser: { count: 2, why: 'the directory user is created, and the member it links to is added' },
-  scimDeleteUser: { count: 2, why: 'the directory user is deleted, and the member it was linked to is removed' },
+const ENTRIES_PER_CHANGE: Record<string, { count: number; primaryAction: string; why: string }> = {
+  scimCreateUser: { count: 2, primaryAction: 'directory_user.', why: 'the directory user is created, and the member it links to is added' },
+  scimDeleteUser: { count: 2, primaryAction: 'directory_user.', why: 'the directory user is deleted, and the member it was linked to is removed' },
 };
 
 type Prepared = { req: GenRequest; auth?: Record<string, string> };
@@ -356,7 +356,9 @@ describe.each(operations.filter((op) => op.operationId !== 'bootstrap').map((op)
         problems.push(`"${req.label}" succeeded (${res.status}) but wrote ${written} audit entries (expected exactly ${expected}: call recordChange from src/audit in the service's transaction)`);
         break;
       }
-      const entry = fresh[0];
+      // Of a two-entry change, the entry about the resource the request named is the one checked.
+      const primary = ENTRIES_PER_CHANGE[operationId]?.primaryAction;
+      const entry = (primary && fresh.find((e) => e.action.startsWith(primary))) || fresh[0];
       const known = idsIn([req.url, req.body, res.body, world.owner.organizationId, world.owner.memberId, world.owner.userId]);
       if (!/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/.test(entry!.action)) problems.push(`action "${entry!.action}" is not '<resource>.<verb>'`);
       if (!entry!.target_type) problems.push('the entry has no target type');
