@@ -59,7 +59,7 @@ type OrganizationContext = ReturnType<typeof toContext>;
 function toContext(rows: store.OrganizationContextRows) {
   return {
     organization: toOrganization(rows.organization, rows.owner),
-    currentMember: toMember(rows.member),
+    currentMember: { ...toMember(rows.member), directoryUserId: rows.directoryUserId },
     currentMemberTeams: jsonText<Schemas['Team'][]>(rows.teamsJson),
   };
 }

@@ -59,6 +59,8 @@ export interface OrganizationContextRows {
   organization: OrganizationRow;
   owner: OwnerRow | undefined;
   member: MemberRow;
+  /** The member's directory user (SCIM), as GET /v1/members shows it. */
+  directoryUserId: string | null;
   /** The member's teams as the contract's `Team[]`, JSON text made by Postgres (see CONTEXT_COLUMNS). */
   teamsJson: string;
 }
@@ -75,6 +77,7 @@ interface ContextColumns {
   member_user_id: string | null;
   member_role: Role | null;
   member_created_at: Date | null;
+  member_directory_user_id: string | null;
   user_name: string | null;
   user_email: string | null;
   user_image: string | null;
@@ -97,7 +100,8 @@ interface ContextColumns {
  */
 const CONTEXT_COLUMNS = sql`o.id, o.name, o.plan, o.created_at, o.updated_at,
   m.id AS member_id, m.organization_id AS member_organization_id, m.user_id AS member_user_id, m.role AS member_role,
-  m.created_at AS member_created_at, u.name AS user_name, u.email AS user_email, u.image AS user_image,
+  m.created_at AS member_created_at,
+  (SELECT d.id FROM directory_users d WHERE d.member_id = m.id) AS member_directory_user_id, u.name AS user_name, u.email AS user_email, u.image AS user_image,
   ow.id AS owner_member_id, owu.id AS owner_user_id, owu.name AS owner_name, owu.email AS owner_email, owu.image AS owner_image,
   (SELECT coalesce(json_agg(json_build_object(
       'id', t.id, 'name', t.name, 'memberCount', t.member_count,
@@ -130,6 +134,7 @@ function toContextRows(row: ContextColumns): OrganizationContextRows | undefined
       user_email: row.user_email,
       user_image: row.user_image,
     },
+    directoryUserId: row.member_directory_user_id,
     teamsJson: row.teams_json ?? '[]',
   };
 }
