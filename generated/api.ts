@@ -523,7 +523,7 @@ export interface paths {
         put?: never;
         /**
          * Invite someone by e-mail (admin)
-         * @description Creates a pending invitation that expires after 7 days. The `token` (what an invitation e-mail would carry) is shown only in this response; only its hash is stored. 409 `already_member` when that e-mail belongs to a member, `invitation_pending` when a pending invitation for it exists.
+         * @description Creates a pending invitation that expires after 7 days and queues its message in the same transaction. The invitation's link token reaches only the invitee's mailbox (it is never in this reply: whoever holds it can create a verified account for that address); only its hash is stored. 409 `already_member` when that e-mail belongs to a member, `invitation_pending` when a pending invitation for it exists.
          */
         post: operations["createInvitation"];
         delete?: never;
@@ -5656,8 +5656,6 @@ export interface operations {
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["Invitation"];
-                        /** @description One-time invitation token; shown only here. */
-                        token: string;
                     };
                 };
             };

@@ -7,8 +7,8 @@ type InvitationOperations = 'createInvitation' | 'listInvitations' | 'cancelInvi
 
 export const invitationHandlers: HandlerMap<InvitationOperations> = {
   createInvitation: async (ctx) => {
-    const { item, token } = await invitations.createInvitation(ctx.deps, membershipOf(ctx), ctx.body);
-    return { status: 201, body: { ok: true, item, token } };
+    const item = await invitations.createInvitation(ctx.deps, membershipOf(ctx), ctx.body);
+    return { status: 201, body: { ok: true, item } };
   },
 
   listInvitations: async (ctx) => ({ status: 200, body: await invitations.listInvitations(ctx.deps, membershipOf(ctx), ctx.query) }),

@@ -73,7 +73,8 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
         expiresAt,
       });
     });
-    return { item: toInvitation(row, now), token };
+    // The token leaves only in the queued message (accounts-and-email.md §5), never in the reply.
+    return toInvitation(row, now);
   } catch (err) {
     if (isUniqueViolation(err, 'invitations_pending_email_key')) {
       throw new Conflict('invitation_pending', 'A pending invitation for this e-mail already exists.');

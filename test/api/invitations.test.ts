@@ -3,12 +3,21 @@ import { addMember, bearer, createOrganization, inviteAndAccept, signUp, uniqueE
 import { newId } from '../../src/lib/ids';
 import { sha256Hex } from '../../src/lib/crypto';
 import type { ManualClock } from '../../src/lib/clock';
+import { invitationTokenFor, mailEnv, startMailbox, type Mailbox } from '../support/mailbox';
 
+/** Invitation tokens reach only the invitee's mailbox: every test takes them from the mailed link. */
+let mailbox: Mailbox;
 let t: TestApp;
 beforeAll(async () => {
-  t = await createTestApp();
+  mailbox = await startMailbox();
+  t = await createTestApp({ env: mailEnv(mailbox) });
 });
-afterAll(() => t.close());
+afterAll(async () => {
+  await t.close();
+  await mailbox.close();
+});
+
+const mailed = (email: string) => invitationTokenFor(t, email, mailbox);
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -17,7 +26,7 @@ async function invite(token: string, email: string, role = 'member') {
 }
 
 describe('POST /v1/invitations', () => {
-  it('creates a pending invitation expiring in 7 days; the token is shown once and stored hashed', async () => {
+  it('creates a pending invitation expiring in 7 days; its token goes only to the mailbox, stored hashed', async () => {
     const owner = await createOrganization(t);
     const email = uniqueEmail('invitee');
     const now = t.clock.now();
@@ -25,7 +34,6 @@ describe('POST /v1/invitations', () => {
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       ok: true,
-      token: expect.stringMatching(/^cpi_/),
       item: {
         id: expect.stringMatching(/^inv_/),
         email,
@@ -38,10 +46,13 @@ describe('POST /v1/invitations', () => {
         cancelledAt: null,
       },
     });
+    const token = await mailed(email);
+    expect(token).toMatch(/^cpi_/);
     const row = await t.db.selectFrom('invitations').select(['token_hash', 'email_normalized', 'organization_id']).where('id', '=', res.body.item.id).executeTakeFirstOrThrow();
-    expect(row).toEqual({ token_hash: sha256Hex(res.body.token), email_normalized: email.toLowerCase(), organization_id: owner.organizationId });
+    expect(row).toEqual({ token_hash: sha256Hex(token), email_normalized: email.toLowerCase(), organization_id: owner.organizationId });
     const list = await t.http.get('/v1/invitations').set(...bearer(owner.token));
-    expect(JSON.stringify(list.body)).not.toContain(res.body.token);
+    expect(JSON.stringify(list.body)).not.toContain(token);
+    expect(JSON.stringify(res.body)).not.toContain(token);
   });
 
   it('refuses a second pending invitation (case-insensitive) and an existing member', async () => {
@@ -113,7 +124,7 @@ describe('GET /v1/invitations and cancel', () => {
     const again = await t.http.post(`/v1/invitations/${inv.body.item.id}/cancel`).set(...bearer(owner.token));
     expect(again.status).toBe(409);
     expect(again.body.error).toBe('invitation_not_pending');
-    const accept = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: inv.body.token });
+    const accept = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: await mailed(user.email) });
     expect(accept.status).toBe(409);
     expect(accept.body.error).toBe('invitation_not_pending');
   });
@@ -153,8 +164,9 @@ describe('POST /v1/invitations/accept', () => {
   it('adds the member with the invited role; a session without an organization switches to it', async () => {
     const owner = await createOrganization(t);
     const user = await signUp(t, 'joiner');
-    const inv = await invite(owner.token, user.email.toUpperCase(), 'admin');
-    const res = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: inv.body.token });
+    await invite(owner.token, user.email.toUpperCase(), 'admin');
+    const token = await mailed(user.email);
+    const res = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       ok: true,
@@ -173,7 +185,7 @@ describe('POST /v1/invitations/accept', () => {
     expect(org.body.currentMember).toMatchObject({ id: res.body.member.id, role: 'admin' });
     const list = await t.http.get('/v1/invitations').set(...bearer(owner.token));
     expect(list.body.items[0]).toMatchObject({ status: 'accepted', acceptedAt: t.clock.now().toISOString() });
-    const twice = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: inv.body.token });
+    const twice = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token });
     expect(twice.status).toBe(409);
     expect(twice.body.error).toBe('invitation_not_pending');
   });
@@ -181,8 +193,8 @@ describe('POST /v1/invitations/accept', () => {
   it('keeps the active organization of a session that has one', async () => {
     const home = await createOrganization(t, 'Home');
     const other = await createOrganization(t, 'Other');
-    const inv = await invite(other.token, home.email);
-    const res = await t.http.post('/v1/invitations/accept').set(...bearer(home.token)).send({ token: inv.body.token });
+    await invite(other.token, home.email);
+    const res = await t.http.post('/v1/invitations/accept').set(...bearer(home.token)).send({ token: await mailed(home.email) });
     expect(res.status).toBe(200);
     const org = await t.http.get('/v1/org').set(...bearer(home.token));
     expect(org.body.organization.id).toBe(home.organizationId);
@@ -194,9 +206,10 @@ describe('POST /v1/invitations/accept', () => {
     const owner = await createOrganization(t);
     const user = await signUp(t, 'racer');
     const second = await t.http.post('/v1/auth/sign-in').send({ email: user.email, password: 'correct horse battery' });
-    const inv = await invite(owner.token, user.email);
+    await invite(owner.token, user.email);
+    const invitationToken = await mailed(user.email);
     const results = await Promise.all(
-      [user.token, second.body.session.token, user.token].map((token) => t.http.post('/v1/invitations/accept').set(...bearer(token)).send({ token: inv.body.token })),
+      [user.token, second.body.session.token, user.token].map((token) => t.http.post('/v1/invitations/accept').set(...bearer(token)).send({ token: invitationToken })),
     );
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).toEqual([200, 409, 409]);
@@ -210,15 +223,16 @@ describe('POST /v1/invitations/accept', () => {
     const owner = await createOrganization(t);
     const invited = await signUp(t, 'invited');
     const stranger = await signUp(t, 'stranger');
-    const inv = await invite(owner.token, invited.email);
-    const mismatch = await t.http.post('/v1/invitations/accept').set(...bearer(stranger.token)).send({ token: inv.body.token });
+    await invite(owner.token, invited.email);
+    const token = await mailed(invited.email);
+    const mismatch = await t.http.post('/v1/invitations/accept').set(...bearer(stranger.token)).send({ token });
     expect(mismatch.status).toBe(403);
     expect(mismatch.body).toEqual({ error: 'forbidden', reason: 'email_mismatch', message: expect.any(String) });
     const unknown = await t.http.post('/v1/invitations/accept').set(...bearer(invited.token)).send({ token: 'cpi_unknown' });
     expect(unknown.status).toBe(404);
     expect(unknown.body.error).toBe('invitation_not_found');
     clock.advance(7 * DAY);
-    const expired = await t.http.post('/v1/invitations/accept').set(...bearer(invited.token)).send({ token: inv.body.token });
+    const expired = await t.http.post('/v1/invitations/accept').set(...bearer(invited.token)).send({ token });
     expect(expired.status).toBe(410);
     expect(expired.body).toEqual({ error: 'invitation_expired', message: expect.any(String) });
     expect((await t.http.get('/v1/org').set(...bearer(invited.token))).status).toBe(404);
@@ -229,9 +243,11 @@ describe('POST /v1/invitations/accept', () => {
     const member = await addMember(t, owner.organizationId);
     const email = member.email;
     // An invitation row for a member (created before they joined another way).
-    const inv = await invite(owner.token, uniqueEmail('placeholder'));
+    const placeholder = uniqueEmail('placeholder');
+    const inv = await invite(owner.token, placeholder);
+    const token = await mailed(placeholder);
     await t.db.updateTable('invitations').set({ email, email_normalized: email.toLowerCase() }).where('id', '=', inv.body.item.id).execute();
-    const res = await t.http.post('/v1/invitations/accept').set(...bearer(member.token)).send({ token: inv.body.token });
+    const res = await t.http.post('/v1/invitations/accept').set(...bearer(member.token)).send({ token });
     expect(res.status).toBe(409);
     expect(res.body.error).toBe('already_member');
     const rows = await t.db.selectFrom('members').select('id').where('organization_id', '=', owner.organizationId).where('user_id', '=', member.userId).execute();
@@ -241,10 +257,12 @@ describe('POST /v1/invitations/accept', () => {
   it('is session only (an API key gets 401) and validates the body', async () => {
     const owner = await createOrganization(t);
     const key = await t.http.post('/v1/api-keys').set(...bearer(owner.token)).send({ name: 'k' });
-    const inv = await invite(owner.token, uniqueEmail());
-    const withKey = await t.http.post('/v1/invitations/accept').set('x-api-key', key.body.key).send({ token: inv.body.token });
+    const email = uniqueEmail();
+    await invite(owner.token, email);
+    const token = await mailed(email);
+    const withKey = await t.http.post('/v1/invitations/accept').set('x-api-key', key.body.key).send({ token });
     expect(withKey.status).toBe(401);
-    expect((await t.http.post('/v1/invitations/accept').send({ token: inv.body.token })).status).toBe(401);
+    expect((await t.http.post('/v1/invitations/accept').send({ token })).status).toBe(401);
     const empty = await t.http.post('/v1/invitations/accept').set(...bearer(owner.token)).send({});
     expect(empty.status).toBe(400);
     expect(empty.body.details[0].path).toEqual(['body', 'token']);
@@ -252,11 +270,11 @@ describe('POST /v1/invitations/accept', () => {
 
   it('lets a removed member be invited again (factory inviteAndAccept)', async () => {
     const owner = await createOrganization(t);
-    const joined = await inviteAndAccept(t, owner.token, 'member');
+    const joined = await inviteAndAccept(t, owner.token, 'member', mailbox);
     expect((await t.http.delete(`/v1/members/${joined.memberId}`).set(...bearer(owner.token))).status).toBe(204);
     const inv = await invite(owner.token, joined.email);
     expect(inv.status).toBe(201);
-    const res = await t.http.post('/v1/invitations/accept').set(...bearer(joined.token)).send({ token: inv.body.token });
+    const res = await t.http.post('/v1/invitations/accept').set(...bearer(joined.token)).send({ token: await mailed(joined.email) });
     expect(res.status).toBe(200);
     expect(res.body.member.id).not.toBe(joined.memberId);
     expect((await t.http.get('/v1/org').set(...bearer(joined.token))).status).toBe(200);

@@ -1,5 +1,6 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, signUp, type OrgOwner } from '../support/factories';
+import { invitationTokenFor } from '../support/mailbox';
 
 /**
  * Plans as data (org-resources §5): limits checked inside the creating transaction, so parallel
@@ -105,7 +106,7 @@ describe('member limit at invitation accept', () => {
     const user = await signUp(t, 'invitee');
     const res = await t.http.post('/v1/invitations').set(...bearer(owner.token)).send({ email: user.email, role: 'member' });
     expect(res.status).toBe(201);
-    return { user, invitationId: res.body.item.id as string, token: res.body.token as string };
+    return { user, invitationId: res.body.item.id as string, token: await invitationTokenFor(t, user.email) };
   }
   const accept = (who: { user: { token: string }; token: string }) => t.http.post('/v1/invitations/accept').set(...bearer(who.user.token)).send({ token: who.token });
 

@@ -4,6 +4,7 @@ import { snapshot, snapshotDiff } from '../support/snapshot';
 import type { ManualClock } from '../../src/lib/clock';
 import { PERMISSION_KEYS } from '../../src/access/permissions';
 import { enterpriseOrganization, OIDC_CONNECTION, SAML_CONNECTION } from '../support/sso';
+import { invitationTokenFor } from '../support/mailbox';
 
 let t: TestApp;
 let clock: ManualClock;
@@ -133,7 +134,7 @@ describe('custom roles', () => {
     const invite = await t.http.post('/v1/invitations').set(...bearer(owner.token)).send({ email: user.email, role: 'reader' });
     expect(invite.status).toBe(201);
     expect(invite.body.item.role).toBe('reader');
-    const accept = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: invite.body.token });
+    const accept = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: await invitationTokenFor(t, user.email) });
     expect(accept.status).toBe(200);
     expect(accept.body.member.role).toBe('reader');
   });

@@ -4,6 +4,7 @@ import { ManualClock } from '../../src/lib/clock';
 import { OidcIdp } from '../fakes/oidc-idp';
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import { callback, counts, IDP_CLIENT, idpAccount, loginAt, RETURN_ORIGIN, SSO_ENV, ssoOrganization, verifyDomain } from '../support/sso-signin';
+import { invitationTokenFor } from '../support/mailbox';
 
 /**
  * OIDC sign-in end to end through the HTTP API against oidc-provider (enterprise-identity §2):
@@ -197,12 +198,13 @@ test('under SSO enforcement an invitation is accepted only from an SSO session t
   expect((await t.http.put('/v1/sso/policy').set(...bearer(a.owner.token)).send({ enforce: true })).status).toBe(200);
   const invite = await t.http.post('/v1/invitations').set(...bearer(a.owner.token)).send({ email: `alice@${b.domain}`, role: 'member' });
   expect(invite.status).toBe(201);
+  const invitationToken = await invitationTokenFor(t, `alice@${b.domain}`);
 
   // An SSO session through B's connection (a known subject) does not satisfy A's enforcement.
   const viaB = await callback(t, await loginAt(t, idp, { connectionId: b.connectionId }, sub));
   expect(viaB.status).toBe(200);
   const before = await snapshot(t.db, { exclude: ['rate_limits'] });
-  const refused = await t.http.post('/v1/invitations/accept').set(...bearer(viaB.body.session.token)).send({ token: invite.body.token });
+  const refused = await t.http.post('/v1/invitations/accept').set(...bearer(viaB.body.session.token)).send({ token: invitationToken });
   expect([refused.status, refused.body.error, refused.body.reason]).toEqual([403, 'forbidden', 'sso_required']);
   expect(snapshotDiff(before, await snapshot(t.db, { exclude: ['rate_limits'] }))).toEqual([]);
 
@@ -213,7 +215,7 @@ test('under SSO enforcement an invitation is accepted only from an SSO session t
   const provisioned = await orgView(viaA.body.session.token);
   expect(provisioned.organization.id).toBe(a.owner.organizationId);
   expect((await t.http.delete(`/v1/members/${provisioned.currentMember.id}`).set(...bearer(a.owner.token))).status).toBe(204);
-  const accepted = await t.http.post('/v1/invitations/accept').set(...bearer(viaA.body.session.token)).send({ token: invite.body.token });
+  const accepted = await t.http.post('/v1/invitations/accept').set(...bearer(viaA.body.session.token)).send({ token: invitationToken });
   expect(accepted.status).toBe(200);
   expect(accepted.body.member).toMatchObject({ userId: viaA.body.user.id, role: 'member' });
 });

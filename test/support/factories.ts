@@ -3,6 +3,7 @@ import { newId } from '../../src/lib/ids';
 import { insertMember } from '../../src/members/store';
 import type { Role } from '../../src/domain/principal';
 import type { TestApp } from './app';
+import { invitationTokenFor, type Mailbox } from './mailbox';
 
 export const PASSWORD = 'correct horse battery';
 
@@ -62,13 +63,15 @@ export function bearer(token: string): [string, string] {
 
 /**
  * Invites a new user through the API (as `inviter`, an admin's session token) and accepts the
- * invitation with that user's session: the membership the invitation flow creates.
+ * invitation with that user's session, with the token from the mailed link (through `mailbox`
+ * when the app sends to one, else through `.eml` files): the membership the invitation flow creates.
  */
-export async function inviteAndAccept(t: TestApp, inviterToken: string, role: Exclude<Role, 'owner'> = 'member'): Promise<OrgMember> {
+export async function inviteAndAccept(t: TestApp, inviterToken: string, role: Exclude<Role, 'owner'> = 'member', mailbox?: Mailbox): Promise<OrgMember> {
   const user = await signUp(t, role);
   const invite = await t.http.post('/v1/invitations').set(...bearer(inviterToken)).send({ email: user.email, role });
   if (invite.status !== 201) throw new Error(`invite failed: ${invite.status} ${JSON.stringify(invite.body)}`);
-  const accept = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: invite.body.token });
+  const token = await invitationTokenFor(t, user.email, mailbox);
+  const accept = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token });
   if (accept.status !== 200) throw new Error(`accept failed: ${accept.status} ${JSON.stringify(accept.body)}`);
   return { ...user, organizationId: accept.body.member.organizationId, memberId: accept.body.member.id };
 }

@@ -1,10 +1,14 @@
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { SMTPServer, type SMTPServerDataStream } from 'smtp-server';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import pino from 'pino';
 import { SecretBox } from '../../src/lib/crypto';
 import { createJobRunner, type JobRunner } from '../../src/jobs';
 import { createOutbound } from '../../src/outbound';
+import { LINK_PATHS } from '../../src/mail/templates';
 import type { TestApp } from './app';
 
 /**
@@ -200,3 +204,79 @@ export function testMailer(t: TestApp): JobRunner {
     kinds: { webhooks: false, mail: true },
   });
 }
+
+/**
+ * Delivers the app's queued mail as the service does without SMTP_URL (nodemailer's RFC 5322
+ * `.eml` files, here in a folder of the test's own) and returns every message in it, parsed with
+ * `mailparser`, oldest first. For test files that need a link from a message but no SMTP server.
+ */
+export async function deliverToFolder(t: TestApp): Promise<ReceivedMail[]> {
+  let dir = folders.get(t);
+  if (!dir) {
+    dir = await mkdtemp(path.join(tmpdir(), 'cp-test-mail-'));
+    folders.set(t, dir);
+  }
+  const runner = createJobRunner({
+    db: t.db,
+    clock: t.clock,
+    logger: pino({ level: 'silent' }),
+    secrets: new SecretBox(t.settings.secretKey!),
+    outbound: createOutbound({ allowedNetworks: [] }),
+    settings: { ...t.settings, mail: { ...t.settings.mail, smtpUrl: undefined, dir } },
+    kinds: { webhooks: false, mail: true },
+  });
+  await runner.runOnce();
+  await runner.stop();
+  // Message ids are TypeIDs: their names sort in the order the messages were queued.
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.eml')).sort();
+  return Promise.all(
+    files.map(async (f) => {
+      const raw = await readFile(path.join(dir, f));
+      const parsed = await simpleParser(raw);
+      return {
+        to: addressOf(parsed.to),
+        from: addressOf(parsed.from),
+        subject: parsed.subject ?? '',
+        text: parsed.text ?? '',
+        html: typeof parsed.html === 'string' ? parsed.html : '',
+        messageId: parsed.messageId ?? '',
+        raw: raw.toString('utf8'),
+        parsed,
+      };
+    }),
+  );
+}
+
+const folders = new WeakMap<TestApp, string>();
+
+/**
+ * The token of the latest invitation link mailed to `email`: through `mailbox` when the app sends
+ * to one (SMTP_URL), else through a folder of `.eml` files (deliverToFolder). What an invitee's
+ * click carries; never read from the database.
+ */
+export async function invitationTokenFor(t: TestApp, email: string, mailbox?: Mailbox): Promise<string> {
+  const linkPath = LINK_PATHS.acceptInvitation;
+  if (mailbox) {
+    const runner = testMailer(t);
+    await runner.runOnce();
+    await runner.stop();
+    // How many invitations to this address the server took (a count, never a token), so the wait
+    // below ends on the newest one.
+    const { n } = await t.db
+      .selectFrom('mail_messages')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where((eb) => eb(eb.fn('lower', ['recipient']), '=', email.toLowerCase()))
+      .where('kind', '=', 'invitation')
+      .where('status', '=', 'sent')
+      .executeTakeFirstOrThrow();
+    const invitations = await mailbox.waitFor(email, { count: Number(n), subject: INVITATION_SUBJECT });
+    return tokenIn(invitations, linkPath);
+  }
+  const mine = (await deliverToFolder(t)).filter((m) => m.to.toLowerCase() === email.toLowerCase() && INVITATION_SUBJECT.test(m.subject));
+  const last = mine[mine.length - 1];
+  if (!last) throw new Error(`no invitation to ${email} was mailed`);
+  return tokenIn(last, linkPath);
+}
+
+/** The subject of an invitation message (src/mail/templates.ts). */
+export const INVITATION_SUBJECT = /(invited you|You are invited) to join /;
