@@ -181,6 +181,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's live sessions (session only)
+         * @description Every session of the calling user that is neither revoked nor expired, newest first, with the one making the request marked `current`.
+         */
+        get: operations["listMySessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign out one of the caller's sessions (session only)
+         * @description The session stops working at once (its next request is 401). Revoking the current session is signing out. Another user's session id, or one already revoked or expired, is 404. Audited in each of the caller's organizations as `member.session_revoked`.
+         */
+        delete: operations["revokeMySession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/sessions/revoke-others": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign out every other session of the caller (session only)
+         * @description Every live session of the calling user but the current one stops working at once. Audited in each of the caller's organizations as `member.sessions_revoked` (with the count).
+         */
+        post: operations["revokeOtherSessions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me/mfa": {
         parameters: {
             query?: never;
@@ -2929,6 +2989,30 @@ export interface components {
             name: string;
             role: components["schemas"]["Role"];
         };
+        /**
+         * Format: typeid
+         * @description A session's id (never its token; it cannot be used as a credential).
+         */
+        SessionId: string;
+        /** @description One of the caller's live sessions (never its token or the token's hash). */
+        SessionSummary: {
+            id: components["schemas"]["SessionId"];
+            /** @description True for the session making this request. */
+            current: boolean;
+            createdAt: components["schemas"]["Timestamp"];
+            /** @description When a request last used it (kept to the minute); its creation time until then. */
+            lastUsedAt: components["schemas"]["Timestamp"];
+            expiresAt: components["schemas"]["Timestamp"];
+            /** @description The address it was opened from (null when unknown). */
+            ip: string | null;
+            /** @description The User-Agent header of the request that opened it. */
+            userAgent: string | null;
+            /**
+             * @description How it was opened: a password sign-in (or sign-up), SSO, a password reset, or an invitation accepted without a session.
+             * @enum {string}
+             */
+            authMethod: "password" | "sso" | "reset" | "invitation";
+        };
         MfaStatus: {
             /** @description What a sign-in of this user may be answered with (empty without a second factor). */
             methods: components["schemas"]["Method"][];
@@ -4977,6 +5061,79 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listMySessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["SessionSummary"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    revokeMySession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: components["schemas"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Error"];
+        };
+    };
+    revokeOtherSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many sessions were revoked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        revoked: number;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             default: components["responses"]["Error"];
         };
     };

@@ -27,6 +27,7 @@ import { roleHandlers } from '../roles/handlers';
 import { ssoConnectionHandlers, ssoDomainHandlers } from '../sso/handlers';
 import { ssoSignInHandlers } from '../sso/signin/handlers';
 import { mfaHandlers } from '../mfa/handlers';
+import { accountHandlers } from '../account/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -36,6 +37,7 @@ export const handlers: Handlers = {
   ...systemHandlers,
   ...authHandlers,
   ...mfaHandlers,
+  ...accountHandlers,
   ...orgHandlers,
   ...marketplaceHandlers,
   ...pluginHandlers,

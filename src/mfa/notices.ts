@@ -4,7 +4,7 @@ import type { AppDeps } from '../domain/deps';
 import { recordChange, type AuditContext } from '../audit';
 import { queueMail } from '../mail/queue';
 import * as users from '../users/service';
-import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
+import { recordAccountChange } from '../account/audit';
 
 /**
  * What a change of second factors leaves behind: an audit entry in each organization the user
@@ -17,17 +17,7 @@ export interface FactorEvent {
 }
 
 export async function recordFactorChange(trx: Transaction<DB>, audit: AuditContext | null, userId: string, event: FactorEvent): Promise<void> {
-  for (const organization of await membershipsOfUser(trx, userId)) {
-    const memberId = await findMemberIdOfUser(trx, organization.id, userId);
-    if (!memberId) continue;
-    await recordChange(trx, audit, {
-      organizationId: organization.id,
-      actor: { type: 'member', id: userId, memberId },
-      action: `member.mfa_${event.change}`,
-      target: { type: 'member', id: memberId },
-      changes: { factor: { from: null, to: event.factor } },
-    });
-  }
+  await recordAccountChange(trx, audit, userId, `member.mfa_${event.change}`, { factor: { from: null, to: event.factor } });
 }
 
 export async function recordPolicyChange(trx: Transaction<DB>, audit: AuditContext | null, organizationId: string, from: boolean, to: boolean): Promise<void> {

@@ -3,6 +3,7 @@ import type { Db } from '../db/schema';
 import type { Principal, SessionAuthMethod } from '../domain/principal';
 import { preparedAs } from '../db/connect';
 import { sha256Hex } from '../lib/crypto';
+import { touchSession } from '../users/service';
 import { membershipOf } from './membership';
 
 /**
@@ -24,6 +25,7 @@ interface SessionColumns {
   active_organization_id: string | null;
   is_platform_admin: boolean;
   authenticated_at: Date;
+  last_used_at: Date | null;
   auth_method: SessionAuthMethod;
   sso_connection_id: string | null;
   mfa_missing: boolean | null;
@@ -42,7 +44,7 @@ interface SessionColumns {
  */
 function sessionQuery(tokenHash: string, now: Date, preload?: SessionPreload<unknown>) {
   return sql<SessionColumns & Record<string, unknown>>`${preparedAs(preload ? `session_${preload.name}` : 'session_principal')}
-    SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin, s.authenticated_at, s.auth_method, s.sso_connection_id,
+    SELECT s.id AS session_id, s.user_id AS session_user_id, s.active_organization_id, u.is_platform_admin, s.authenticated_at, s.last_used_at, s.auth_method, s.sso_connection_id,
       (m.id IS NOT NULL AND s.second_factor IS NULL
         AND EXISTS (SELECT 1 FROM organization_auth_policies ap WHERE ap.organization_id = m.organization_id AND ap.require_mfa)
         AND NOT (s.auth_method = 'sso' AND EXISTS (SELECT 1 FROM sso_connections sc WHERE sc.id = s.sso_connection_id AND sc.organization_id = m.organization_id))) AS mfa_missing,
@@ -84,7 +86,9 @@ function toPrincipal(row: SessionColumns): Principal {
 /** A session token → who is calling, in one query; null when the session is not live. */
 export async function principalFromSession(db: Db, token: string, now: Date): Promise<Principal | null> {
   const row = (await sessionQuery(sha256Hex(token), now).execute(db)).rows[0];
-  return row ? toPrincipal(row) : null;
+  if (!row) return null;
+  await touchSession(db, row.session_id, row.last_used_at, now);
+  return toPrincipal(row);
 }
 
 /** The same check, with an operation's data read in the same round trip. */
@@ -95,5 +99,7 @@ export async function principalFromSessionWith<T>(
   preload: SessionPreload<T>,
 ): Promise<{ principal: Principal; preloaded: T | undefined } | null> {
   const row = (await sessionQuery(sha256Hex(token), now, preload).execute(db)).rows[0];
-  return row ? { principal: toPrincipal(row), preloaded: preload.read(row) } : null;
+  if (!row) return null;
+  await touchSession(db, row.session_id, row.last_used_at, now);
+  return { principal: toPrincipal(row), preloaded: preload.read(row) };
 }

@@ -12,7 +12,7 @@ import type { AuthMethod, SecondFactor, UserRow } from './store';
  * transaction, so the account or session commits with the change that needed it).
  */
 export { normalizeEmail } from './email';
-export type { AuthMethod, SecondFactor, UserRow } from './store';
+export type { AuthMethod, SecondFactor, SessionListRow, UserRow } from './store';
 
 /** Every session token starts with this (src/audit/redact.ts recognises it). */
 const SESSION_TOKEN_PREFIX = 'cps';
@@ -63,6 +63,20 @@ export async function createSession(db: Db, deps: Pick<AppDeps, 'settings' | 'cl
 }
 
 export const revokeSession = store.revokeSession;
+/** The user's live sessions, newest first (GET /v1/me/sessions). */
+export const listLiveSessions = store.listLiveSessions;
+export const revokeSessionOfUser = store.revokeSessionOfUser;
+/** Every live session of the user but one (null: all), revoked; how many. */
+export const revokeSessionsOfUser = store.revokeSessionsOfUser;
+
+/** Writing `last_used_at` on every request would turn reads into writes; once a minute is enough. */
+export const SESSION_LAST_USED_GRANULARITY_MS = 60_000;
+
+/** A session was used at `now`: stamped when its last stamp is older than the granularity. */
+export async function touchSession(db: Db, sessionId: string, lastUsedAt: Date | null, now: Date): Promise<void> {
+  if (lastUsedAt && now.getTime() - lastUsedAt.getTime() < SESSION_LAST_USED_GRANULARITY_MS) return;
+  await store.touchSession(db, sessionId, now, SESSION_LAST_USED_GRANULARITY_MS);
+}
 export const markAuthenticated = store.markAuthenticated;
 export const setSessionSecondFactor = store.setSessionSecondFactor;
 export const setSessionOrganization = store.setSessionOrganization;

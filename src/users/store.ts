@@ -109,6 +109,8 @@ export async function insertSession(
       expires_at: session.expiresAt,
       revoked_at: null,
       authenticated_at: session.now,
+      // Opening a session is its first use; later uses move it at most once a minute.
+      last_used_at: session.now,
       auth_method: session.authMethod,
       second_factor: session.secondFactor,
       ip: session.ip,
@@ -134,4 +136,62 @@ export async function revokeSession(db: Db, sessionId: string, now: Date): Promi
 
 export async function setSessionOrganization(db: Db, sessionId: string, organizationId: string | null): Promise<void> {
   await db.updateTable('sessions').set({ active_organization_id: organizationId }).where('id', '=', sessionId).execute();
+}
+
+export interface SessionListRow {
+  id: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  expires_at: Date;
+  ip: string | null;
+  user_agent: string | null;
+  auth_method: AuthMethod;
+}
+
+/** The user's live sessions (not revoked, not expired), newest first; never a token hash. */
+export async function listLiveSessions(db: Db, userId: string, now: Date): Promise<SessionListRow[]> {
+  return db
+    .selectFrom('sessions')
+    .select(['id', 'created_at', 'last_used_at', 'expires_at', 'ip', 'user_agent', 'auth_method'])
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+}
+
+/** Revokes one live session of the user; false when the user has no such live session. */
+export async function revokeSessionOfUser(db: Db, userId: string, sessionId: string, now: Date): Promise<boolean> {
+  const row = await db
+    .updateTable('sessions')
+    .set({ revoked_at: now })
+    .where('id', '=', sessionId)
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Revokes every live session of the user but `keepSessionId` (null: all of them); how many. */
+export async function revokeSessionsOfUser(db: Db, userId: string, keepSessionId: string | null, now: Date): Promise<number> {
+  let query = db.updateTable('sessions').set({ revoked_at: now }).where('user_id', '=', userId).where('revoked_at', 'is', null).where('expires_at', '>', now);
+  if (keepSessionId) query = query.where('id', '<>', keepSessionId);
+  const rows = await query.returning('id').execute();
+  return rows.length;
+}
+
+/**
+ * Stamps a session's last use, at most once per `granularityMs` (the condition is in the
+ * statement, so concurrent requests write it once).
+ */
+export async function touchSession(db: Db, sessionId: string, now: Date, granularityMs: number): Promise<void> {
+  await db
+    .updateTable('sessions')
+    .set({ last_used_at: now })
+    .where('id', '=', sessionId)
+    .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(now.getTime() - granularityMs))]))
+    .execute();
 }

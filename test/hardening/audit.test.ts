@@ -57,7 +57,8 @@ const ENTRIES_PER_CHANGE: Record<string, { count: number; primaryAction: string;
   scimDeleteUser: { count: 2, primaryAction: 'directory_user.', why: 'the directory user is deleted, and the member it was linked to is removed' },
 };
 
-type Prepared = { req: GenRequest; auth?: Record<string, string> };
+/** `ids`: what the entry may name besides the request and its answer (a change to the caller's own account names their member). */
+type Prepared = { req: GenRequest; auth?: Record<string, string>; ids?: string[] };
 type Builder = (t: TestApp, world: OrgWorld, op: SpecOperation) => Promise<Prepared>;
 
 const auth = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -179,11 +180,28 @@ const REQUESTS: Record<string, Builder> = {
   },
   deleteSsoDomain: fresh('/v1/sso/domains', { domain: `doomed-${Date.now().toString(36)}.example.com` }, 'domainId'),
   putSsoPolicy: async (_t, _w, op) => ({ req: { label: 'enforce SSO', method: op.method, url: op.path, body: { enforce: true } } }),
+  // The caller's own sessions: a member of the world with a second session of their own.
+  revokeMySession: async (t, w, op) => {
+    const { member, spareSessionId } = await memberWithSpareSession(t, w);
+    return { req: { label: 'a member signs out their other session', method: op.method, url: urlFor(op, w, { sessionId: spareSessionId }) }, auth: auth(member.token), ids: [member.memberId] };
+  },
+  revokeOtherSessions: async (t, w, op) => {
+    const { member } = await memberWithSpareSession(t, w);
+    return { req: { label: 'a member signs out their other sessions', method: op.method, url: op.path }, auth: auth(member.token), ids: [member.memberId] };
+  },
   adminUpdateOrganization: async (t, w, op) => {
     await t.db.updateTable('users').set({ is_platform_admin: true }).where('id', '=', w.owner.userId).execute();
     return { req: { label: 'a platform admin changes the plan', method: op.method, url: urlFor(op, w), body: { plan: 'enterprise' } } };
   },
 };
+
+/** A new member of the world signed in twice, and the id of the second session. */
+async function memberWithSpareSession(t: TestApp, w: OrgWorld) {
+  const member = await addMember(t, w.owner.organizationId, 'member');
+  const spare = await t.http.post('/v1/auth/sign-in').send({ email: member.email, password: PASSWORD });
+  const sessions = await t.http.get('/v1/me/sessions').set(...bearer(spare.body.session.token));
+  return { member, spareSessionId: sessions.body.items.find((s: { current: boolean }) => s.current).id as string };
+}
 
 /** A SCIM token of its own (the walk revokes the world's when it reaches revokeScimToken). */
 async function scimAuth(t: TestApp, w: OrgWorld): Promise<Record<string, string>> {
@@ -332,7 +350,7 @@ describe.each(operations.filter((op) => op.operationId !== 'bootstrap').map((op)
 
     let succeeded = false;
     const tried: string[] = [];
-    for (const { req, auth: a } of candidates) {
+    for (const { req, auth: a, ids } of candidates) {
       // First with the database failing at commit: no entry and no change at all.
       const before = await snapshot(t.db, { exclude: ['rate_limits'] });
       const failed = await failingAtCommit(() => send(t, req, a ?? ownerAuth));
@@ -360,7 +378,7 @@ describe.each(operations.filter((op) => op.operationId !== 'bootstrap').map((op)
       // Of a two-entry change, the entry about the resource the request named is the one checked.
       const primary = ENTRIES_PER_CHANGE[operationId]?.primaryAction;
       const entry = (primary && fresh.find((e) => e.action.startsWith(primary))) || fresh[0];
-      const known = idsIn([req.url, req.body, res.body, world.owner.organizationId, world.owner.memberId, world.owner.userId]);
+      const known = idsIn([req.url, req.body, res.body, world.owner.organizationId, world.owner.memberId, world.owner.userId, ids ?? []]);
       if (!/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/.test(entry!.action)) problems.push(`action "${entry!.action}" is not '<resource>.<verb>'`);
       if (!entry!.target_type) problems.push('the entry has no target type');
       if (!entry!.target_id || !known.has(entry!.target_id)) problems.push(`target ${entry!.target_type}:${entry!.target_id} is none of the ids the request named or answered`);

@@ -5,7 +5,7 @@ import { randomSecret, sha256Hex } from '../../src/lib/crypto';
 import type { TestApp } from '../support/app';
 import { IDP_CERTIFICATE } from '../support/sso';
 import { SoftAuthenticator } from '../support/authenticator';
-import { addMember, bearer, createOrganization, uniqueEmail, type OrgMember, type OrgOwner } from '../support/factories';
+import { addMember, bearer, createOrganization, PASSWORD, uniqueEmail, type OrgMember, type OrgOwner } from '../support/factories';
 import { fillPath, idKindOf, notImplementedOperations, specOperations, type SpecOperation, type SpecParameter } from '../support/spec';
 import { invitationTokenFor } from '../support/mailbox';
 
@@ -296,6 +296,16 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
     const test = await step('testWebhook', 'webhook test', () => ownerApi.post(`/v1/webhooks/${webhookId}/test`));
     put('whd', test?.body.deliveryId);
     put('evt', test?.body.eventId);
+  }
+
+  // A spare session of the target member: sessions belong to a user, so another user's id is not found.
+  // Made before the target holds a passkey (a sign-in then asks for it).
+  const spare = await step('signIn', 'spare session', () => t.http.post('/v1/auth/sign-in').send({ email: target.email, password: PASSWORD }));
+  const spareToken: string | undefined = spare?.body.session?.token;
+  if (spareToken) {
+    secrets[`${label}.spareSession`] = spareToken;
+    const sessions = await step('listMySessions', 'sessions', () => as(spareToken).get('/v1/me/sessions'));
+    put('ses', sessions?.body.items?.find((s: { id: string; current: boolean }) => s.current)?.id);
   }
 
   // A passkey of the target member: passkeys belong to a user, so another user's id is not found.

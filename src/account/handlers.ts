@@ -1,0 +1,17 @@
+import type { HandlerMap } from '../http/types';
+import { principalOf } from '../access/roles';
+import * as sessions from './sessions';
+
+type AccountOperations = 'listMySessions' | 'revokeMySession' | 'revokeOtherSessions';
+
+/** The caller's own account (accounts-and-email §4): sessions, profile, e-mail change, deletion. */
+export const accountHandlers: HandlerMap<AccountOperations> = {
+  listMySessions: async (ctx) => ({ status: 200, body: { items: await sessions.listMySessions(ctx.deps, principalOf(ctx)) } }),
+
+  revokeMySession: async (ctx) => {
+    await sessions.revokeMySession(ctx.deps, principalOf(ctx), ctx.params.sessionId);
+    return { status: 204, body: undefined };
+  },
+
+  revokeOtherSessions: async (ctx) => ({ status: 200, body: { ok: true, revoked: await sessions.revokeOtherSessions(ctx.deps, principalOf(ctx)) } }),
+};

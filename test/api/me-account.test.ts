@@ -1,0 +1,131 @@
+import { createTestApp, type TestApp } from '../support/app';
+import { addMember, bearer, createOrganization, PASSWORD, signUp, type OrgOwner } from '../support/factories';
+import type { ManualClock } from '../../src/lib/clock';
+
+/**
+ * The caller's own account (accounts-and-email §4): sessions, profile and account deletion,
+ * through HTTP only.
+ */
+let t: TestApp;
+let owner: OrgOwner;
+beforeAll(async () => {
+  t = await createTestApp();
+  owner = await createOrganization(t, 'Account Org');
+}, 120_000);
+afterAll(() => t.close());
+
+const clock = () => t.clock as ManualClock;
+
+async function signIn(email: string, userAgent = 'jest-agent'): Promise<string> {
+  const res = await t.http.post('/v1/auth/sign-in').set('user-agent', userAgent).send({ email, password: PASSWORD });
+  if (res.status !== 200) throw new Error(`sign-in: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.session.token;
+}
+
+const sessionsOf = (token: string) => t.http.get('/v1/me/sessions').set(...bearer(token));
+
+describe('GET /v1/me/sessions', () => {
+  it("lists the caller's live sessions, marks the current one, and never shows a token", async () => {
+    const user = await signUp(t, 'lister');
+    const second = await signIn(user.email, 'Second Browser/1.0');
+    const res = await sessionsOf(second);
+    expect(res.status).toBe(200);
+    expect(res.body.items).toHaveLength(2);
+    const [newest, first] = res.body.items;
+    expect(newest).toMatchObject({ current: true, userAgent: 'Second Browser/1.0', authMethod: 'password' });
+    expect(first).toMatchObject({ current: false, authMethod: 'password' });
+    expect(newest.id).toMatch(/^ses_/);
+    expect(typeof newest.ip).toBe('string');
+    expect(newest.lastUsedAt).toBe(newest.createdAt);
+    const text = JSON.stringify(res.body);
+    expect(text).not.toContain(second);
+    expect(text).not.toContain(user.token);
+    // Another user's list holds none of these.
+    const other = await sessionsOf(owner.token);
+    expect(other.body.items.map((s: { id: string }) => s.id)).not.toContain(newest.id);
+  });
+
+  it('keeps lastUsedAt to the minute without a write per request', async () => {
+    const user = await signUp(t, 'toucher');
+    const created = (await sessionsOf(user.token)).body.items[0];
+    clock().advance(30_000);
+    expect((await sessionsOf(user.token)).body.items[0].lastUsedAt).toBe(created.createdAt);
+    clock().advance(31_000);
+    await sessionsOf(user.token);
+    const moved = (await sessionsOf(user.token)).body.items[0].lastUsedAt;
+    expect(moved).toBe(t.clock.now().toISOString());
+    const row = await t.db.selectFrom('sessions').select('last_used_at').where('id', '=', created.id).executeTakeFirstOrThrow();
+    expect(row.last_used_at?.toISOString()).toBe(moved);
+  });
+
+  it('is refused to an API key and without credentials', async () => {
+    const key = await t.http.post('/v1/api-keys').set(...bearer(owner.token)).send({ name: 'not a session' });
+    expect(key.status).toBe(201);
+    expect((await t.http.get('/v1/me/sessions').set(...bearer(key.body.key))).status).toBe(401);
+    expect((await t.http.get('/v1/me/sessions')).status).toBe(401);
+  });
+
+  it('a session id is not a credential', async () => {
+    const user = await signUp(t, 'idprobe');
+    const id = (await sessionsOf(user.token)).body.items[0].id;
+    expect((await t.http.get('/v1/me').set(...bearer(id))).status).toBe(401);
+  });
+});
+
+describe('DELETE /v1/me/sessions/{sessionId}', () => {
+  it('revokes one session at once; the others keep working', async () => {
+    const member = await addMember(t, owner.organizationId, 'member');
+    const other = await signIn(member.email);
+    const list = (await sessionsOf(member.token)).body.items as { id: string; current: boolean }[];
+    const target = list.find((s) => !s.current && s.id)!;
+    // `other` is the newest session: it is the one listed first besides the current.
+    expect(list[0]!.current).toBe(false);
+    expect((await t.http.get('/v1/me').set(...bearer(other))).status).toBe(200);
+    const res = await t.http.delete(`/v1/me/sessions/${target.id}`).set(...bearer(member.token));
+    expect(res.status).toBe(204);
+    expect((await t.http.get('/v1/me').set(...bearer(other))).status).toBe(401);
+    expect((await t.http.get('/v1/me').set(...bearer(member.token))).status).toBe(200);
+    expect((await sessionsOf(member.token)).body.items.map((s: { id: string }) => s.id)).not.toContain(target.id);
+    // Audited in the member's organization, naming the member and the session only.
+    const log = await t.http.get('/v1/audit-logs').query({ action: 'member.session_revoked' }).set(...bearer(owner.token));
+    expect(log.body.items[0]).toMatchObject({ target: { type: 'member', id: member.memberId }, changes: { sessionId: { from: target.id, to: null } } });
+    // Revoked already: 404.
+    expect((await t.http.delete(`/v1/me/sessions/${target.id}`).set(...bearer(member.token))).status).toBe(404);
+  });
+
+  it("another user's session is 404 and keeps working; a malformed id is 400", async () => {
+    const victim = await signUp(t, 'victim');
+    const victimSession = (await sessionsOf(victim.token)).body.items[0].id;
+    const res = await t.http.delete(`/v1/me/sessions/${victimSession}`).set(...bearer(owner.token));
+    expect(res.status).toBe(404);
+    expect(res.body.error).toBe('session_not_found');
+    expect((await t.http.get('/v1/me').set(...bearer(victim.token))).status).toBe(200);
+    const bad = await t.http.delete('/v1/me/sessions/not-a-session').set(...bearer(owner.token));
+    expect(bad.status).toBe(400);
+    expect(bad.body.details[0].path).toEqual(['path', 'sessionId']);
+  });
+
+  it('revoking the current session signs it out', async () => {
+    const user = await signUp(t, 'self');
+    const id = (await sessionsOf(user.token)).body.items[0].id;
+    expect((await t.http.delete(`/v1/me/sessions/${id}`).set(...bearer(user.token))).status).toBe(204);
+    expect((await t.http.get('/v1/me').set(...bearer(user.token))).status).toBe(401);
+  });
+});
+
+describe('POST /v1/me/sessions/revoke-others', () => {
+  it('revokes every other session and keeps the current one', async () => {
+    const user = await signUp(t, 'others');
+    const a = await signIn(user.email);
+    const b = await signIn(user.email);
+    const res = await t.http.post('/v1/me/sessions/revoke-others').set(...bearer(b));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ok: true, revoked: 2 });
+    expect((await t.http.get('/v1/me').set(...bearer(a))).status).toBe(401);
+    expect((await t.http.get('/v1/me').set(...bearer(user.token))).status).toBe(401);
+    expect((await t.http.get('/v1/me').set(...bearer(b))).status).toBe(200);
+    const again = await t.http.post('/v1/me/sessions/revoke-others').set(...bearer(b));
+    expect(again.body).toEqual({ ok: true, revoked: 0 });
+    expect((await sessionsOf(b)).body.items).toHaveLength(1);
+  });
+});
