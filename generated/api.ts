@@ -494,7 +494,7 @@ export interface paths {
         post?: never;
         /**
          * Remove a member (admin, or the member leaving)
-         * @description The member loses the organization at once: their sessions no longer reach it, their API keys are revoked, they leave their teams, and grants to them stop counting. The owner cannot be removed (409 `owner_cannot_be_removed`).
+         * @description The member loses the organization at once: their sessions no longer reach it, their API keys are revoked, they leave their teams, and grants to them stop counting. The owner cannot be removed (409 `owner_cannot_be_removed`); nor can a member holding permissions the caller lacks (403 `member_permissions_not_held`).
          */
         delete: operations["removeMember"];
         options?: never;
@@ -515,7 +515,7 @@ export interface paths {
         put?: never;
         /**
          * Change a member's role (admin)
-         * @description Gives a member any role of the organization but `owner` (400 naming `role` for `owner` or a key the organization does not have). The owner's role cannot be changed (409 `owner_role_immutable`); ownership moves by transfer. A role holding permissions the caller lacks is 403 `permission_not_held`. An API key of the member acts with the new role at once.
+         * @description Gives a member any role of the organization but `owner` (400 naming `role` for `owner` or a key the organization does not have). The owner's role cannot be changed (409 `owner_role_immutable`); ownership moves by transfer. A role holding permissions the caller lacks is 403 `permission_not_held`; so is changing the role of a member holding permissions the caller lacks (403 `member_permissions_not_held`). An API key of the member acts with the new role at once.
          */
         post: operations["changeMemberRole"];
         delete?: never;
@@ -1767,7 +1767,7 @@ export interface paths {
         };
         /**
          * LLM configuration for a worker (called by the worker)
-         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key; a missing or wrong token is 401). The enabled providers the worker's creator may use now, with their keys decrypted: the one place a key leaves the service. A revoked grant takes effect at once. A stopped worker is 409 `worker_stopped` (no key is given out) until a member starts it.
+         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key; a missing or wrong token, or one of a worker whose creator is suspended or no longer a member, is 401). The enabled providers the worker's creator may use now, with their keys decrypted: the one place a key leaves the service. A revoked grant takes effect at once. A stopped worker is 409 `worker_stopped` (no key is given out) until a member starts it.
          */
         get: operations["getWorkerLlmConfig"];
         put?: never;
@@ -1861,7 +1861,7 @@ export interface paths {
         put?: never;
         /**
          * Heartbeat (called by the worker)
-         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key); a missing or wrong token, or a token of another worker, is 401. The service stamps the time with its own clock (a worker cannot choose it): the worker is `online` until `WORKER_STALE_AFTER` after its last heartbeat. The heartbeat also extends the worker's metered online time (`GET /v1/billing/usage`). A stopped worker is 409 `worker_stopped` and nothing is recorded.
+         * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key); a missing or wrong token, a token of another worker, or the token of a worker whose creator is suspended or no longer a member, is 401. The service stamps the time with its own clock (a worker cannot choose it): the worker is `online` until `WORKER_STALE_AFTER` after its last heartbeat. The heartbeat also extends the worker's metered online time (`GET /v1/billing/usage`). A stopped worker is 409 `worker_stopped` and nothing is recorded.
          */
         post: operations["workerHeartbeat"];
         delete?: never;
@@ -2778,20 +2778,20 @@ export interface paths {
         get: operations["scimGetUser"];
         /**
          * Replace a SCIM User
-         * @description Full replace (Okta). `active: false` suspends the linked member; the owner cannot be suspended (400 `mutability`). A new `userName` or `emails` changes the directory user at once and never fails; the linked account's e-mail follows only when the account is this organization's own (made by its SCIM, in no other organization) or the new address is in a verified domain. An unlinked directory user is linked again.
+         * @description Full replace (Okta). `active: false` suspends the linked member; the owner cannot be suspended (400 `mutability`). A token acts with the permissions of the member who created it: suspending or deleting a member holding permissions that member lacks is 403, and a token cannot restore (`active: true`) the member who created it (403). A new `userName` or `emails` changes the directory user at once and never fails; the linked account's e-mail follows only when the account is this organization's own (made by its SCIM, in no other organization) or the new address is in a verified domain. An unlinked directory user is linked again.
          */
         put: operations["scimReplaceUser"];
         post?: never;
         /**
          * Deprovision a directory user
-         * @description The directory user goes; its member, if any, is removed as `DELETE /v1/members/{memberId}` removes one (the user account stays). The owner cannot be deleted (400 `mutability`). Provisioning the same `externalId` again creates a new directory user.
+         * @description The directory user goes; its member, if any, is removed as `DELETE /v1/members/{memberId}` removes one (the user account stays). The owner cannot be deleted (400 `mutability`); a member holding permissions the token's creator lacks is 403. Provisioning the same `externalId` again creates a new directory user.
          */
         delete: operations["scimDeleteUser"];
         options?: never;
         head?: never;
         /**
          * Patch a SCIM User
-         * @description add / replace / remove with or without `path` (Entra ID and Okta forms). Answers 200 with the User.
+         * @description add / replace / remove with or without `path` (Entra ID and Okta forms). Answers 200 with the User. `active` acts as in PUT. A token acts with the permissions of the member who created it: suspending or deleting a member holding permissions that member lacks is 403, and a token cannot restore (`active: true`) the member who created it (403).
          */
         patch: operations["scimPatchUser"];
         trace?: never;

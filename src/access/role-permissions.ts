@@ -38,10 +38,29 @@ export function requireKnownPermissions(keys: readonly string[], path: string[])
  * keys.
  */
 export function requireHeld(membership: Membership, keys: Iterable<string>): void {
-  const missing = [...keys].filter((key) => !membership.permissions.has(key));
+  const missing = notHeld(membership.permissions, keys);
   if (missing.length > 0) {
     throw new Forbidden('permission_not_held', `You cannot give permissions you do not hold: ${missing.slice(0, 5).join(', ')}.`);
   }
+}
+
+/**
+ * No acting on a higher member, the same subset rule turned on the target: nobody changes the role
+ * of, suspends or removes a member whose permissions are not all their own. 403
+ * `member_permissions_not_held` naming the first keys the actor lacks.
+ */
+export function requireActsOn(actor: PermissionSet, target: PermissionSet): void {
+  const missing = notHeld(actor, target);
+  if (missing.length > 0) {
+    throw new Forbidden(
+      'member_permissions_not_held',
+      `You cannot change the role of, suspend or remove a member holding permissions you do not hold: ${missing.slice(0, 5).join(', ')}.`,
+    );
+  }
+}
+
+function notHeld(held: PermissionSet, keys: Iterable<string>): string[] {
+  return [...keys].filter((key) => !held.has(key));
 }
 
 /**

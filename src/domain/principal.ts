@@ -79,6 +79,8 @@ export interface ScimPrincipal {
   kind: 'scim';
   scimTokenId: string;
   organizationId: string;
+  /** The member who created the token (null once that member's row is gone). */
+  createdByMemberId: string | null;
 }
 
 /** Any authenticated caller; new credential kinds join this union. */

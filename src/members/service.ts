@@ -2,13 +2,13 @@ import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import { positioned } from '../lib/pagination';
 import type { AppDeps } from '../domain/deps';
-import type { Membership, Principal } from '../domain/principal';
+import type { Membership, PermissionSet, Principal } from '../domain/principal';
 import { Conflict, Forbidden, Invalid, NotFound } from '../lib/errors';
 import type { PageRequest } from '../lib/pagination';
 import { authorize } from '../access/roles';
 import { requireFreshSession, requireOwner } from '../access/role-permissions';
 import { isForeignKeyViolation } from '../db/errors';
-import { assignableRole } from '../roles/service';
+import { assignableRole, requireMayActOnMember } from '../roles/service';
 import { toMember } from './mappers';
 import { revokeKeysOfMember } from '../api-keys/service';
 import { leaveAllTeams } from '../teams/service';
@@ -40,6 +40,7 @@ export async function changeRole(deps: AppDeps, membership: Membership, memberId
       // Another organization's member is 404 before the role is judged.
       const before = await store.findMember(trx, organizationId, memberId);
       if (!before) throw memberNotFound();
+      await requireMayActOnMember(trx, membership.permissions, organizationId, memberId);
       key = await assignableRole(trx, membership, role, ['body', 'role']);
       if (!(await store.setRole(trx, organizationId, memberId, key))) throw new Conflict('owner_role_immutable', "The owner's role cannot be changed.");
       await recordChange(trx, deps.audit, { action: 'member.role_changed', target: { type: 'member', id: memberId }, changes: { role: { from: before.role, to: key } } });
@@ -86,8 +87,9 @@ export async function transferOwnership(deps: AppDeps, principal: Principal, mem
  * they join active members), the member's API keys are revoked and their team memberships go.
  */
 export async function removeMember(deps: AppDeps, membership: Membership, memberId: string): Promise<void> {
-  if (memberId !== membership.memberId) authorize(membership, 'members.remove');
-  await removeFromOrganization(deps, membership.organizationId, memberId, memberId === membership.memberId ? 'member.left' : 'member.removed');
+  const leaving = memberId === membership.memberId;
+  if (!leaving) authorize(membership, 'members.remove');
+  await removeFromOrganization(deps, membership.organizationId, memberId, leaving ? 'member.left' : 'member.removed', leaving ? null : membership.permissions);
 }
 
 /**
@@ -102,10 +104,21 @@ export async function removeInTransaction(trx: Transaction<DB>, organizationId: 
   return true;
 }
 
-/** The removal itself, for the members route and SCIM deprovisioning alike (audited as `action`). */
-export async function removeFromOrganization(deps: AppDeps, organizationId: string, memberId: string, action: 'member.left' | 'member.removed' = 'member.removed'): Promise<void> {
+/**
+ * The removal itself, for the members route and SCIM deprovisioning alike (audited as `action`).
+ * `actor`: the remover's permissions, which must include all of the member's (null: the member
+ * leaving).
+ */
+export async function removeFromOrganization(
+  deps: AppDeps,
+  organizationId: string,
+  memberId: string,
+  action: 'member.left' | 'member.removed' = 'member.removed',
+  actor: PermissionSet | null = null,
+): Promise<void> {
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
+    if (actor) await requireMayActOnMember(trx, actor, organizationId, memberId);
     if (!(await removeInTransaction(trx, organizationId, memberId, now))) {
       if (await store.findMember(trx, organizationId, memberId)) throw new Conflict('owner_cannot_be_removed', 'The owner cannot be removed from the organization.');
       throw memberNotFound();

@@ -12,7 +12,7 @@ const LAST_USED_GRANULARITY_MS = 60_000;
 export async function principalFromScimToken(db: Db, token: string, now: Date): Promise<ScimPrincipal | null> {
   const row = await db
     .selectFrom('scim_tokens')
-    .select(['id', 'organization_id as organizationId', 'last_used_at as lastUsedAt'])
+    .select(['id', 'organization_id as organizationId', 'last_used_at as lastUsedAt', 'created_by_member_id as createdByMemberId'])
     .where('token_hash', '=', sha256Hex(token))
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
@@ -25,5 +25,5 @@ export async function principalFromScimToken(db: Db, token: string, now: Date): 
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(now.getTime() - LAST_USED_GRANULARITY_MS))]))
       .execute();
   }
-  return { kind: 'scim', scimTokenId: row.id, organizationId: row.organizationId };
+  return { kind: 'scim', scimTokenId: row.id, organizationId: row.organizationId, createdByMemberId: row.createdByMemberId };
 }

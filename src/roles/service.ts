@@ -1,10 +1,10 @@
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
-import type { Membership, Principal } from '../domain/principal';
+import type { Membership, PermissionSet, Principal } from '../domain/principal';
 import type { Db } from '../db/schema';
 import { authorize } from '../access/roles';
 import { PERMISSION_CATALOGUE, PERMISSION_KEYS } from '../access/permissions';
-import { permissionsOfRole, requireFreshSession, requireHeld, requireKnownPermissions, sortedPermissions } from '../access/role-permissions';
+import { permissionsOfRole, requireActsOn, requireFreshSession, requireHeld, requireKnownPermissions, sortedPermissions } from '../access/role-permissions';
 import { isUniqueViolation } from '../db/errors';
 import { Conflict, Invalid, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
@@ -176,4 +176,21 @@ export async function memberPermissions(deps: AppDeps, membership: Membership, m
   const role = await store.memberRole(deps.db, membership.organizationId, memberId);
   if (!role) throw new NotFound('member_not_found', 'The member could not be found.');
   return sortedPermissions(permissionsOfRole({ key: role.role, builtIn: role.built_in, permissions: role.permissions }));
+}
+
+/** A member's current permissions (a suspended member's included); undefined: no such active member. */
+export async function permissionsOfMember(db: Db, organizationId: string, memberId: string): Promise<{ role: string; permissions: PermissionSet } | undefined> {
+  const role = await store.memberRole(db, organizationId, memberId);
+  return role && { role: role.role, permissions: permissionsOfRole({ key: role.role, builtIn: role.built_in, permissions: role.permissions }) };
+}
+
+/**
+ * Before a role change, suspension or removal: the target's permissions must all be the actor's
+ * (403 `member_permissions_not_held`). The owner is left to each action's owner rule (a 409), and
+ * an unknown member to its 404.
+ */
+export async function requireMayActOnMember(db: Db, actor: PermissionSet, organizationId: string, memberId: string): Promise<void> {
+  const target = await permissionsOfMember(db, organizationId, memberId);
+  if (!target || target.role === 'owner') return;
+  requireActsOn(actor, target.permissions);
 }

@@ -4,6 +4,9 @@ import * as users from '../users/service';
 import * as memberships from '../members/memberships';
 import { removeInTransaction } from '../members/service';
 import { directoryTeams } from '../teams/service';
+import { permissionsOfMember, requireMayActOnMember } from '../roles/service';
+import { Forbidden } from '../lib/errors';
+import { ScimError } from './errors';
 
 /**
  * Everything SCIM asks of the areas that own accounts (src/users), memberships (src/members) and
@@ -47,6 +50,21 @@ export const addProvisionedMember = (trx: Trx, input: { organizationId: string; 
   memberships.addMember(trx, { organizationId: input.organizationId, userId: input.userId, role: 'member', suspended: !input.active, now: input.now });
 
 export const setMemberActive = memberships.setActive;
+
+/**
+ * A SCIM token acts with the permissions of the member who created it: it suspends or removes only
+ * members whose permissions are all that member's (a removed creator holds none). SCIM 403
+ * otherwise, nothing changed.
+ */
+export async function requireTokenMayActOn(trx: Trx, organizationId: string, tokenCreatorMemberId: string | null, memberId: string): Promise<void> {
+  const creator = tokenCreatorMemberId === null ? undefined : await permissionsOfMember(trx, organizationId, tokenCreatorMemberId);
+  try {
+    await requireMayActOnMember(trx, creator?.permissions ?? new Set(), organizationId, memberId);
+  } catch (err) {
+    if (err instanceof Forbidden) throw new ScimError(403, undefined, `${err.message} (a SCIM token acts with the permissions of the member who created it)`);
+    throw err;
+  }
+}
 
 /** Removes the member as DELETE /v1/members does (keys revoked, teams left); false for the owner. */
 export const removeMember = removeInTransaction;

@@ -8,6 +8,8 @@ import { FeatureNotInPlan, requireFeature } from '../plans';
 export interface ScimCaller {
   organizationId: string;
   tokenId: string;
+  /** The member who created the token: the token cannot restore them (a suspended admin's own way back). */
+  tokenCreatorMemberId: string | null;
   /** Absolute base of the SCIM endpoint, for `meta.location`. */
   baseUrl: string;
 }
@@ -34,6 +36,7 @@ export async function scimCallerOf<K extends OperationId>(ctx: HandlerContext<K>
   return {
     organizationId: principal.organizationId,
     tokenId: principal.scimTokenId,
+    tokenCreatorMemberId: principal.createdByMemberId,
     baseUrl: `${ctx.deps.settings.publicBaseUrl.replace(/\/+$/, '')}${SCIM_BASE_PATH}`,
   };
 }

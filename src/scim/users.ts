@@ -4,7 +4,7 @@ import { newId } from '../lib/ids';
 import { isUniqueViolation } from '../db/errors';
 import { changed, created, deleted, recordChange } from '../audit';
 import { ENTERPRISE_SCHEMA, USER_SCHEMA, attributeObject, isObject, normalize, project, toBoolean, type Json, type JsonObject } from './attributes';
-import { scimConflict, scimInvalid, scimNotFound } from './errors';
+import { ScimError, scimConflict, scimInvalid, scimNotFound } from './errors';
 import { FilterCompiler, parseFilter, type Resolver } from './filter';
 import { applyPatch, type PatchOperation } from './patch';
 import { listResponse, pageWindow, type ListQuery, type ScimCaller } from './common';
@@ -192,6 +192,10 @@ async function saveUser(deps: AppDeps, caller: ScimCaller, id: string, next: (cu
       const active = doc.active ?? current.active;
       const linked = current.member_user_id !== null;
       if (linked && !active && current.member_role === 'owner') throw scimInvalid('mutability', 'The organization owner cannot be suspended through SCIM.');
+      if (linked && active && !current.active && current.member_id === caller.tokenCreatorMemberId) {
+        throw new ScimError(403, undefined, 'A SCIM token cannot restore the member who created it.');
+      }
+      if (linked && !active && current.active) await accounts.requireTokenMayActOn(trx, org, caller.tokenCreatorMemberId, current.member_id!);
       const row = values(doc, active);
       await store.updateDirectoryUser(trx, org, id, { ...row, now });
       let outcome = linkView(current);
@@ -236,6 +240,7 @@ export async function deleteUser(deps: AppDeps, caller: ScimCaller, id: string):
   await deps.db.transaction().execute(async (trx) => {
     const current = await requireUser(trx, caller, id, true);
     if (current.member_user_id !== null) {
+      if (current.member_role !== 'owner') await accounts.requireTokenMayActOn(trx, org, caller.tokenCreatorMemberId, current.member_id!);
       if (current.member_role === 'owner' || !(await accounts.removeMember(trx, org, current.member_id!, now))) {
         throw scimInvalid('mutability', 'The organization owner cannot be deleted through SCIM.');
       }

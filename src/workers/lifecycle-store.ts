@@ -9,8 +9,8 @@ export interface HeartbeatResult {
 
 /**
  * One heartbeat in one statement, token check included: finds the worker by its id and its token's
- * hash (no match → nothing returned: a wrong token, another worker's token, a rotated-away token
- * or a deleted worker), stamps the server's time and extends the current online interval, or
+ * hash (no match → nothing returned: a wrong token, another worker's token, a rotated-away token,
+ * a deleted worker, or a worker whose creator is suspended or no longer a member), stamps the server's time and extends the current online interval, or
  * opens a new one when the previous heartbeat is older than the stale window. A stopped worker's
  * row is left as it is. Sent as a prepared statement: it runs on every heartbeat of every worker.
  */
@@ -25,6 +25,7 @@ export async function recordHeartbeat(
     WITH prev AS (
       SELECT id, organization_id, stopped_at, last_heartbeat_at, online_since
       FROM workers WHERE id = ${beat.workerId} AND host_token_hash = ${beat.tokenHash}
+        AND EXISTS (SELECT 1 FROM members m WHERE m.id = workers.created_by_member_id AND m.removed_at IS NULL AND m.suspended_at IS NULL)
       FOR UPDATE
     ), beat AS (
       UPDATE workers w SET

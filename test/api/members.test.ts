@@ -215,3 +215,40 @@ describe('DELETE /v1/members/{memberId}', () => {
     expect((await t.http.get('/v1/org').set(...bearer(aMember.token))).status).toBe(200);
   });
 });
+
+describe('no acting on a higher member', () => {
+  it('refuses a role change or removal of a member holding permissions the caller lacks (403 member_permissions_not_held)', async () => {
+    const owner = await createOrganization(t);
+    const roles = (await t.http.get('/v1/roles').set(...bearer(owner.token))).body.items as { key: string; permissions: string[] }[];
+    const memberPermissions = roles.find((r) => r.key === 'member')!.permissions;
+    const created = await t.http
+      .post('/v1/roles')
+      .set(...bearer(owner.token))
+      .send({ key: 'people', name: 'People', permissions: [...memberPermissions, 'members.changeRole', 'members.remove'] });
+    expect(created.status).toBe(201);
+    const lead = await addMember(t, owner.organizationId, 'member');
+    expect((await t.http.post(`/v1/members/${lead.memberId}/role`).set(...bearer(owner.token)).send({ role: 'people' })).status).toBe(200);
+    const admin = await addMember(t, owner.organizationId, 'admin');
+    const member = await addMember(t, owner.organizationId, 'member');
+
+    const demote = await t.http.post(`/v1/members/${admin.memberId}/role`).set(...bearer(lead.token)).send({ role: 'member' });
+    expect(demote.status).toBe(403);
+    expect(demote.body).toEqual({ error: 'forbidden', reason: 'member_permissions_not_held', message: expect.stringContaining('org.update') });
+    const remove = await t.http.delete(`/v1/members/${admin.memberId}`).set(...bearer(lead.token));
+    expect(remove.status).toBe(403);
+    expect(remove.body.reason).toBe('member_permissions_not_held');
+    const listed = (await t.http.get('/v1/members').set(...bearer(owner.token))).body.items as { id: string; role: string }[];
+    expect(listed.find((m) => m.id === admin.memberId)?.role).toBe('admin');
+
+    // Members whose permissions are all the caller's: another holder of the role, a plain member.
+    const peer = await addMember(t, owner.organizationId, 'member');
+    expect((await t.http.post(`/v1/members/${peer.memberId}/role`).set(...bearer(owner.token)).send({ role: 'people' })).status).toBe(200);
+    expect((await t.http.post(`/v1/members/${peer.memberId}/role`).set(...bearer(lead.token)).send({ role: 'member' })).status).toBe(200);
+    expect((await t.http.delete(`/v1/members/${member.memberId}`).set(...bearer(lead.token))).status).toBe(204);
+    // The owner's rules are unchanged: 409, not 403.
+    expect((await t.http.post(`/v1/members/${owner.memberId}/role`).set(...bearer(lead.token)).send({ role: 'member' })).status).toBe(409);
+    expect((await t.http.delete(`/v1/members/${owner.memberId}`).set(...bearer(lead.token))).status).toBe(409);
+    // The admin may act on the lead (a subset of the admin's permissions).
+    expect((await t.http.delete(`/v1/members/${lead.memberId}`).set(...bearer(admin.token))).status).toBe(204);
+  });
+});

@@ -153,6 +153,12 @@ describe('suspension', () => {
   it('cuts the member off at once and restores the same member with the same role', async () => {
     const admin = await addMember(t, org.owner.organizationId, 'admin');
     const key = (await t.http.post('/v1/api-keys').set(...bearer(admin.token)).send({ name: 'k' })).body.key as string;
+    const worker = (await t.http.post('/v1/workers').set(...bearer(admin.token)).send({ name: 'Builder' })).body as { item: { id: string }; hostToken: string };
+    const workerCalls = async () => [
+      (await t.http.post(`/v1/workers/${worker.item.id}/heartbeat`).set('x-worker-token', worker.hostToken).send({})).status,
+      (await t.http.get(`/v1/workers/${worker.item.id}/llm-config`).set('x-worker-token', worker.hostToken)).status,
+    ];
+    expect(await workerCalls()).toEqual([200, 200]);
     expect((await t.http.get('/v1/org').set(...bearer(admin.token))).status).toBe(200);
     expect((await t.http.get('/v1/members').set('x-api-key', key)).status).toBe(200);
     // The identity provider's record of the admin adopts the existing membership.
@@ -166,6 +172,8 @@ describe('suspension', () => {
     expect((await t.http.get('/v1/org').set(...bearer(admin.token))).status).toBe(404);
     expect((await t.http.get('/v1/members').set(...bearer(admin.token))).status).toBe(404);
     expect((await t.http.get('/v1/members').set('x-api-key', key)).status).toBe(401);
+    // A worker acts for its creator: its token is refused too (no heartbeat, no provider keys).
+    expect(await workerCalls()).toEqual([401, 401]);
     const listed = await t.http.get('/v1/members').set(...bearer(org.owner.token));
     expect(listed.body.items.find((m: { id: string }) => m.id === admin.memberId)).toMatchObject({ status: 'suspended', role: 'admin' });
     expect(listed.body.items.find((m: { id: string }) => m.id === org.owner.memberId)).toMatchObject({ status: 'active', directoryUserId: null });
@@ -173,8 +181,56 @@ describe('suspension', () => {
     const restored = await scim.put(`/Users/${user.id}`, { userName: admin.email, active: true });
     expect(restored.body).toMatchObject({ id: user.id, active: true });
     expect((await t.http.get('/v1/org').set(...bearer(admin.token))).body.currentMember).toMatchObject({ id: admin.memberId, role: 'admin' });
-    // Revoked keys stay revoked.
+    // Revoked keys stay revoked; the worker works again for its restored creator, until removal.
     expect((await t.http.get('/v1/members').set('x-api-key', key)).status).toBe(401);
+    expect(await workerCalls()).toEqual([200, 200]);
+    expect((await t.http.delete(`/v1/members/${admin.memberId}`).set(...bearer(org.owner.token))).status).toBe(204);
+    expect(await workerCalls()).toEqual([401, 401]);
+  });
+
+  it("refuses a SCIM token's restore of the member who created it; another token restores them", async () => {
+    const admin = await addMember(t, org.owner.organizationId, 'admin');
+    const created = await t.http.post('/v1/scim/tokens').set(...bearer(admin.token)).send({ name: 'Admin token' });
+    expect(created.status).toBe(201);
+    const own = scimClient(t, created.body.token);
+    const user = await provision(admin.email);
+    const activeOp = (value: boolean) => ({ schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value }] });
+    expect((await scim.patch(`/Users/${user.id}`, activeOp(false))).body.active).toBe(false);
+
+    const refused = scimError(await own.patch(`/Users/${user.id}`, activeOp(true)), 403);
+    expect(refused.detail).toMatch(/created it/);
+    scimError(await own.put(`/Users/${user.id}`, { userName: admin.email, active: true }), 403);
+    expect((await scim.get(`/Users/${user.id}`)).body.active).toBe(false);
+    expect((await t.http.get('/v1/org').set(...bearer(admin.token))).status).toBe(404);
+    // The token still provisions everyone else, and its creator's other attributes.
+    expect((await own.patch(`/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'title', value: 'Lead' }] })).status).toBe(200);
+    expect((await scim.patch(`/Users/${user.id}`, activeOp(true))).body.active).toBe(true);
+    expect((await t.http.get('/v1/org').set(...bearer(admin.token))).status).toBe(200);
+  });
+
+  it('suspends or deletes through a token only members whose permissions its creator holds', async () => {
+    const roles = (await t.http.get('/v1/roles').set(...bearer(org.owner.token))).body.items as { key: string; permissions: string[] }[];
+    const base = roles.find((r) => r.key === 'member')!.permissions;
+    expect((await t.http.post('/v1/roles').set(...bearer(org.owner.token)).send({ key: 'provisioner', name: 'Provisioner', permissions: [...base, 'scim.manage'] })).status).toBe(201);
+    const provisioner = await addMember(t, org.owner.organizationId, 'member');
+    expect((await t.http.post(`/v1/members/${provisioner.memberId}/role`).set(...bearer(org.owner.token)).send({ role: 'provisioner' })).status).toBe(200);
+    const own = scimClient(t, (await t.http.post('/v1/scim/tokens').set(...bearer(provisioner.token)).send({ name: 'Low token' })).body.token);
+    const admin = await addMember(t, org.owner.organizationId, 'admin');
+    const member = await addMember(t, org.owner.organizationId, 'member');
+    const adminUser = await provision(admin.email);
+    const memberUser = await provision(member.email);
+    const suspend = { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] };
+
+    expect(scimError(await own.patch(`/Users/${adminUser.id}`, suspend), 403).detail).toMatch(/org\.update/);
+    scimError(await own.put(`/Users/${adminUser.id}`, { userName: admin.email, active: false }), 403);
+    scimError(await own.delete(`/Users/${adminUser.id}`), 403);
+    expect((await t.http.get('/v1/org').set(...bearer(admin.token))).status).toBe(200);
+    expect((await scim.get(`/Users/${adminUser.id}`)).body.active).toBe(true);
+
+    expect((await own.patch(`/Users/${memberUser.id}`, suspend)).body.active).toBe(false);
+    expect((await own.delete(`/Users/${memberUser.id}`)).status).toBe(204);
+    // The owner's token acts on the admin.
+    expect((await scim.patch(`/Users/${adminUser.id}`, suspend)).body.active).toBe(false);
   });
 
   it('protects the owner from suspension and deletion', async () => {
