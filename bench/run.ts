@@ -22,6 +22,7 @@ import { scenarioWebhooks } from './scenarios/s7-webhooks';
 import { scenarioAudit } from './scenarios/s8-audit';
 import { scenarioHeartbeat } from './scenarios/s9-heartbeat';
 import { scenarioScim } from './scenarios/s10-scim';
+import { scenarioGrowth } from './scenarios/s11-growth';
 import { scenarioSignIn } from './scenarios/s12-sign-in';
 
 const HARD_LIMIT_MS = 9.5 * 60_000;
@@ -67,6 +68,7 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['8', scenarioAudit],
   ['9', scenarioHeartbeat],
   ['10', scenarioScim],
+  ['11', scenarioGrowth],
   ['12', scenarioSignIn],
 ];
 

@@ -1,8 +1,8 @@
 import type { BenchContext } from '../lib/context';
-import { sql } from 'kysely';
 import { measureRounds, type LoadOptions } from '../lib/load';
 import { check, type ScenarioResult } from '../lib/report';
 import { seedOrganization } from '../seed/org';
+import { seedDirectoryUsers } from '../seed/directory-users';
 import { newId } from '../../src/lib/ids';
 import { randomSecret, sha256Hex } from '../../src/lib/crypto';
 
@@ -106,18 +106,6 @@ export async function scenarioScim(ctx: BenchContext): Promise<ScenarioResult> {
 
 const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
-
-/** Directory users in one set-based statement, with the attributes an identity provider sends. */
-async function seedDirectoryUsers(db: BenchContext['scratch']['database']['db'], organizationId: string, count: number, label: string): Promise<void> {
-  const start = new Date(Date.now() - count);
-  await sql`INSERT INTO directory_users (id, organization_id, user_name, user_name_normalized, external_id, active, attributes, email, email_normalized, member_id, link_reason, created_at, updated_at)
-    SELECT 'dus_' || ${label} || lpad(i::text, 22, '0'), ${organizationId}, 'user-' || ${label} || '-' || lpad(i::text, 5, '0') || '@bench.test',
-           'user-' || ${label} || '-' || lpad(i::text, 5, '0') || '@bench.test', 'ext-' || i, true,
-           jsonb_build_object('name', jsonb_build_object('givenName', 'User', 'familyName', i::text), 'displayName', 'User ' || i,
-                              'emails', jsonb_build_array(jsonb_build_object('value', 'user-' || ${label} || '-' || lpad(i::text, 5, '0') || '@bench.test', 'primary', true, 'type', 'work'))),
-           NULL, NULL, NULL, 'no_valid_email', ${start}::timestamptz + i * interval '1 millisecond', ${start}::timestamptz + i * interval '1 millisecond'
-    FROM generate_series(0, ${count - 1}) AS i`.execute(db);
-}
 
 /** Entra's initial cycle: each User created in turn, then each Group created and filled by PATCHes of 40 members. */
 async function initialSync(url: string, token: string, users: number, groups: number) {
