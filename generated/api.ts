@@ -26,7 +26,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness (the database answers) */
+        /**
+         * Readiness (the database answers, the process is not shutting down)
+         * @description 200 while the database answers and migrations are applied; 503 when it does not, or once the
+         *     process has begun shutting down (SIGTERM). `warnings` name conditions an operator should look
+         *     at (mail sending failing, an outbox whose oldest entry waits longer than ten minutes); they
+         *     never make the process unready.
+         */
         get: operations["getReady"];
         put?: never;
         post?: never;
@@ -4763,10 +4769,16 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         status: "ok";
+                        /** @description Present only when there is something to look at. */
+                        warnings?: {
+                            /** @enum {string} */
+                            code: "mail_failing" | "webhook_backlog" | "mail_backlog";
+                            message: string;
+                        }[];
                     };
                 };
             };
-            /** @description The database does not answer. */
+            /** @description The database does not answer, or the process is shutting down. */
             503: {
                 headers: {
                     [name: string]: unknown;

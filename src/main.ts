@@ -11,6 +11,10 @@ import { createMailTransport } from './mail/transport';
 import { createOutbound } from './outbound';
 import { startAuditRetention } from './audit/retention';
 import { connectServer } from './db/connect';
+import { enableMetrics, addScrapeGauges } from './observability/metrics';
+import { startMetricsServer } from './observability/metrics-server';
+import { processGauges } from './observability/outbox';
+import { markShuttingDown } from './system/lifecycle';
 
 /** The job runner runs one statement at a time (claim, record outcomes, maintenance); two leave room for a reconnect. */
 const JOB_POOL_MAX = 2;
@@ -28,6 +32,8 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(settings.logLevel);
+  // Before the database opens: its statement timer is set when it is made (src/db/connect.ts).
+  const metrics = settings.metricsPort === undefined ? null : enableMetrics();
   const secretKey = await resolveSecretKey(settings);
   const database = await openDatabase(settings);
   const applied = await migrateToLatest(database.db);
@@ -59,27 +65,44 @@ async function main(): Promise<void> {
     mailTransport,
   });
   runner.start();
+  let metricsServer: import('node:http').Server | null = null;
+  if (metrics && settings.metricsPort !== undefined) {
+    addScrapeGauges(processGauges(database.db, () => systemClock.now(), database.poolStats));
+    metricsServer = await startMetricsServer(metrics, { port: settings.metricsPort, host: settings.metricsHost, logger });
+    logger.info({ port: settings.metricsPort, host: settings.metricsHost }, 'metrics listening');
+  }
   const stopRetention = startAuditRetention({ db: database.db, clock: systemClock, logger, retentionDays: settings.auditRetentionDays });
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // /ready answers 503 from now on, so a balancer sends new requests elsewhere.
+    markShuttingDown();
     stopRetention();
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    // Stop accepting; idle keep-alive sockets are closed so in-flight requests are all we wait for.
-    server.close(async () => {
-      await runner.stop();
-      await jobDatabase?.close();
-      await database.close();
-      logger.info('stopped');
-      process.exit(0);
-    });
-    server.closeIdleConnections();
-    setTimeout(() => {
-      logger.error('shutdown timed out; exiting');
+    logger.info({ signal, timeoutMs: settings.shutdownTimeoutMs }, 'shutting down: finishing in-flight requests and jobs');
+    const timer = setTimeout(() => {
+      logger.error({ timeoutMs: settings.shutdownTimeoutMs }, 'shutdown timed out; exiting');
       process.exit(1);
-    }, 25_000).unref();
+    }, settings.shutdownTimeoutMs);
+    timer.unref();
+    // Stop accepting; idle keep-alive sockets are closed so in-flight requests are all we wait for.
+    // The job runner stops claiming at once; its jobs in flight finish and their outcomes (which
+    // release the leases) are written before the database closes.
+    const requestsDone = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    Promise.all([requestsDone, runner.stop()])
+      .then(async () => {
+        metricsServer?.close();
+        await jobDatabase?.close();
+        await database.close();
+        logger.info('stopped');
+        process.exit(0);
+      })
+      .catch((err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -31,6 +31,12 @@ export interface Settings {
   /** A worker is online until this long after its last heartbeat (WORKER_STALE_AFTER). */
   workerStaleAfterMs: number;
   logLevel: string;
+  /** METRICS_PORT: serve GET /metrics (Prometheus) on this port; unset: metrics off. */
+  metricsPort: number | undefined;
+  /** METRICS_HOST: the address the metrics listener binds (default 127.0.0.1). */
+  metricsHost: string;
+  /** SHUTDOWN_TIMEOUT_MS: on SIGTERM, in-flight requests and jobs get this long before the process exits anyway. */
+  shutdownTimeoutMs: number;
   corsOrigins: string[];
   bodyLimitBytes: number;
   requestTimeoutMs: number;
@@ -296,6 +302,14 @@ function webauthn(env: Env, publicBaseUrl: string): Settings['webauthn'] {
   return { id, name: env.WEBAUTHN_RP_NAME || 'Organization Control Plane', origins: list };
 }
 
+function metricsPort(env: Env, apiPort: number): number | undefined {
+  if (!env.METRICS_PORT) return undefined;
+  const port = int(env, 'METRICS_PORT', 0, 1);
+  if (port > 65535) throw new SettingsError(`METRICS_PORT must be at most 65535, got "${env.METRICS_PORT}"`);
+  if (port === apiPort) throw new SettingsError('METRICS_PORT must differ from PORT (metrics are never served with the API)');
+  return port;
+}
+
 export function loadSettings(env: Env = process.env): Settings {
   const port = int(env, 'PORT', 3000);
   if (port > 65535) throw new SettingsError(`PORT must be at most 65535, got "${env.PORT}"`);
@@ -326,6 +340,9 @@ export function loadSettings(env: Env = process.env): Settings {
     outboundAllowedNetworks: networks(env, 'OUTBOUND_ALLOWED_NETWORKS'),
     workerStaleAfterMs: duration(env, 'WORKER_STALE_AFTER', 120_000),
     logLevel,
+    metricsPort: metricsPort(env, port),
+    metricsHost: env.METRICS_HOST || '127.0.0.1',
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 1),
     corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1),

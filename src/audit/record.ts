@@ -6,6 +6,7 @@ import type { Actor, AuditContext } from './context';
 import { redactChanges } from './redact';
 import { eventRowCte, type EventInput } from '../events/outbox';
 import { eventHook, type AuditedEvent } from './event-hook';
+import { metrics } from '../observability/metrics';
 
 /** `{field: {from, to}}`; values may nest. Secrets are redacted by recordChange, whatever is passed. */
 export type Changes = Record<string, { from?: unknown; to?: unknown } | unknown>;
@@ -132,11 +133,13 @@ export async function recordChange(trx: Transaction<DB>, context: AuditContext |
   const { entry, organizationId, createdAt } = prepared;
   const hook = eventHook();
   const { event, ctes } = eventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt }, 'queue-the-rest');
+  const startedAt = metrics ? performance.now() : 0;
   const { rows } = await sql<{ id: string; queued: boolean }>`
     /* prepared:audit_record */
     WITH ${auditCtes(prepared, ctes, null)}
     ${hook.matched()}
   `.execute(trx);
+  metrics?.auditChainWait.observe((performance.now() - startedAt) / 1000);
   await hook.queueRest(trx, event, rows);
   return entry;
 }

@@ -1,6 +1,7 @@
 import type { AppDeps } from '../domain/deps';
 import type { Principal } from '../domain/principal';
-import { Conflict, NotFound, Unauthenticated, Unauthorized } from '../lib/errors';
+import { AppError, Conflict, NotFound, RateLimited, Unauthenticated, Unauthorized } from '../lib/errors';
+import { metrics } from '../observability/metrics';
 import { decoyPasswordHash, hashPassword, safeEqual, verifyPassword } from '../lib/crypto';
 import { isUniqueViolation } from '../db/errors';
 import { createOrganizationIn } from '../org/service';
@@ -64,6 +65,19 @@ export async function signUp(deps: AppDeps, input: { email: string; password: st
  * limit even a right password gets 429 until the window ends, so guessing cannot go on.
  */
 export async function signIn(deps: AppDeps, input: { email: string; password: string }, origin: Origin) {
+  if (!metrics) return passwordSignIn(deps, input, origin);
+  try {
+    const result = await passwordSignIn(deps, input, origin);
+    metrics.signIns.inc({ outcome: 'mfaRequired' in result ? 'mfa_required' : 'success' });
+    return result;
+  } catch (err) {
+    if (err instanceof RateLimited) metrics.signIns.inc({ outcome: 'rate_limited' });
+    else if (err instanceof AppError && err.status < 500) metrics.signIns.inc({ outcome: 'invalid' });
+    throw err;
+  }
+}
+
+async function passwordSignIn(deps: AppDeps, input: { email: string; password: string }, origin: Origin) {
   const { ip } = origin;
   const email = users.normalizeEmail(input.email);
   await limits.assertNotLimited(deps, 'signInEmail', email);

@@ -1,8 +1,9 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type LogEvent } from 'kysely';
 import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { DB } from './schema';
 import { namedStatementPool } from './named-statements';
+import { metrics, statementLabel } from '../observability/metrics';
 
 export type DialectKind = 'pg' | 'pglite';
 
@@ -11,7 +12,19 @@ export interface Database {
   kind: DialectKind;
   /** The embedded engine, when kind is 'pglite' (tests dump and load its data dir). */
   pglite?: PGlite;
+  /** A server database's pool: connections in use, idle, and requests waiting for one (metrics). */
+  poolStats?(): { used: number; idle: number; waiting: number };
   close(): Promise<void>;
+}
+
+/**
+ * Kysely's query log, on only while metrics are: each statement's duration under its prepared
+ * name or SQL kind (never its text). Kysely times a query only when a log is configured.
+ */
+function statementTimer(): ((event: LogEvent) => void) | undefined {
+  const m = metrics;
+  if (!m) return undefined;
+  return (event) => m.dbDuration.observe({ db_operation_name: statementLabel(event.query.sql) }, event.queryDurationMillis / 1000);
 }
 
 export interface ServerDatabaseOptions {
@@ -38,8 +51,9 @@ export function connectServer(url: string, options: ServerDatabaseOptions = {}):
   // Nor a checked-out client between two queries (a server shutdown ends every session): without
   // a listener its 'error' event is an uncaught exception. The pool drops it on release.
   pool.on('connect', (client) => client.on('error', () => undefined));
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: namedStatementPool(pool) }) });
-  return { db, kind: 'pg', close: () => db.destroy() };
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: namedStatementPool(pool) }), log: statementTimer() });
+  const poolStats = () => ({ used: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
+  return { db, kind: 'pg', poolStats, close: () => db.destroy() };
 }
 
 /**
@@ -55,6 +69,6 @@ export async function connectEmbedded(options: { dataDir?: string; loadDataDir?:
     // int8 as a string, as node-postgres returns it, so both dialects give stores the same values.
     parsers: { [pgliteTypes.INT8]: (value: string) => value },
   });
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
+  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite), log: statementTimer() });
   return { db, kind: 'pglite', pglite, close: () => db.destroy() };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import pino, { type Logger } from 'pino';
+import { metrics, methodLabel, UNMATCHED_ROUTE } from '../observability/metrics';
 
 declare module 'http' {
   interface IncomingMessage {
@@ -62,7 +63,7 @@ export function requestLogger(logger: Logger, requestPrototype: object) {
     },
   });
   return (req: Request, res: Response, next: NextFunction): void => {
-    const startedAt = Date.now();
+    const startedAt = performance.now();
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && GIVEN_ID.test(given) ? given : randomUUID();
     req.id = id;
@@ -72,7 +73,17 @@ export function requestLogger(logger: Logger, requestPrototype: object) {
     // 'close' comes once per response: after 'finish', or alone when the client hung up mid-answer.
     res.once('close', () => {
       const status = res.statusCode;
-      const line = { ...state.bindings, res: { status }, responseTime: Date.now() - startedAt, route: res.locals.route as string | undefined, operationId: res.locals.operationId as string | undefined };
+      const elapsed = performance.now() - startedAt;
+      const route = res.locals.route as string | undefined;
+      const operationId = res.locals.operationId as string | undefined;
+      const line = { ...state.bindings, res: { status }, responseTime: Math.round(elapsed), route, operationId };
+      // The route template (never the path with its ids) and the operation: bounded label values.
+      metrics?.httpDuration.observe({
+        http_request_method: methodLabel(req.method),
+        http_route: route ? route.slice(route.indexOf(' ') + 1) : UNMATCHED_ROUTE,
+        http_response_status_code: status,
+        operation_id: operationId ?? '',
+      }, elapsed / 1000);
       if (status >= 500) lines.error({ ...line, err: new Error(`failed with status code ${status}`) }, 'request errored');
       else lines.info(line, 'request completed');
     });

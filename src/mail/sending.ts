@@ -8,6 +8,7 @@ import type { MailBody } from './queue';
 import { MAIL_CHANNEL, claimMessages, recordMailOutcomes, type ClaimedMessage, type MailOutcome } from './store';
 import { SendFailure, type MailTransport } from './transport';
 import { retryDelayMs } from '../jobs/backoff';
+import { metrics } from '../observability/metrics';
 import type { ClaimOptions, JobKind } from '../jobs/runner';
 
 export interface MailJobOptions {
@@ -77,6 +78,7 @@ export class MailMessages implements JobKind<ClaimedMessage> {
     }
     const finished = clock.now();
     const exhausted = !retry || m.attempts >= settings.maxAttempts;
+    metrics?.mailAttempts.inc({ outcome: error === null ? 'sent' : exhausted ? 'failed' : 'retrying' });
     this.outcomes.push({
       id: m.id,
       token: m.lease_token,

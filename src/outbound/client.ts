@@ -3,6 +3,7 @@ import type { LookupFunction } from 'node:net';
 import type { Agent } from 'undici';
 import { EgressPolicy } from './policy';
 import { lazy } from '../lib/lazy';
+import { metrics } from '../observability/metrics';
 
 // Loaded on the first outbound call: most processes make none for a long time (src/lib/lazy.ts).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -82,46 +83,56 @@ export function createOutbound(options: OutboundOptions = {}): Outbound {
   return {
     policy,
     async request(target, init) {
-      let url: URL;
       try {
-        url = new URL(target);
-      } catch {
-        throw new OutboundError('invalid_url', 'the URL is not valid');
-      }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError('invalid_url', 'the URL is not http(s)');
-      if (url.username || url.password) throw new OutboundError('invalid_url', 'the URL carries credentials');
-      // An IP literal is never looked up, so it is checked here; names are checked at connect time.
-      const host = url.hostname.replace(/^\[|\]$/g, '');
-      if (/^[\d.]+$/.test(host) || host.includes(':')) {
-        const refusal = policy.refusal(host);
-        if (refusal) throw new OutboundError('not_allowed', refusal);
-      }
-      const signal = AbortSignal.timeout(init.timeoutMs);
-      try {
-        // undici's request never follows redirects: a 3xx comes back as it is.
-        const res = await undici().request(url, { dispatcher: dispatcher(), method: init.method ?? 'GET', headers: init.headers, body: init.body, signal });
-        const declared = Number(res.headers['content-length'] ?? NaN);
-        if (Number.isFinite(declared) && declared > init.maxBytes) {
-          res.body.destroy();
-          throw new OutboundError('too_large', `the reply is larger than ${init.maxBytes} bytes`);
-        }
-        const chunks: Buffer[] = [];
-        let total = 0;
-        for await (const chunk of res.body) {
-          total += (chunk as Buffer).byteLength;
-          if (total > init.maxBytes) {
-            res.body.destroy();
-            throw new OutboundError('too_large', `the reply is larger than ${init.maxBytes} bytes`);
-          }
-          chunks.push(chunk as Buffer);
-        }
-        const body = Buffer.concat(chunks);
-        return { status: res.statusCode, headers: res.headers, body, text: () => body.toString('utf8') };
+        return await send(target, init);
       } catch (err) {
-        throw toOutboundError(err, init.timeoutMs);
+        // The egress policy's refusals (never the URL itself: a label carries the reason only).
+        if (err instanceof OutboundError && (err.kind === 'not_allowed' || err.kind === 'invalid_url')) metrics?.outboundRefused.inc({ reason: err.kind });
+        throw err;
       }
     },
   };
+
+  async function send(target: string | URL, init: OutboundRequest): Promise<OutboundResponse> {
+    let url: URL;
+    try {
+      url = new URL(target);
+    } catch {
+      throw new OutboundError('invalid_url', 'the URL is not valid');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError('invalid_url', 'the URL is not http(s)');
+    if (url.username || url.password) throw new OutboundError('invalid_url', 'the URL carries credentials');
+    // An IP literal is never looked up, so it is checked here; names are checked at connect time.
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (/^[\d.]+$/.test(host) || host.includes(':')) {
+      const refusal = policy.refusal(host);
+      if (refusal) throw new OutboundError('not_allowed', refusal);
+    }
+    const signal = AbortSignal.timeout(init.timeoutMs);
+    try {
+      // undici's request never follows redirects: a 3xx comes back as it is.
+      const res = await undici().request(url, { dispatcher: dispatcher(), method: init.method ?? 'GET', headers: init.headers, body: init.body, signal });
+      const declared = Number(res.headers['content-length'] ?? NaN);
+      if (Number.isFinite(declared) && declared > init.maxBytes) {
+        res.body.destroy();
+        throw new OutboundError('too_large', `the reply is larger than ${init.maxBytes} bytes`);
+      }
+      const chunks: Buffer[] = [];
+      let total = 0;
+      for await (const chunk of res.body) {
+        total += (chunk as Buffer).byteLength;
+        if (total > init.maxBytes) {
+          res.body.destroy();
+          throw new OutboundError('too_large', `the reply is larger than ${init.maxBytes} bytes`);
+        }
+        chunks.push(chunk as Buffer);
+      }
+      const body = Buffer.concat(chunks);
+      return { status: res.statusCode, headers: res.headers, body, text: () => body.toString('utf8') };
+    } catch (err) {
+      throw toOutboundError(err, init.timeoutMs);
+    }
+  }
 }
 
 function toOutboundError(err: unknown, timeoutMs: number): OutboundError {

@@ -3,6 +3,7 @@ import type { DB } from '../db/schema';
 import type { Clock } from '../lib/clock';
 import { sha256Hex } from '../lib/crypto';
 import { RateLimited } from '../lib/errors';
+import { metrics } from '../observability/metrics';
 import type { RateLimitRule, RateLimitSettings } from '../settings';
 
 /**
@@ -32,7 +33,8 @@ function retryAfterSeconds(expiresAt: Date, now: Date): number {
   return Math.max(1, Math.ceil((expiresAt.getTime() - now.getTime()) / 1000));
 }
 
-function limited(rule: RateLimitRule, expiresAt: Date, now: Date): RateLimited {
+function limited(name: LimitName, rule: RateLimitRule, expiresAt: Date, now: Date): RateLimited {
+  metrics?.rateLimitRejections.inc({ limit: name });
   const seconds = retryAfterSeconds(expiresAt, now);
   return new RateLimited(seconds, `Too many attempts; retry in ${seconds} s.`);
 }
@@ -70,7 +72,7 @@ export async function consume(deps: LimiterDeps, name: LimitName, subject: strin
   const rule = deps.settings.rateLimits[name];
   if (!rule || !subject) return;
   const { points, expiresAt } = await hit(deps, name, subject, rule);
-  if (points > rule.points) throw limited(rule, expiresAt, deps.clock.now());
+  if (points > rule.points) throw limited(name, rule, expiresAt, deps.clock.now());
 }
 
 /** Refuses (429) when the key has already used up its window; counts nothing. */
@@ -84,7 +86,7 @@ export async function assertNotLimited(deps: LimiterDeps, name: LimitName, subje
     .where('key', '=', keyOf(name, subject))
     .where('expires_at', '>', now)
     .executeTakeFirst();
-  if (row && row.points >= rule.points) throw limited(rule, new Date(row.expires_at), now);
+  if (row && row.points >= rule.points) throw limited(name, rule, new Date(row.expires_at), now);
 }
 
 /** Counts a failure (wrong password) without refusing this request; the next one is refused. */

@@ -7,6 +7,7 @@ import type { WebhookSettings } from '../settings';
 import type { Outbound } from '../outbound';
 import { EVENT_RETENTION_MS, pruneEvents } from '../events/service';
 import { retryDelayMs } from '../jobs/backoff';
+import { metrics } from '../observability/metrics';
 import { claimDeliveries, failDeliveriesOfDisabled, markFailing, recordOutcomes, type ClaimedDelivery, type Outcome } from './dispatch-store';
 import { disableEndpoint } from './disable';
 import { DeliveryFailure, postWebhook } from './egress';
@@ -105,6 +106,7 @@ export class WebhookDeliveries implements JobKind<ClaimedDelivery> {
     const finished = clock.now();
     const ok = error === null;
     const exhausted = d.attempts >= settings.maxAttempts;
+    metrics?.webhookAttempts.inc({ outcome: ok ? 'succeeded' : exhausted ? 'failed' : 'retrying' });
     this.outcomes.push({
       id: d.id,
       token: d.lease_token,

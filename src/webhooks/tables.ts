@@ -48,6 +48,8 @@ export interface WebhookDeliveriesTable {
   /** Set while a dispatcher holds the delivery; an expired lease means the holder died. */
   lease_until: Timestamp | null;
   lease_token: string | null;
+  /** W3C trace context (`traceparent`) of the request that queued it, when there was one. */
+  trace_context: Generated<string | null>;
   /** A manual retry that came while an attempt was in flight. */
   retry_requested: Generated<boolean>;
   created_at: Timestamp;

@@ -21,6 +21,7 @@ const LOADED_ON_FIRST_USE = [
   '@electric-sql/pglite', // only when the embedded database is used (src/db/connect.ts)
   'otplib', // TOTP second factors (src/mfa/totp.ts)
   '@simplewebauthn/server', // passkeys (src/mfa/webauthn.ts)
+  'prom-client', // metrics, only with METRICS_PORT (src/observability/metrics.ts)
 ];
 
 const ROOT = path.resolve(__dirname, '..', '..');

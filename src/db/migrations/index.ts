@@ -25,6 +25,7 @@ import * as mail from './20261127_0655_mail';
 import * as mfa from './20261127_0720_mfa';
 import * as directoryUsers from './20261127_0705_directory_users';
 import * as teamMemberCount from './20261127_0905_team_member_count';
+import * as outboxObservability from './20261127_1000_outbox_observability';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -58,6 +59,7 @@ const migrations: Record<string, Migration> = {
   '20261127_0705_directory_users': directoryUsers,
   '20261127_0720_mfa': mfa,
   '20261127_0905_team_member_count': teamMemberCount,
+  '20261127_1000_outbox_observability': outboxObservability,
 };
 
 export const migrationProvider: MigrationProvider = {
