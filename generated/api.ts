@@ -147,7 +147,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change the caller's name or picture (session only)
+         * @description Fields left out keep their value; `image: null` removes the picture. Audited in each of the caller's organizations as `member.profile_updated`.
+         */
+        patch: operations["updateMe"];
         trace?: never;
     };
     "/v1/me/active-organization": {
@@ -2995,6 +2999,11 @@ export interface components {
             name: string;
             role: components["schemas"]["Role"];
         };
+        UpdateProfileRequest: {
+            name?: string;
+            /** @description The picture's URL, shown to browsers (the service never fetches it): https, or http only when the host is an address inside `OUTBOUND_ALLOWED_NETWORKS`; no credentials. Null removes it. */
+            image?: string | null;
+        };
         /**
          * Format: typeid
          * @description A session's id (never its token; it cannot be used as a credential).
@@ -4988,6 +4997,36 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateProfileRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             default: components["responses"]["Error"];
         };

@@ -1,8 +1,9 @@
 import type { HandlerMap } from '../http/types';
 import { principalOf } from '../access/roles';
 import * as sessions from './sessions';
+import { updateProfile } from './profile';
 
-type AccountOperations = 'listMySessions' | 'revokeMySession' | 'revokeOtherSessions';
+type AccountOperations = 'listMySessions' | 'revokeMySession' | 'revokeOtherSessions' | 'updateMe';
 
 /** The caller's own account (accounts-and-email §4): sessions, profile, e-mail change, deletion. */
 export const accountHandlers: HandlerMap<AccountOperations> = {
@@ -12,6 +13,8 @@ export const accountHandlers: HandlerMap<AccountOperations> = {
     await sessions.revokeMySession(ctx.deps, principalOf(ctx), ctx.params.sessionId);
     return { status: 204, body: undefined };
   },
+
+  updateMe: async (ctx) => ({ status: 200, body: { ok: true, user: await updateProfile(ctx.deps, principalOf(ctx), ctx.body) } }),
 
   revokeOtherSessions: async (ctx) => ({ status: 200, body: { ok: true, revoked: await sessions.revokeOtherSessions(ctx.deps, principalOf(ctx)) } }),
 };

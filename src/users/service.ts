@@ -95,6 +95,9 @@ export const findLinkableAccount = store.findLinkable;
 /** Changes an account's e-mail (a unique violation is the caller's to translate). */
 export const changeEmail = store.setUserEmail;
 
+/** Sets a user's name and picture (the fields given). */
+export const updateProfile = store.updateProfile;
+
 export const findUser = store.findUserById;
 export const findUserByEmail = store.findUserByEmail;
 /** The only read of a password hash (sign-in and reauthentication). */

@@ -195,3 +195,13 @@ export async function touchSession(db: Db, sessionId: string, now: Date, granula
     .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(now.getTime() - granularityMs))]))
     .execute();
 }
+
+/** Sets the fields given of a user's profile; the row after, or undefined when there is no such user. */
+export async function updateProfile(db: Db, userId: string, fields: { name?: string; image?: string | null }, now: Date): Promise<UserRow | undefined> {
+  return db
+    .updateTable('users')
+    .set({ ...(fields.name !== undefined ? { name: fields.name } : {}), ...(fields.image !== undefined ? { image: fields.image } : {}), updated_at: now })
+    .where('id', '=', userId)
+    .returning(USER_COLUMNS)
+    .executeTakeFirst();
+}

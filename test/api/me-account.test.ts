@@ -129,3 +129,48 @@ describe('POST /v1/me/sessions/revoke-others', () => {
     expect((await sessionsOf(b)).body.items).toHaveLength(1);
   });
 });
+
+describe('PATCH /v1/me', () => {
+  it('changes the name and picture, keeps what is left out, and audits it in each organization', async () => {
+    const member = await addMember(t, owner.organizationId, 'member');
+    const res = await t.http.patch('/v1/me').set(...bearer(member.token)).send({ name: 'Ada Lovelace', image: 'https://img.example.test/ada.png' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, user: { id: member.userId, email: member.email, name: 'Ada Lovelace', image: 'https://img.example.test/ada.png' } });
+    const renamed = await t.http.patch('/v1/me').set(...bearer(member.token)).send({ name: 'Ada King' });
+    expect(renamed.body.user).toMatchObject({ name: 'Ada King', image: 'https://img.example.test/ada.png' });
+    const me = await t.http.get('/v1/me').set(...bearer(member.token));
+    expect(me.body.user).toMatchObject({ name: 'Ada King', image: 'https://img.example.test/ada.png' });
+    const members = await t.http.get('/v1/members').set(...bearer(owner.token));
+    expect(members.body.items.find((m: { id: string }) => m.id === member.memberId).user).toMatchObject({ name: 'Ada King' });
+    const cleared = await t.http.patch('/v1/me').set(...bearer(member.token)).send({ image: null });
+    expect(cleared.body.user.image).toBeNull();
+    const log = await t.http.get('/v1/audit-logs').query({ action: 'member.profile_updated', targetId: member.memberId }).set(...bearer(owner.token));
+    expect(log.body.items.map((e: { changes: object }) => e.changes)).toEqual([
+      { image: { from: 'https://img.example.test/ada.png', to: null } },
+      { name: { from: 'Ada Lovelace', to: 'Ada King' } },
+      { name: { from: 'member', to: 'Ada Lovelace' }, image: { from: null, to: 'https://img.example.test/ada.png' } },
+    ]);
+    // The same values again change nothing and write no entry.
+    await t.http.patch('/v1/me').set(...bearer(member.token)).send({ name: 'Ada King' });
+    expect((await t.http.get('/v1/audit-logs').query({ action: 'member.profile_updated', targetId: member.memberId }).set(...bearer(owner.token))).body.items).toHaveLength(3);
+  });
+
+  it('refuses bad input naming the field, and an API key', async () => {
+    const user = await signUp(t, 'profile-bad');
+    for (const [body, path] of [
+      [{ image: 'javascript:alert(1)' }, ['body', 'image']],
+      [{ image: 'http://10.0.0.1/x.png' }, ['body', 'image']],
+      [{ image: 'https://user:pw@img.example.test/x.png' }, ['body', 'image']],
+      [{ name: '' }, ['body', 'name']],
+      [{ name: 'x'.repeat(256) }, ['body', 'name']],
+      [{ email: 'new@example.test' }, ['body', 'email']],
+    ] as const) {
+      const res = await t.http.patch('/v1/me').set(...bearer(user.token)).send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('invalid_request');
+      expect(res.body.details[0].path).toEqual(path);
+    }
+    const key = await t.http.post('/v1/api-keys').set(...bearer(owner.token)).send({ name: 'no profile' });
+    expect((await t.http.patch('/v1/me').set(...bearer(key.body.key)).send({ name: 'Key' })).status).toBe(401);
+  });
+});

@@ -180,6 +180,7 @@ const REQUESTS: Record<string, Builder> = {
   },
   deleteSsoDomain: fresh('/v1/sso/domains', { domain: `doomed-${Date.now().toString(36)}.example.com` }, 'domainId'),
   putSsoPolicy: async (_t, _w, op) => ({ req: { label: 'enforce SSO', method: op.method, url: op.path, body: { enforce: true } } }),
+  updateMe: async (_t, _w, op) => ({ req: { label: 'the owner renames themself', method: op.method, url: op.path, body: { name: 'Audited Name' } } }),
   // The caller's own sessions: a member of the world with a second session of their own.
   revokeMySession: async (t, w, op) => {
     const { member, spareSessionId } = await memberWithSpareSession(t, w);

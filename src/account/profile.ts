@@ -1,0 +1,26 @@
+import type { AppDeps } from '../domain/deps';
+import type { Principal } from '../domain/principal';
+import { requireSession } from '../access/roles';
+import { Unauthorized } from '../lib/errors';
+import { checkBrowserUrl } from '../outbound';
+import { changed } from '../audit';
+import { toUser } from '../users/mappers';
+import * as users from '../users/service';
+import { recordAccountChange } from './audit';
+
+/** PATCH /v1/me: the caller's name and picture; audited in each of their organizations when something changed. */
+export async function updateProfile(deps: AppDeps, principal: Principal, body: { name?: string; image?: string | null }) {
+  requireSession(principal);
+  if (typeof body.image === 'string') checkBrowserUrl(deps.outbound.policy, body.image, ['body', 'image']);
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await users.findUser(trx, principal.userId);
+    if (!before) throw new Unauthorized();
+    const changes = changed({ name: before.name, image: before.image }, { name: body.name, image: body.image });
+    // Nothing differs: nothing is written (and so nothing is audited).
+    if (Object.keys(changes).length === 0) return toUser(before);
+    const after = await users.updateProfile(trx, principal.userId, body, deps.clock.now());
+    if (!after) throw new Unauthorized();
+    await recordAccountChange(trx, deps.audit, principal.userId, 'member.profile_updated', changes);
+    return toUser(after);
+  });
+}
