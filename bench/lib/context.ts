@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ScratchDatabase } from './db';
 import { ROOT, startProcess, type Target } from './procs';
@@ -38,11 +39,50 @@ export interface BenchContext {
   compareNodeFlags?: boolean;
   /** A baseline program from bench/baselines/. */
   startBaseline(file: string, env?: Record<string, string>): Promise<Target>;
+  /**
+   * The previous build (`--previous=<checkout>`, built with `npm run build`) on the same scratch
+   * database and data, for same-run comparisons of the service against itself; undefined without
+   * the option.
+   */
+  startPrevious?: (name: string, env?: Record<string, string>) => Promise<Target>;
 }
 
-export function makeContext(base: Omit<BenchContext, 'startService' | 'startBaseline'>): BenchContext {
+/** The migration names a build knows (its dist/src/db/migrations), read by running its own code. */
+function migrationsOf(checkout: string): string[] {
+  const index = path.join(checkout, 'dist', 'src', 'db', 'migrations', 'index.js');
+  const run = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(index)}).migrationProvider.getMigrations().then((m) => console.log(JSON.stringify(Object.keys(m))))`], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`cannot read the previous build's migrations: ${run.stderr}`);
+  return JSON.parse(run.stdout) as string[];
+}
+
+/**
+ * Starts the previous build on the scratch database. Its migrator refuses a database that ran
+ * migrations it does not know, so those rows of kysely_migration are hidden while it starts (it
+ * then finds nothing to apply) and put back once it answers. The schema stays the new one: the
+ * columns and tables added since are unknown to the old code, which is what a rolling upgrade
+ * runs too.
+ */
+async function startPreviousBuild(base: Omit<BenchContext, 'startService' | 'startBaseline'>, checkout: string, name: string, env: Record<string, string>): Promise<Target> {
+  const main = path.join(checkout, 'dist', 'src', 'main.js');
+  if (!existsSync(main)) throw new Error(`--previous: ${main} does not exist (run npm ci and npm run build in that checkout)`);
+  const known = migrationsOf(checkout);
+  const hidden = await base.scratch.pool.query<{ name: string; timestamp: string }>('DELETE FROM kysely_migration WHERE name <> ALL($1::text[]) RETURNING name, timestamp', [known]);
+  try {
+    return await startProcess({
+      name,
+      args: [...shippedNodeFlags(), main],
+      env: { DATABASE_URL: base.scratch.url, SECRET_KEY, LOG_LEVEL: base.logLevel, ...env },
+      logFile: path.join(base.logDir, `${name}.log`),
+    });
+  } finally {
+    for (const row of hidden.rows) await base.scratch.pool.query('INSERT INTO kysely_migration (name, timestamp) VALUES ($1, $2)', [row.name, row.timestamp]);
+  }
+}
+
+export function makeContext(base: Omit<BenchContext, 'startService' | 'startBaseline'>, previous?: string): BenchContext {
   return {
     ...base,
+    ...(previous ? { startPrevious: (name: string, env: Record<string, string> = {}) => startPreviousBuild(base, path.resolve(previous), name, env) } : {}),
     startService: (name, env = {}, nodeFlags = shippedNodeFlags()) =>
       startProcess({
         name,

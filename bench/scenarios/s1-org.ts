@@ -63,6 +63,8 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
     ['service', () => ctx.startService('s1-service')],
     // --compare-node-flags: the same service without the flags it ships with (README "Memory").
     ...(ctx.compareNodeFlags ? ([['service-no-flags', () => ctx.startService('s1-service-no-flags', {}, [])]] as const) : []),
+    // --previous: the earlier build on the same data (the change's cost, same run).
+    ...(ctx.startPrevious ? ([['previous-build', () => ctx.startPrevious!('s1-previous')]] as const) : []),
   ] as const;
   const targets: Record<string, Target> = {};
   try {
@@ -94,6 +96,11 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
       const express = rows['express-org']!;
       const bare = rows['bare-org'];
       const plain = rows['service-no-flags'];
+      const previous = rows['previous-build'];
+      if (previous) {
+        result.checks.push(check(`${members} members: throughput service / previous build`, service.rps / previous.rps, '>=', 0.95));
+        result.notes.push(`${members} members: CPU per request service ${cpuMsPerRequest(service).toFixed(3)} ms, previous build ${cpuMsPerRequest(previous).toFixed(3)} ms; p50 ${service.p50.toFixed(2)} / ${previous.p50.toFixed(2)} ms`);
+      }
       for (const m of Object.values(rows)) {
         const postgres = m.machine?.postgresCores;
         m.extra = {

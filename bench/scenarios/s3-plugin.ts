@@ -164,6 +164,8 @@ export async function scenarioPlugin(ctx: BenchContext): Promise<ScenarioResult>
     }
   };
   const service = await ctx.startService('s3-service');
+  // --previous: the earlier build writing the same requests into the same organization.
+  const previous = ctx.startPrevious ? await ctx.startPrevious('s3-previous') : null;
   try {
     const headers = { authorization: `Bearer ${org.callerToken}`, 'content-type': 'application/json' };
     const probe = await fetch(`${service.url}/v1/plugins`, { method: 'POST', headers, body });
@@ -177,10 +179,15 @@ export async function scenarioPlugin(ctx: BenchContext): Promise<ScenarioResult>
       const loops = `${connections} loop${connections > 1 ? 's' : ''}`;
       const loop = (label: string, audited: boolean): LoopLoad => ({ label, concurrency: connections, work: floorOf(audited), duration: ctx.duration, warmup: ctx.warmup });
       const http: LoadOptions = { label: `service, ${connections} conn`, url: service.url, path: '/v1/plugins', method: 'POST', headers, body, connections, duration: ctx.duration, warmup: ctx.warmup, targets: [service] };
-      const [measured, floor, before] = (await measureRounds(
-        [http, loop(`floor: pg, the same rows in one transaction, ${loops}`, true), loop(`earlier floor: without the audit entry and event, ${loops}`, false)],
+      const earlierBuild: LoadOptions[] = previous ? [{ ...http, label: `previous build, ${connections} conn`, url: previous.url, targets: [previous] }] : [];
+      const [measured, floor, before, prior] = (await measureRounds(
+        [http, loop(`floor: pg, the same rows in one transaction, ${loops}`, true), loop(`earlier floor: without the audit entry and event, ${loops}`, false), ...earlierBuild],
         ROUNDS,
-      )) as [Measurement, Measurement, Measurement];
+      )) as [Measurement, Measurement, Measurement, Measurement | undefined];
+      if (prior) {
+        result.rows.push(prior);
+        result.checks.push(check(`p50 service / previous build at ${connections} conn`, measured.p50 / prior.p50, '<=', 1.05));
+      }
       if (floor.requests === 0 || before.requests === 0) throw new Error(`a floor failed on every transaction (${floor.errors + before.errors} errors)`);
       for (const m of [measured, floor, before]) {
         m.extra = { components_per_s: m.rps * COMPONENTS };
@@ -198,6 +205,7 @@ export async function scenarioPlugin(ctx: BenchContext): Promise<ScenarioResult>
     }
   } finally {
     await service.stop();
+    await previous?.stop();
   }
 
   return result;
