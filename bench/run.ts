@@ -24,6 +24,7 @@ import { scenarioHeartbeat } from './scenarios/s9-heartbeat';
 import { scenarioScim } from './scenarios/s10-scim';
 import { scenarioGrowth } from './scenarios/s11-growth';
 import { scenarioSignIn } from './scenarios/s12-sign-in';
+import { scenarioPeer } from './scenarios/s13-peer';
 
 /** Every scenario with a long --duration stays well inside this (BENCH_HARD_LIMIT_MIN overrides). */
 const HARD_LIMIT_MS = Number(process.env.BENCH_HARD_LIMIT_MIN ?? 40) * 60_000;
@@ -74,6 +75,7 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['10', scenarioScim],
   ['11', scenarioGrowth],
   ['12', scenarioSignIn],
+  ['13', scenarioPeer],
 ];
 
 async function main(): Promise<number> {
