@@ -44,6 +44,12 @@ function expect(condition: boolean, message: string): void {
   if (!condition) throw new Error(message);
 }
 
+/** The service's invitation e-mails by status (mail_messages, written in each invitation's transaction). */
+async function invitationMail(ctx: BenchContext): Promise<Record<string, number>> {
+  const { rows } = await ctx.scratch.pool.query<{ status: string; n: string }>("SELECT status, count(*) AS n FROM mail_messages WHERE kind = 'invitation' GROUP BY status");
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+}
+
 const cpuMsPerRequest = (m: Measurement) => (m.cpuCores !== null && m.rps > 0 ? (m.cpuCores / m.rps) * 1000 : NaN);
 
 /**
@@ -148,6 +154,7 @@ export async function scenarioPeer(ctx: BenchContext): Promise<ScenarioResult> {
         [post('POST /v1/teams', mine, '/v1/teams', () => ({ name: `t-${unique()}` })), post('peer create-team', peerSide, `${PEER_BASE}/create-team`, () => ({ name: `t-${unique()}` }))],
         ROUNDS,
       )) as [Measurement, Measurement];
+      const mailBefore = await invitationMail(ctx);
       const [myInvites, peerInvites] = (await measureRounds(
         [
           post('POST /v1/invitations', mine, '/v1/invitations', () => ({ email: `invitee-${unique()}@bench.test`, role: 'member' })),
@@ -156,6 +163,11 @@ export async function scenarioPeer(ctx: BenchContext): Promise<ScenarioResult> {
         ROUNDS,
       )) as [Measurement, Measurement];
 
+      // The service's job runner sent these in the pair's own rounds (its CPU is in the service's row).
+      const mailAfter = await invitationMail(ctx);
+      result.notes.push(
+        `${members} members: service invitation e-mails of the pair: ${(mailAfter.sent ?? 0) - (mailBefore.sent ?? 0)} sent by its job runner, ${(mailAfter.pending ?? 0) - (mailBefore.pending ?? 0)} still queued, ${(mailAfter.failed ?? 0) - (mailBefore.failed ?? 0)} failed, for ${myInvites.requests} measured invitations (plus the warm-up's)`,
+      );
       const rows = [myOrg, peerFull, peerActive, myMembers, peerMembers, myTeams, peerTeams, myInvites, peerInvites];
       for (const m of rows) {
         const postgres = m.machine?.postgresCores;
