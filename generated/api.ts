@@ -2508,7 +2508,7 @@ export interface paths {
         put?: never;
         /**
          * Start an SSO sign-in (public)
-         * @description By `email` (its domain must be verified by an organization with an enabled connection; the oldest enabled one is used) or by `connectionId`; else 404 `sso_not_configured`. `returnTo` must have an origin listed in `SSO_RETURN_ORIGINS` (else 400 naming `returnTo`). Answers the identity provider's URL to send the browser to. Rate limited like sign-in.
+         * @description By `email` (its domain must be verified by an organization with an enabled connection; the oldest enabled one is used) or by `connectionId`; else 404 `sso_not_configured`. `returnTo` must have an origin listed in `SSO_RETURN_ORIGINS` (else 400 naming `returnTo`). Answers the identity provider's URL to send the browser to, and a `verifier` the starting client keeps: with `returnTo`, the exchange of the sign-in's code must present it. Rate limited like sign-in.
          */
         post: operations["startSso"];
         delete?: never;
@@ -2568,7 +2568,7 @@ export interface paths {
         put?: never;
         /**
          * Exchange a one-time SSO code for a session (public)
-         * @description The code handed to `returnTo`; it works once, within 60 seconds (else 400 `invalid_request` naming `code`). Rate limited like sign-in.
+         * @description The code handed to `returnTo` and the `verifier` answered by the start of the same sign-in; it works once, within 60 seconds, and only with that verifier (else 400 `invalid_request` naming `code`: a code from another client's sign-in is refused, RFC 9700 §4.7). Rate limited like sign-in.
          */
         post: operations["exchangeSsoCode"];
         delete?: never;
@@ -4417,6 +4417,8 @@ export interface components {
             ok: components["schemas"]["OkTrue"];
             /** @description Send the user's browser here (the identity provider's sign-in page). */
             authorizeUrl: string;
+            /** @description 256 random bits (base64url) binding this sign-in to the client that started it. Keep it (never in a URL); with `returnTo`, `POST /v1/auth/sso/exchange` must present it with the code, so a code from someone else's sign-in is refused (login CSRF, RFC 9700 §4.7). */
+            verifier: string;
         };
         SamlAcsForm: {
             /** @description The base64 SAML response the identity provider posts (HTTP-POST binding). */
@@ -4427,6 +4429,8 @@ export interface components {
         ExchangeSsoCodeRequest: {
             /** @description The one-time code handed to `returnTo` (valid 60 s, once). */
             code: string;
+            /** @description The `verifier` answered by the `POST /v1/auth/sso/start` that began this sign-in. */
+            verifier: string;
         };
         /** Format: typeid */
         ScimTokenId: string;

@@ -60,6 +60,8 @@ export interface SsoLoginStatesTable {
   nonce: string | null;
   saml_request_id: string | null;
   return_to: string | null;
+  /** SHA-256 of the `verifier` answered by the start; an exchange of this sign-in's code presents it. */
+  verifier_hash: string | null;
   created_at: Timestamp;
   expires_at: Timestamp;
   consumed_at: Timestamp | null;
@@ -72,6 +74,8 @@ export interface SsoExchangeCodesTable {
   connection_id: string | null;
   session_id: string | null;
   session_token_sealed: string | null;
+  /** The login state's verifier hash: the exchange must present the verifier. */
+  verifier_hash: string | null;
   created_at: Timestamp;
   expires_at: Timestamp;
   consumed_at: Timestamp | null;

@@ -144,7 +144,7 @@ test('returnTo outside SSO_RETURN_ORIGINS is 400 naming returnTo', async () => {
 });
 
 test('an exchange code that was never issued is 400 naming code', async () => {
-  const res = await t.http.post('/v1/auth/sso/exchange').send({ code: 'cpx_forged' });
+  const res = await t.http.post('/v1/auth/sso/exchange').send({ code: 'cpx_forged', verifier: 'v' });
   expect(res.status).toBe(400);
   expect(res.body).toMatchObject({ error: 'invalid_request', details: [{ path: ['body', 'code'] }] });
 });
@@ -161,11 +161,11 @@ test('start, callback and exchange are rate limited per IP like sign-in', async 
   // Two failures (a forged state, a forged code), then even a good callback is refused.
   const back = await loginAt(t, idp, { connectionId: org.connectionId }, member());
   expect((await limited.http.get('/v1/auth/sso/oidc/callback?state=forged&code=x')).status).toBe(400);
-  expect((await limited.http.post('/v1/auth/sso/exchange').send({ code: 'cpx_forged' })).status).toBe(400);
+  expect((await limited.http.post('/v1/auth/sso/exchange').send({ code: 'cpx_forged', verifier: 'v' })).status).toBe(400);
   const refused = await limited.http.get(`/v1/auth/sso/oidc/callback${back.search}`);
   expect(refused.status).toBe(429);
   expect(refused.body.error).toBe('rate_limited');
-  expect((await limited.http.post('/v1/auth/sso/exchange').send({ code: 'cpx_other' })).status).toBe(429);
+  expect((await limited.http.post('/v1/auth/sso/exchange').send({ code: 'cpx_other', verifier: 'v' })).status).toBe(429);
   await limited.db.deleteFrom('rate_limits').execute();
 });
 

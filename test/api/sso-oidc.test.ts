@@ -3,7 +3,7 @@ import { addMember, bearer, signUp, PASSWORD } from '../support/factories';
 import { ManualClock } from '../../src/lib/clock';
 import { OidcIdp } from '../fakes/oidc-idp';
 import { snapshot, snapshotDiff } from '../support/snapshot';
-import { callback, counts, IDP_CLIENT, idpAccount, loginAt, RETURN_ORIGIN, SSO_ENV, ssoOrganization, verifyDomain } from '../support/sso-signin';
+import { callback, counts, exchange, IDP_CLIENT, idpAccount, loginAt, RETURN_ORIGIN, signInAt, SSO_ENV, ssoOrganization, verifyDomain } from '../support/sso-signin';
 import { invitationTokenFor } from '../support/mailbox';
 
 /**
@@ -55,7 +55,8 @@ test('sign-in without returnTo: a session in the connection organization, marked
     active_organization_id: org.owner.organizationId,
     second_factor: null,
     ip: expect.stringMatching(/\S/),
-    last_used_at: null,
+    // GET /v1/org above used it.
+    last_used_at: expect.any(Date),
   });
   const identity = await t.db.selectFrom('sso_identities').select(['subject', 'user_id']).where('connection_id', '=', org.connectionId).executeTakeFirstOrThrow();
   expect(identity).toEqual({ subject: sub, user_id: res.body.user.id });
@@ -67,7 +68,9 @@ test('sign-in with returnTo: 302 with a one-time code that works once, and not a
   const org = await ssoOrganization(t, idp);
   const sub = idpAccount(idp, { email: `bob@${org.domain}`, groups: [] });
   const returnTo = `${RETURN_ORIGIN}/after-login?tab=home`;
-  const res = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId, returnTo }, sub));
+  const started = await signInAt(t, idp, { connectionId: org.connectionId, returnTo }, sub);
+  expect(started.verifier).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  const res = await callback(t, started.back);
   expect(res.status).toBe(302);
   const location = new URL(res.headers.location!);
   expect(location.origin + location.pathname).toBe(`${RETURN_ORIGIN}/after-login`);
@@ -76,20 +79,48 @@ test('sign-in with returnTo: 302 with a one-time code that works once, and not a
   expect(code).toMatch(/^cpx_/);
   expect(await t.db.selectFrom('sessions').select('id').where('sso_connection_id', '=', org.connectionId).execute()).toEqual([]);
 
-  const exchanged = await t.http.post('/v1/auth/sso/exchange').send({ code });
+  const exchanged = await exchange(t, code, started.verifier);
   expect(exchanged.status).toBe(200);
   expect(exchanged.body).toMatchObject({ ok: true, user: { email: `bob@${org.domain}` }, session: { token: expect.stringMatching(/^cps_/) } });
   expect((await orgView(exchanged.body.session.token)).currentMember.role).toBe('member');
-  const again = await t.http.post('/v1/auth/sso/exchange').send({ code });
+  const again = await exchange(t, code, started.verifier);
   expect(again.status).toBe(400);
   expect(again.body).toMatchObject({ error: 'invalid_request', details: [{ path: ['body', 'code'] }] });
 
-  const late = await callback(t, await loginAt(t, idp, { connectionId: org.connectionId, returnTo }, sub));
-  const lateCode = new URL(late.headers.location!).searchParams.get('code')!;
+  const lateStart = await signInAt(t, idp, { connectionId: org.connectionId, returnTo }, sub);
+  const lateCode = new URL((await callback(t, lateStart.back)).headers.location!).searchParams.get('code')!;
   clock.advance(61_000);
-  const expired = await t.http.post('/v1/auth/sso/exchange').send({ code: lateCode });
+  const expired = await exchange(t, lateCode, lateStart.verifier);
   expect(expired.status).toBe(400);
   expect(expired.body.details[0].path).toEqual(['body', 'code']);
+});
+
+test("login CSRF: a victim's client completing an attacker's sign-in cannot exchange its code (RFC 9700 §4.7)", async () => {
+  const org = await ssoOrganization(t, idp);
+  const returnTo = `${RETURN_ORIGIN}/after-login`;
+  // The attacker signs in as themself and stops before the exchange: the callback URL is the lure.
+  const attacker = await signInAt(t, idp, { connectionId: org.connectionId, returnTo }, idpAccount(idp, { email: `mallory@${org.domain}`, groups: [] }));
+  // The victim's client started its own sign-in (so it holds a verifier), then the victim's
+  // browser opens the attacker's callback URL, and the client receives the attacker's code.
+  const victimStart = await t.http.post('/v1/auth/sso/start').send({ connectionId: org.connectionId, returnTo });
+  expect(victimStart.body.verifier).not.toBe(attacker.verifier);
+  const lured = await callback(t, attacker.back);
+  expect(lured.status).toBe(302);
+  const code = new URL(lured.headers.location!).searchParams.get('code')!;
+  const before = await t.db.selectFrom('sessions').select('id').execute();
+
+  const refused = await exchange(t, code, victimStart.body.verifier);
+  expect(refused.status).toBe(400);
+  expect(refused.body).toMatchObject({ error: 'invalid_request', details: [{ path: ['body', 'code'] }] });
+  // Without a verifier the exchange is malformed.
+  const bare = await t.http.post('/v1/auth/sso/exchange').send({ code });
+  expect(bare.status).toBe(400);
+  expect(bare.body.details).toEqual(expect.arrayContaining([expect.objectContaining({ path: ['body', 'verifier'] })]));
+  expect(await t.db.selectFrom('sessions').select('id').execute()).toHaveLength(before.length);
+  // The code stays bound to the client that started it.
+  const own = await exchange(t, code, attacker.verifier);
+  expect(own.status).toBe(200);
+  expect(own.body.user.email).toBe(`mallory@${org.domain}`);
 });
 
 test('mappings are applied again at each sign-in, and never to the owner', async () => {

@@ -36,7 +36,7 @@ const sp = () => samlSpFor(PUBLIC_BASE_URL, connectionId);
 async function answered(start: Record<string, unknown>, nameId: string, attributes: Record<string, string | string[]> = {}) {
   const res = await t.http.post('/v1/auth/sso/start').send(start);
   expect(res.status).toBe(200);
-  return idp.answer(res.body.authorizeUrl, sp(), { nameId, attributes });
+  return { ...(await idp.answer(res.body.authorizeUrl, sp(), { nameId, attributes })), verifier: res.body.verifier as string };
 }
 
 function post(form: Record<string, string>) {
@@ -76,7 +76,10 @@ test('with returnTo: 302 with a code; a refusal goes back with error', async () 
   const res = await post({ SAMLResponse: ok.samlResponse, RelayState: ok.relayState! });
   expect(res.status).toBe(302);
   const code = new URL(res.headers.location!).searchParams.get('code')!;
-  expect((await t.http.post('/v1/auth/sso/exchange').send({ code })).status).toBe(200);
+  // Only with the verifier of the start that began this sign-in.
+  const other = (await t.http.post('/v1/auth/sso/start').send({ connectionId })).body.verifier as string;
+  expect((await t.http.post('/v1/auth/sso/exchange').send({ code, verifier: other })).status).toBe(400);
+  expect((await t.http.post('/v1/auth/sso/exchange').send({ code, verifier: ok.verifier })).status).toBe(200);
 
   const outside = await answered({ connectionId, returnTo: `${RETURN_ORIGIN}/saml` }, 'judy@elsewhere.test');
   const refused = await post({ SAMLResponse: outside.samlResponse, RelayState: outside.relayState! });

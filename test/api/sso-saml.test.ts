@@ -59,7 +59,7 @@ async function idpAnswer(user: SamlTestUser, knobs: SamlResponseKnobs = {}, retu
   const start = await t.http.post('/v1/auth/sso/start').send({ connectionId, ...(returnTo ? { returnTo } : {}) });
   expect(start.status).toBe(200);
   expect(start.body.authorizeUrl.startsWith(`${idp.ssoUrl}?`)).toBe(true);
-  return idp.answer(start.body.authorizeUrl, sp, user, { now: t.clock.now(), ...knobs });
+  return { ...(await idp.answer(start.body.authorizeUrl, sp, user, { now: t.clock.now(), ...knobs })), verifier: start.body.verifier as string };
 }
 
 function postAcs(form: { SAMLResponse: string; RelayState?: string | null }): Promise<Response> {
@@ -160,10 +160,10 @@ describe('SAML sign-in', () => {
     expect(location.origin + location.pathname).toBe(`${APP_ORIGIN}/after-login`);
     const code = location.searchParams.get('code');
     expect(code).toEqual(expect.any(String));
-    const exchanged = await t.http.post('/v1/auth/sso/exchange').send({ code });
+    const exchanged = await t.http.post('/v1/auth/sso/exchange').send({ code, verifier: answered.verifier });
     expect(exchanged.status).toBe(200);
     expect(exchanged.body).toMatchObject({ ok: true, user: { email: user.attributes.email }, session: { token: expect.any(String) } });
-    expect((await t.http.post('/v1/auth/sso/exchange').send({ code })).status).toBe(400);
+    expect((await t.http.post('/v1/auth/sso/exchange').send({ code, verifier: answered.verifier })).status).toBe(400);
     // The group mapping gave the just-in-time member the admin role; the identity is the NameID.
     const member = await t.db.selectFrom('members').select('role').where('organization_id', '=', owner.organizationId).where('user_id', '=', exchanged.body.user.id).executeTakeFirstOrThrow();
     expect(member.role).toBe('admin');

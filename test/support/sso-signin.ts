@@ -64,13 +64,26 @@ export function idpAccount(idp: OidcIdp, account: IdpAccount): string {
   return sub;
 }
 
-/** POST /v1/auth/sso/start (expects 200) and the provider's login of `sub`: the callback URL it sends the browser to. */
-export async function loginAt(t: TestApp, idp: OidcIdp, start: Record<string, unknown>, sub: string): Promise<URL> {
+/**
+ * POST /v1/auth/sso/start (expects 200) and the provider's login of `sub`: the callback URL it
+ * sends the browser to, and the `verifier` the starting client keeps for the exchange.
+ */
+export async function signInAt(t: TestApp, idp: OidcIdp, start: Record<string, unknown>, sub: string): Promise<{ back: URL; verifier: string }> {
   const res = await t.http.post('/v1/auth/sso/start').send(start);
   if (res.status !== 200) throw new Error(`start failed: ${res.status} ${JSON.stringify(res.body)}`);
   const back = await idp.login(res.body.authorizeUrl, sub);
   if (back.origin + back.pathname !== OIDC_REDIRECT_URI) throw new Error(`the provider sent the browser to ${back.href}`);
-  return back;
+  return { back, verifier: res.body.verifier as string };
+}
+
+/** The callback URL only, for sign-ins without `returnTo` (no exchange, so no verifier needed). */
+export async function loginAt(t: TestApp, idp: OidcIdp, start: Record<string, unknown>, sub: string): Promise<URL> {
+  return (await signInAt(t, idp, start, sub)).back;
+}
+
+/** POST /v1/auth/sso/exchange: the code handed to `returnTo`, with its start's verifier. */
+export function exchange(t: TestApp, code: string, verifier: string) {
+  return t.http.post('/v1/auth/sso/exchange').send({ code, verifier });
 }
 
 /** The callback request the browser makes (path and query of `back`, against the app). */

@@ -26,6 +26,7 @@ import * as mfa from './20261127_0720_mfa';
 import * as directoryUsers from './20261127_0705_directory_users';
 import * as teamMemberCount from './20261127_0905_team_member_count';
 import * as outboxObservability from './20261127_1000_outbox_observability';
+import * as ssoVerifier from './20261127_1010_sso_verifier';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -60,6 +61,7 @@ const migrations: Record<string, Migration> = {
   '20261127_0720_mfa': mfa,
   '20261127_0905_team_member_count': teamMemberCount,
   '20261127_1000_outbox_observability': outboxObservability,
+  '20261127_1010_sso_verifier': ssoVerifier,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -73,6 +73,7 @@ export async function finishSignIn(
         userId: user.id,
         organizationId: connection.organization_id,
         connectionId: connection.id,
+        verifierHash: pending.row.verifier_hash,
         now,
         expiresAt: new Date(now.getTime() + EXCHANGE_CODE_TTL_MS),
       });

@@ -17,13 +17,13 @@ function answer(outcome: SignInOutcome): HandlerResult<'completeSsoOidc'> {
 }
 
 export const ssoSignInHandlers: HandlerMap<SignInOperations> = {
-  startSso: async ({ deps, body, ip }) => ({ status: 200, body: { ok: true, authorizeUrl: await signIn.startSso(deps, body, ip) } }),
+  startSso: async ({ deps, body, ip }) => ({ status: 200, body: { ok: true, ...(await signIn.startSso(deps, body, ip)) } }),
   completeSsoOidc: async ({ deps, query, headers, ip }) => answer(await signIn.completeOidc(deps, query, { ip, userAgent: headers['user-agent'] })),
   // A form body (SAML HTTP-POST binding): the generated types only describe JSON bodies.
   completeSsoSaml: async ({ deps, body, headers, ip }) => answer(await completeSaml(deps, body as unknown as SamlAcsForm, { ip, userAgent: headers['user-agent'] })),
   exchangeSsoCode: async ({ deps, body, headers, ip }) => ({
     status: 200,
-    body: await signIn.exchangeSsoCode(deps, body.code, { ip, userAgent: headers['user-agent'] }),
+    body: await signIn.exchangeSsoCode(deps, body, { ip, userAgent: headers['user-agent'] }),
     headers: { 'cache-control': 'no-store' },
   }),
 };

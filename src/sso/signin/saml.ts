@@ -14,6 +14,7 @@ export interface StateBase {
   connectionId: string;
   organizationId: string;
   returnTo: string | null;
+  verifierHash: string;
   now: Date;
   expiresAt: Date;
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { AppDeps } from '../../domain/deps';
 import { AppError, CodedError, Invalid, NotFound, Upstream } from '../../lib/errors';
 import { sha256Hex } from '../../lib/crypto';
@@ -50,9 +51,15 @@ function fromOidc(err: OidcRejected): AppError {
 /**
  * POST /v1/auth/sso/start: finds the connection (by id, or the oldest enabled one of the
  * organization that verified the e-mail's domain), stores a login state (hashed; PKCE verifier
- * sealed) and answers the identity provider's URL. Every start counts against a per-IP limit.
+ * sealed) and answers the identity provider's URL and a `verifier` (256 random bits, stored
+ * hashed) that binds the sign-in to the client that started it: the exchange of a `returnTo` code
+ * must present it (login CSRF, RFC 9700 §4.7). Every start counts against a per-IP limit.
  */
-export async function startSso(deps: AppDeps, input: { email?: string; connectionId?: string; returnTo?: string }, ip = ''): Promise<string> {
+export async function startSso(
+  deps: AppDeps,
+  input: { email?: string; connectionId?: string; returnTo?: string },
+  ip = '',
+): Promise<{ authorizeUrl: string; verifier: string }> {
   await limits.consume(deps, 'ssoStartIp', ip);
   if (!input.connectionId && !input.email) throw Invalid.at(['body', 'email'], 'give email or connectionId');
   const returnTo = input.returnTo === undefined ? null : checkReturnTo(deps, input.returnTo);
@@ -62,9 +69,10 @@ export async function startSso(deps: AppDeps, input: { email?: string; connectio
   if (!connection || !connection.enabled) throw notConfigured();
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + LOGIN_STATE_TTL_MS);
-  const base = { connectionId: connection.id, organizationId: connection.organization_id, returnTo, now, expiresAt };
+  const verifier = randomBytes(32).toString('base64url');
+  const base = { connectionId: connection.id, organizationId: connection.organization_id, returnTo, verifierHash: sha256Hex(verifier), now, expiresAt };
 
-  if (connection.type === 'saml') return startSaml(deps, connection, base);
+  if (connection.type === 'saml') return { authorizeUrl: await startSaml(deps, connection, base), verifier };
 
   let provider: OidcProvider;
   try {
@@ -83,7 +91,7 @@ export async function startSso(deps: AppDeps, input: { email?: string; connectio
     samlRequestId: null,
   });
   await store.deleteExpiredLoginStates(deps.db, now);
-  return url;
+  return { authorizeUrl: url, verifier };
 }
 
 /**
@@ -118,13 +126,17 @@ export async function completeOidc(deps: AppDeps, query: OidcCallbackParams, ori
   });
 }
 
-/** POST /v1/auth/sso/exchange: a code from `returnTo` → the session, once, within 60 s. */
-export async function exchangeSsoCode(deps: AppDeps, code: string, origin: Origin) {
+/**
+ * POST /v1/auth/sso/exchange: a code from `returnTo` and the `verifier` its start answered → the
+ * session, once, within 60 s. A code without its own start's verifier (a victim's client handed an
+ * attacker's code) is refused like an unknown one.
+ */
+export async function exchangeSsoCode(deps: AppDeps, input: { code: string; verifier: string }, origin: Origin) {
   const { ip } = origin;
   await limits.assertNotLimited(deps, 'ssoIp', ip);
   const now = deps.clock.now();
   const result = await deps.db.transaction().execute(async (trx) => {
-    const row = await store.consumeExchangeCode(trx, sha256Hex(code), now);
+    const row = await store.consumeExchangeCode(trx, sha256Hex(input.code), sha256Hex(input.verifier), now);
     if (!row || !row.connection_id) return null;
     const user = await findUser(trx, row.user_id);
     if (!user) return null;
@@ -133,7 +145,7 @@ export async function exchangeSsoCode(deps: AppDeps, code: string, origin: Origi
   });
   if (!result) {
     await limits.recordFailure(deps, 'ssoIp', ip);
-    throw Invalid.at(['body', 'code'], 'the code is not valid, has expired or was already used');
+    throw Invalid.at(['body', 'code'], 'the code is not valid, has expired, was already used, or was not started with this verifier');
   }
   return result;
 }

@@ -61,9 +61,10 @@ export interface LoginStateRow {
   nonce: string | null;
   saml_request_id: string | null;
   return_to: string | null;
+  verifier_hash: string | null;
 }
 
-const STATE_COLUMNS = ['state_hash', 'connection_id', 'organization_id', 'code_verifier_sealed', 'nonce', 'saml_request_id', 'return_to'] as const;
+const STATE_COLUMNS = ['state_hash', 'connection_id', 'organization_id', 'code_verifier_sealed', 'nonce', 'saml_request_id', 'return_to', 'verifier_hash'] as const;
 
 export async function insertLoginState(
   db: Db,
@@ -75,6 +76,7 @@ export async function insertLoginState(
     nonce: string | null;
     samlRequestId: string | null;
     returnTo: string | null;
+    verifierHash: string;
     now: Date;
     expiresAt: Date;
   },
@@ -89,6 +91,7 @@ export async function insertLoginState(
       nonce: state.nonce,
       saml_request_id: state.samlRequestId,
       return_to: state.returnTo,
+      verifier_hash: state.verifierHash,
       created_at: state.now,
       expires_at: state.expiresAt,
       consumed_at: null,
@@ -219,7 +222,7 @@ export interface ExchangeCodeRow {
 
 export async function insertExchangeCode(
   db: Db,
-  code: { hash: string; userId: string; organizationId: string; connectionId: string; now: Date; expiresAt: Date },
+  code: { hash: string; userId: string; organizationId: string; connectionId: string; verifierHash: string | null; now: Date; expiresAt: Date },
 ): Promise<void> {
   await db
     .insertInto('sso_exchange_codes')
@@ -230,6 +233,7 @@ export async function insertExchangeCode(
       connection_id: code.connectionId,
       session_id: null,
       session_token_sealed: null,
+      verifier_hash: code.verifierHash,
       created_at: code.now,
       expires_at: code.expiresAt,
       consumed_at: null,
@@ -237,12 +241,16 @@ export async function insertExchangeCode(
     .execute();
 }
 
-/** Marks a live code used, once; a second exchange or an expired code finds nothing. */
-export async function consumeExchangeCode(db: Db, hash: string, now: Date): Promise<ExchangeCodeRow | undefined> {
+/**
+ * Marks a live code used, once, when the verifier of its sign-in's start comes with it; a second
+ * exchange, an expired code or a code without its verifier finds nothing (and is not spent).
+ */
+export async function consumeExchangeCode(db: Db, hash: string, verifierHash: string, now: Date): Promise<ExchangeCodeRow | undefined> {
   return db
     .updateTable('sso_exchange_codes')
     .set({ consumed_at: now })
     .where('code_hash', '=', hash)
+    .where('verifier_hash', '=', verifierHash)
     .where('consumed_at', 'is', null)
     .where('expires_at', '>', now)
     .returning(['user_id', 'organization_id', 'connection_id'])
