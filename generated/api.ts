@@ -144,7 +144,11 @@ export interface paths {
         get: operations["getMe"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete the caller's account (session only, fresh)
+         * @description Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`) and, when the account has a password, that password (400 naming `password` when left out; 401 `invalid_credentials` when wrong, rate limited like sign-in). 409 `owner_must_transfer` while the caller owns an organization. Otherwise, at once and for good: every membership ends as a removal does (the member's API keys are revoked and its teams left), the account goes with its sessions, second factors and SSO links, and a notice is mailed to its address. Each organization left records `member.account_deleted`, naming only the member.
+         */
+        delete: operations["deleteMe"];
         options?: never;
         head?: never;
         /**
@@ -4620,15 +4624,6 @@ export interface components {
                 "application/json": components["schemas"]["GenericError"];
             };
         };
-        /** @description The resource does not exist in the caller's organization. */
-        NotFound: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["GenericError"];
-            };
-        };
         /** @description The caller is authenticated but not permitted. */
         Forbidden: {
             headers: {
@@ -4636,6 +4631,15 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["ForbiddenError"];
+            };
+        };
+        /** @description The resource does not exist in the caller's organization. */
+        NotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GenericError"];
             };
         };
         /** @description `plan_limit_reached`: the organization is at its plan's limit for what the request would create (`limit` names it); nothing was written. Plans and limits: `GET /v1/billing`. */
@@ -5002,6 +5006,44 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    password?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Deleted; the session no longer works. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description No live session (`unauthorized`), or a wrong password (`invalid_credentials`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedError"] | components["schemas"]["GenericError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };

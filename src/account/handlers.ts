@@ -2,8 +2,9 @@ import type { HandlerMap } from '../http/types';
 import { principalOf } from '../access/roles';
 import * as sessions from './sessions';
 import { updateProfile } from './profile';
+import { deleteAccount } from './deletion';
 
-type AccountOperations = 'listMySessions' | 'revokeMySession' | 'revokeOtherSessions' | 'updateMe';
+type AccountOperations = 'listMySessions' | 'revokeMySession' | 'revokeOtherSessions' | 'updateMe' | 'deleteMe';
 
 /** The caller's own account (accounts-and-email §4): sessions, profile, e-mail change, deletion. */
 export const accountHandlers: HandlerMap<AccountOperations> = {
@@ -15,6 +16,11 @@ export const accountHandlers: HandlerMap<AccountOperations> = {
   },
 
   updateMe: async (ctx) => ({ status: 200, body: { ok: true, user: await updateProfile(ctx.deps, principalOf(ctx), ctx.body) } }),
+
+  deleteMe: async (ctx) => {
+    await deleteAccount(ctx.deps, principalOf(ctx), ctx.body?.password, ctx.ip);
+    return { status: 204, body: undefined };
+  },
 
   revokeOtherSessions: async (ctx) => ({ status: 200, body: { ok: true, revoked: await sessions.revokeOtherSessions(ctx.deps, principalOf(ctx)) } }),
 };

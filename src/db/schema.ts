@@ -57,7 +57,7 @@ export interface OrganizationsTable {
 export interface MembersTable {
   id: string;
   organization_id: string;
-  user_id: string;
+  user_id: ColumnType<string | null, string, never>;
   role: string;
   created_at: Timestamp;
   removed_at: Timestamp | null;

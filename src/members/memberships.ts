@@ -46,3 +46,5 @@ export const findMemberIdOfUser = store.findMemberIdOfUser;
 export const existingMemberIds = store.existingMemberIds;
 export const countActiveMembers = store.countActiveMembers;
 export const membershipsOfUser = store.membershipsOfUser;
+/** Suspended memberships included (an account being deleted ends them all). */
+export const openMembershipsOfUser = store.openMembershipsOfUser;

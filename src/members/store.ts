@@ -12,7 +12,8 @@ function memberQuery(db: Db, organizationId: string) {
     .select([
       'm.id',
       'm.organization_id',
-      'm.user_id',
+      // The user's id through the join: only a removed member's is null.
+      'u.id as user_id',
       sql<Role>`m.role`.as('role'),
       'm.created_at',
       'm.suspended_at',
@@ -174,5 +175,17 @@ export async function membershipsOfUser(db: Db, userId: string): Promise<{ id: s
     .where('m.suspended_at', 'is', null)
     .orderBy('m.created_at', 'desc')
     .orderBy('m.id', 'desc')
+    .execute();
+}
+
+/** Every membership of the user that has not ended (suspended ones included), with its role. */
+export async function openMembershipsOfUser(db: Db, userId: string): Promise<{ organizationId: string; memberId: string; role: string }[]> {
+  return db
+    .selectFrom('members')
+    .select(['organization_id as organizationId', 'id as memberId', 'role'])
+    .where('user_id', '=', userId)
+    .where('removed_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
     .execute();
 }

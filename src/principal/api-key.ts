@@ -24,7 +24,7 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
       'k.last_used_at as lastUsedAt',
       'k.permissions as scope',
       'm.id as memberId',
-      'm.user_id as userId',
+      'u.id as userId',
       'm.role as role',
       'r.built_in as roleBuiltIn',
       'r.permissions as rolePermissions',

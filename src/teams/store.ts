@@ -103,7 +103,8 @@ export async function listTeamMembers(
     .select([
       'm.id',
       'm.organization_id',
-      'm.user_id',
+      // The user's id through the join: only a removed member's is null.
+      'u.id as user_id',
       'm.role',
       'm.created_at',
       'm.suspended_at',

@@ -98,6 +98,8 @@ export const changeEmail = store.setUserEmail;
 /** Sets a user's name and picture (the fields given). */
 export const updateProfile = store.updateProfile;
 
+export const deleteUser = store.deleteUser;
+
 export const findUser = store.findUserById;
 export const findUserByEmail = store.findUserByEmail;
 /** The only read of a password hash (sign-in and reauthentication). */

@@ -205,3 +205,12 @@ export async function updateProfile(db: Db, userId: string, fields: { name?: str
     .returning(USER_COLUMNS)
     .executeTakeFirst();
 }
+
+/**
+ * Deletes the account. Its sessions, second factors, SSO links and link tokens go with it (ON
+ * DELETE CASCADE); its ended memberships stay with a null user (the caller ends them first).
+ */
+export async function deleteUser(db: Db, userId: string): Promise<boolean> {
+  const row = await db.deleteFrom('users').where('id', '=', userId).returning('id').executeTakeFirst();
+  return row !== undefined;
+}

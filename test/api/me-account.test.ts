@@ -1,6 +1,7 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, PASSWORD, signUp, type OrgOwner } from '../support/factories';
 import type { ManualClock } from '../../src/lib/clock';
+import { mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
 
 /**
  * The caller's own account (accounts-and-email §4): sessions, profile and account deletion,
@@ -8,11 +9,16 @@ import type { ManualClock } from '../../src/lib/clock';
  */
 let t: TestApp;
 let owner: OrgOwner;
+let mailbox: Mailbox;
 beforeAll(async () => {
-  t = await createTestApp();
+  mailbox = await startMailbox();
+  t = await createTestApp({ env: mailEnv(mailbox) });
   owner = await createOrganization(t, 'Account Org');
 }, 120_000);
-afterAll(() => t.close());
+afterAll(async () => {
+  await t.close();
+  await mailbox.close();
+});
 
 const clock = () => t.clock as ManualClock;
 
@@ -172,5 +178,103 @@ describe('PATCH /v1/me', () => {
     }
     const key = await t.http.post('/v1/api-keys').set(...bearer(owner.token)).send({ name: 'no profile' });
     expect((await t.http.patch('/v1/me').set(...bearer(key.body.key)).send({ name: 'Key' })).status).toBe(401);
+  });
+});
+
+describe('DELETE /v1/me', () => {
+  const deleteMe = (token: string, body?: object) => {
+    const req = t.http.delete('/v1/me').set(...bearer(token));
+    return body ? req.send(body) : req;
+  };
+
+  it('ends every membership, revokes keys and sessions, deletes the account, and audits only the member id', async () => {
+    const second = await createOrganization(t, 'Second Org');
+    const leaving = await addMember(t, owner.organizationId, 'admin');
+    // Also a member of the second organization, through an invitation followed from the mail.
+    const invited = await t.http.post('/v1/invitations').set(...bearer(second.token)).send({ email: leaving.email, role: 'member' });
+    expect(invited.status).toBe(201);
+    await testMailer(t).runOnce();
+    const invitation = await mailbox.waitFor(leaving.email, { subject: /invit/i });
+    const token = new URL(/https?:\/\/\S+accept-invitation\S+/.exec(invitation.text)![0]).searchParams.get('token');
+    const accepted = await t.http.post('/v1/invitations/accept').set(...bearer(leaving.token)).send({ token });
+    expect(accepted.status).toBe(200);
+    const secondMemberId = accepted.body.member.id as string;
+    // Keys, a team and a resource of their own; another session.
+    const key = await t.http.post('/v1/api-keys').set(...bearer(leaving.token)).send({ name: 'leaving key' });
+    expect(key.status).toBe(201);
+    const team = await t.http.post('/v1/teams').set(...bearer(owner.token)).send({ name: 'Leavers', memberIds: [leaving.memberId] });
+    expect(team.status).toBe(201);
+    const marketplace = await t.http.post('/v1/marketplaces').set(...bearer(leaving.token)).send({ name: 'Left behind' });
+    expect(marketplace.status).toBe(201);
+    const otherSession = await signIn(leaving.email);
+
+    const res = await deleteMe(leaving.token, { password: PASSWORD });
+    expect(res.status).toBe(204);
+
+    for (const credential of [leaving.token, otherSession, key.body.key]) expect((await t.http.get('/v1/me').set(...bearer(credential))).status).toBe(401);
+    expect((await t.http.post('/v1/auth/sign-in').send({ email: leaving.email, password: PASSWORD })).status).toBe(401);
+    const members = await t.http.get('/v1/members').set(...bearer(owner.token));
+    expect(members.body.items.map((m: { id: string }) => m.id)).not.toContain(leaving.memberId);
+    const secondMembers = await t.http.get('/v1/members').set(...bearer(second.token));
+    expect(secondMembers.body.items.map((m: { id: string }) => m.id)).not.toContain(secondMemberId);
+    const teamNow = await t.http.get(`/v1/teams/${team.body.item.id}`).set(...bearer(owner.token));
+    expect(teamNow.body.item.memberCount).toBe(0);
+    // What the member made stays the organization's.
+    const kept = await t.http.get(`/v1/marketplaces/${marketplace.body.item.id}`).set(...bearer(owner.token));
+    expect(kept.status).toBe(200);
+    expect(kept.body.item.createdByOrgMembershipId).toBe(leaving.memberId);
+
+    for (const [org, memberId] of [[owner, leaving.memberId], [second, secondMemberId]] as const) {
+      const log = await t.http.get('/v1/audit-logs').query({ action: 'member.account_deleted' }).set(...bearer(org.token));
+      expect(log.body.items).toHaveLength(1);
+      const entry = log.body.items[0];
+      expect(entry).toMatchObject({ organizationId: org.organizationId, actor: { type: 'member', id: null, memberId }, target: { type: 'member', id: memberId }, changes: {}, ip: null, userAgent: null });
+      expect(JSON.stringify(entry)).not.toContain(leaving.email);
+      expect(JSON.stringify(entry)).not.toContain(leaving.userId);
+    }
+
+    await testMailer(t).runOnce();
+    await mailbox.waitFor(leaving.email, { subject: /account was deleted/ });
+    // The address is free again: a new account, with nothing of the old one.
+    const again = await t.http.post('/v1/auth/sign-up').send({ email: leaving.email, password: PASSWORD, name: 'New' });
+    expect(again.status).toBe(201);
+    expect(again.body.user.id).not.toBe(leaving.userId);
+    expect((await t.http.get('/v1/me').set(...bearer(again.body.session.token))).body.organizations).toEqual([]);
+  });
+
+  it('is refused to an owner (409 owner_must_transfer), changing nothing', async () => {
+    const own = await createOrganization(t, 'Owned Org');
+    const res = await deleteMe(own.token, { password: PASSWORD });
+    expect(res.status).toBe(409);
+    expect(res.body.error).toBe('owner_must_transfer');
+    expect((await t.http.get('/v1/me').set(...bearer(own.token))).status).toBe(200);
+    const org = await t.http.get('/v1/org').set(...bearer(own.token));
+    expect(org.body.currentMember.id).toBe(own.memberId);
+  });
+
+  it('needs the password (400 naming it, 401 when wrong) and a fresh session', async () => {
+    const user = await signUp(t, 'careful');
+    const missing = await deleteMe(user.token);
+    expect(missing.status).toBe(400);
+    expect(missing.body.details[0].path).toEqual(['body', 'password']);
+    const wrong = await deleteMe(user.token, { password: 'not the password' });
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.error).toBe('invalid_credentials');
+    const extra = await deleteMe(user.token, { password: PASSWORD, force: true });
+    expect(extra.body.details[0].path).toEqual(['body', 'force']);
+    clock().advance(t.settings.freshSessionMaxAgeMs + 1000);
+    const stale = await deleteMe(user.token, { password: PASSWORD });
+    expect(stale.status).toBe(403);
+    expect(stale.body.reason).toBe('fresh_session_required');
+    expect((await t.http.post('/v1/auth/reauthenticate').set(...bearer(user.token)).send({ password: PASSWORD })).status).toBe(200);
+    expect((await deleteMe(user.token, { password: PASSWORD })).status).toBe(204);
+    expect((await t.http.get('/v1/me').set(...bearer(user.token))).status).toBe(401);
+  });
+
+  it('an account without a password (SSO) needs only the fresh session', async () => {
+    const user = await signUp(t, 'sso-only');
+    await t.db.updateTable('users').set({ password_hash: null }).where('id', '=', user.userId).execute();
+    expect((await deleteMe(user.token)).status).toBe(204);
+    expect((await t.http.get('/v1/me').set(...bearer(user.token))).status).toBe(401);
   });
 });

@@ -107,7 +107,7 @@ describe('renames', () => {
     const shared = await provision({ userName: 'shared.person@own.example' });
     const sharedMember = (await directoryUser(shared.id)).memberId!;
     const elsewhere = await createOrganization(t, 'Elsewhere');
-    const userId = (await t.db.selectFrom('members').select('user_id').where('id', '=', sharedMember).executeTakeFirstOrThrow()).user_id;
+    const userId = (await t.db.selectFrom('members').select('user_id').where('id', '=', sharedMember).executeTakeFirstOrThrow()).user_id!;
     await t.db.insertInto('members').values({ id: `om_${'x'.repeat(26)}`, organization_id: elsewhere.organizationId, user_id: userId, role: 'member', created_at: t.clock.now(), removed_at: null }).execute();
     const put = await scim.put(`/Users/${shared.id}`, { schemas: [USER], userName: 'emp-0042', emails: [{ value: 'moved@own.example', type: 'work' }] });
     expect({ status: put.status, userName: put.body.userName }).toEqual({ status: 200, userName: 'emp-0042' });

@@ -181,6 +181,10 @@ const REQUESTS: Record<string, Builder> = {
   deleteSsoDomain: fresh('/v1/sso/domains', { domain: `doomed-${Date.now().toString(36)}.example.com` }, 'domainId'),
   putSsoPolicy: async (_t, _w, op) => ({ req: { label: 'enforce SSO', method: op.method, url: op.path, body: { enforce: true } } }),
   updateMe: async (_t, _w, op) => ({ req: { label: 'the owner renames themself', method: op.method, url: op.path, body: { name: 'Audited Name' } } }),
+  deleteMe: async (t, w, op) => {
+    const leaving = await addMember(t, w.owner.organizationId, 'member');
+    return { req: { label: 'a member deletes their account', method: op.method, url: op.path, body: { password: PASSWORD } }, auth: auth(leaving.token), ids: [leaving.memberId] };
+  },
   // The caller's own sessions: a member of the world with a second session of their own.
   revokeMySession: async (t, w, op) => {
     const { member, spareSessionId } = await memberWithSpareSession(t, w);

@@ -27,6 +27,7 @@ import * as directoryUsers from './20261127_0705_directory_users';
 import * as teamMemberCount from './20261127_0905_team_member_count';
 import * as outboxObservability from './20261127_1000_outbox_observability';
 import * as ssoVerifier from './20261127_1010_sso_verifier';
+import * as membersOutliveUsers from './20261127_1030_members_outlive_users';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -62,6 +63,7 @@ const migrations: Record<string, Migration> = {
   '20261127_0905_team_member_count': teamMemberCount,
   '20261127_1000_outbox_observability': outboxObservability,
   '20261127_1010_sso_verifier': ssoVerifier,
+  '20261127_1030_members_outlive_users': membersOutliveUsers,
 };
 
 export const migrationProvider: MigrationProvider = {
