@@ -1,3 +1,5 @@
+// First: starts OpenTelemetry when OTEL_* asks for traces, before http and pg are loaded.
+import { tracing } from './observability/start-tracing';
 import { loadSettings, SettingsError } from './settings';
 import { openDatabase, resolveSecretKey } from './db/open';
 import { migrateToLatest } from './db/migrate';
@@ -96,6 +98,7 @@ async function main(): Promise<void> {
         metricsServer?.close();
         await jobDatabase?.close();
         await database.close();
+        await tracing?.shutdown();
         logger.info('stopped');
         process.exit(0);
       })

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import pino, { type Logger } from 'pino';
 import { metrics, methodLabel, UNMATCHED_ROUTE } from '../observability/metrics';
+import { tracing } from '../observability/tracing';
 
 declare module 'http' {
   interface IncomingMessage {
@@ -20,8 +21,11 @@ declare module 'http' {
  * so only a kill -9 can lose the lines of the last write.
  */
 export function createLogger(level: string, destination: pino.DestinationStream = pino.destination({ dest: 1, sync: false })): Logger {
+  const traced = tracing;
   return pino({
     level,
+    // While tracing is on, every line carries the active span's trace_id and span_id.
+    ...(traced ? { mixin: () => traced.logIds() } : {}),
     // Defence in depth: nothing below logs headers or bodies, but if a future line does, these go.
     redact: {
       paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-worker-token"]', 'req.headers["x-bootstrap-token"]', 'req.headers.cookie', '*.password', '*.token', '*.apiKey', '*.clientSecret'],

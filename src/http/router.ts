@@ -17,6 +17,7 @@ import { errorToResult, shapeForRoute, validationDetails } from './errors';
 import { serializeBody } from '../lib/json-text';
 import { deferredCredentials, sessionLoaders } from './registry';
 import { contextOfRequest } from '../audit';
+import { tracing } from '../observability/tracing';
 import type { HandlerContext, Handlers, HttpResult, OperationId } from './types';
 
 export interface RouterOptions {
@@ -96,6 +97,8 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
         clock: deps.clock,
         enabled: !deps.settings.auditBenchDisable,
       });
+      // The request span's org.id (src/observability/start-tracing.ts); set only while tracing.
+      if (tracing && audit.organizationId) res.locals.organizationId = audit.organizationId;
       const ctx = {
         operationId,
         body: c.request.requestBody,

@@ -4,6 +4,7 @@ import type { Clock } from '../lib/clock';
 import type { SecretBox } from '../lib/crypto';
 import { newId } from '../lib/ids';
 import type { MailSettings } from '../settings';
+import { tracing } from '../observability/tracing';
 import { insertMessage } from './store';
 import { renderMail, type MailInput, type RenderedMail, type TemplateContext } from './templates';
 
@@ -46,7 +47,7 @@ export async function queueMail(trx: Transaction<DB>, deps: MailDeps, input: Mai
     recipient: input.to,
     subject: rendered.subject,
     bodySealed: deps.secrets.encrypt(JSON.stringify(body)),
-    traceContext: options.traceContext ?? null,
+    traceContext: options.traceContext ?? tracing?.current() ?? null,
     now: deps.clock.now(),
   });
   return id;

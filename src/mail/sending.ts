@@ -9,6 +9,7 @@ import { MAIL_CHANNEL, claimMessages, recordMailOutcomes, type ClaimedMessage, t
 import { SendFailure, type MailTransport } from './transport';
 import { retryDelayMs } from '../jobs/backoff';
 import { metrics } from '../observability/metrics';
+import { tracing } from '../observability/tracing';
 import type { ClaimOptions, JobKind } from '../jobs/runner';
 
 export interface MailJobOptions {
@@ -70,7 +71,8 @@ export class MailMessages implements JobKind<ClaimedMessage> {
         retry = false;
       } else {
         const body = JSON.parse(this.options.secrets.decrypt(m.body_sealed)) as MailBody;
-        await this.options.transport.send({ id: m.id, to: m.recipient, subject: m.subject, text: body.text, html: body.html });
+        const send = () => this.options.transport.send({ id: m.id, to: m.recipient, subject: m.subject, text: body.text, html: body.html });
+        await (tracing ? tracing.inJobSpan('mail.send', m.trace_context, { 'mail.message.id': m.id, 'mail.kind': m.kind }, send) : send());
       }
     } catch (err) {
       error = err instanceof SendFailure ? err.message : 'the message could not be sent';

@@ -40,6 +40,8 @@ export interface ClaimedMessage {
   /** Attempts including this one. */
   attempts: number;
   lease_token: string;
+  /** The queuing request's `traceparent` (the send span's parent), when it was traced. */
+  trace_context: string | null;
 }
 
 /**
@@ -62,7 +64,7 @@ export async function claimMessages(db: Kysely<DB>, options: { now: Date; leaseU
     SET lease_until = ${leaseUntil}::timestamptz, lease_token = ${token}, attempts = m.attempts + 1, last_attempt_at = ${now}::timestamptz, updated_at = ${now}::timestamptz
     FROM picked
     WHERE m.id = picked.id AND m.status = 'pending' AND (m.lease_until IS NULL OR m.lease_until <= ${now}::timestamptz)
-    RETURNING m.id, m.kind, m.recipient, m.subject, m.body_sealed, m.attempts, m.lease_token
+    RETURNING m.id, m.kind, m.recipient, m.subject, m.body_sealed, m.attempts, m.lease_token, m.trace_context
   `.execute(db);
   return rows;
 }

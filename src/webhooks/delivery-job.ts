@@ -8,6 +8,7 @@ import type { Outbound } from '../outbound';
 import { EVENT_RETENTION_MS, pruneEvents } from '../events/service';
 import { retryDelayMs } from '../jobs/backoff';
 import { metrics } from '../observability/metrics';
+import { tracing } from '../observability/tracing';
 import { claimDeliveries, failDeliveriesOfDisabled, markFailing, recordOutcomes, type ClaimedDelivery, type Outcome } from './dispatch-store';
 import { disableEndpoint } from './disable';
 import { DeliveryFailure, postWebhook } from './egress';
@@ -94,7 +95,10 @@ export class WebhookDeliveries implements JobKind<ClaimedDelivery> {
     let code: number | null = null;
     let error: string | null = null;
     try {
-      code = await postWebhook(this.options.outbound, d.url, headers, body, settings.timeoutMs);
+      const post = () => postWebhook(this.options.outbound, d.url, headers, body, settings.timeoutMs);
+      code = tracing
+        ? await tracing.inJobSpan('webhook.deliver', d.trace_context, { 'webhook.delivery.id': d.id, 'webhook.event.type': d.type, 'org.id': d.organization_id, 'webhook.attempt': d.attempts }, post)
+        : await post();
       if (code >= 300 && code < 400) error = `redirect (${code}) not followed`;
       else if (code < 200 || code >= 300) error = `the endpoint answered ${code}`;
     } catch (err) {

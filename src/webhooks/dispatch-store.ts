@@ -14,6 +14,8 @@ export interface ClaimedDelivery {
   /** Attempts including this one. */
   attempts: number;
   lease_token: string;
+  /** The queuing request's `traceparent` (the delivery span's parent), when it was traced. */
+  trace_context: string | null;
   type: string;
   data: EventData;
   created_at: Date;
@@ -61,7 +63,7 @@ export async function claimDeliveries(
     FROM picked, events ev, webhook_endpoints e
     WHERE d.id = picked.id AND ev.id = d.event_id AND e.id = d.endpoint_id
       AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
-    RETURNING d.id, d.endpoint_id, d.event_id, d.organization_id, d.attempts, d.lease_token, ev.type, ev.data, ev.created_at,
+    RETURNING d.id, d.endpoint_id, d.event_id, d.organization_id, d.attempts, d.lease_token, d.trace_context, ev.type, ev.data, ev.created_at,
       e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at
   `.execute(db);
   return rows;

@@ -4,6 +4,7 @@ import { isNotNullViolation } from '../db/errors';
 import { newId } from '../lib/ids';
 import type { AuditedEvent, EventHook } from '../audit/event-hook';
 import { insertEvent, matchingFilters } from '../events/outbox';
+import { tracing } from '../observability/tracing';
 
 /**
  * The webhook delivery queue's one writer (audit-and-events.md §2). An audited change's event is
@@ -36,8 +37,8 @@ export const webhookDeliveries: EventHook = {
       SELECT e.id, row_number() OVER (ORDER BY e.id) AS n FROM webhook_endpoints e
       WHERE e.organization_id = ${event.organizationId} AND e.enabled AND e.events && ${matchingFilters(event.type)}::text[]
     ), event_queued AS (
-      INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, next_attempt_at, created_at, updated_at)
-      SELECT (${ids}::text[])[m.n], ${event.organizationId}, m.id, ${event.id}, ${event.type}, 'pending', ${event.createdAt}::timestamptz, ${event.createdAt}::timestamptz, ${event.createdAt}::timestamptz
+      INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, next_attempt_at, trace_context, created_at, updated_at)
+      SELECT (${ids}::text[])[m.n], ${event.organizationId}, m.id, ${event.id}, ${event.type}, 'pending', ${event.createdAt}::timestamptz, ${tracing?.current() ?? null}::text, ${event.createdAt}::timestamptz, ${event.createdAt}::timestamptz
       FROM event_matched m ${overflow === 'queue-the-rest' ? sql`WHERE m.n <= ${IDS_AHEAD}::int` : sql``}
       RETURNING 1
     ), event_announced AS (
@@ -80,6 +81,7 @@ async function queueDeliveries(trx: Transaction<DB>, event: AuditedEvent, endpoi
         next_attempt_at: event.createdAt,
         lease_until: null,
         lease_token: null,
+        trace_context: tracing?.current() ?? null,
         created_at: event.createdAt,
         updated_at: event.createdAt,
       })),

@@ -22,6 +22,8 @@ const LOADED_ON_FIRST_USE = [
   'otplib', // TOTP second factors (src/mfa/totp.ts)
   '@simplewebauthn/server', // passkeys (src/mfa/webauthn.ts)
   'prom-client', // metrics, only with METRICS_PORT (src/observability/metrics.ts)
+  '@opentelemetry/api', // traces, only when OTEL_* asks for them (src/observability/start-tracing.ts)
+  '@opentelemetry/sdk-node',
 ];
 
 const ROOT = path.resolve(__dirname, '..', '..');

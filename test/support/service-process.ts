@@ -33,6 +33,8 @@ export interface ServiceProcess {
   url: string;
   child: ChildProcess;
   stderr(): string;
+  /** What it wrote to stdout (its JSON log lines). */
+  stdout(): string;
   /** SIGTERM and wait for the exit code. */
   stop(): Promise<number | null>;
   /** SIGKILL: no shutdown at all. */
@@ -55,8 +57,10 @@ export async function startService(database: string, env: Record<string, string>
       ...TEST_RATE_LIMITS,
       ...env,
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let stdout = '';
+  child.stdout!.on('data', (c) => (stdout += c));
   let stderr = '';
   child.stderr!.on('data', (c) => (stderr += c));
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -81,6 +85,7 @@ export async function startService(database: string, env: Record<string, string>
     url,
     child,
     stderr: () => stderr,
+    stdout: () => stdout,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       return exit;
