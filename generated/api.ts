@@ -648,6 +648,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/invitations/{invitationId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                invitationId: components["schemas"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a pending invitation again (admin)
+         * @description Mails a new link: a new token (the previous one stops working), a new message queued in the same transaction, and the expiry renewed to 7 days from now (an expired pending invitation comes back to life). 409 `invitation_not_pending` when it was accepted or cancelled; 429 past `RATE_LIMIT_INVITATION_RESEND` for this invitation.
+         */
+        post: operations["resendInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invitations/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What an invitation link offers (public)
+         * @description For the page an invitation link opens: the organization, the inviter, the invited address and role, and the expiry. 400 `invalid_token` for a token that is unknown, accepted, cancelled or expired (one answer for all). Counted against `RATE_LIMIT_INVITATION_ACCEPT_IP`.
+         */
+        get: operations["previewInvitation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pending invitations to the caller's address (session only)
+         * @description Pending, unexpired invitations to the signed-in user's e-mail address, newest first. Only for a verified address (403 reason `email_not_verified` otherwise): an address nobody proved learns nothing about the organizations that invite it. Accepting still takes the mailed link.
+         */
+        get: operations["listMyInvitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/teams": {
         parameters: {
             query?: never;
@@ -3220,6 +3282,16 @@ export interface components {
         InvitationStatus: "pending" | "accepted" | "cancelled" | "expired";
         /** Format: date-time */
         NullableTimestamp: string | null;
+        InvitationDelivery: {
+            /**
+             * @description `pending`: queued or being retried; `failed`: given up after MAIL_MAX_ATTEMPTS.
+             * @enum {string}
+             */
+            status: "pending" | "sent" | "failed";
+            lastAttemptAt: components["schemas"]["NullableTimestamp"];
+            /** @description The mail server's answer to the last failed attempt (never a credential). */
+            lastError: string | null;
+        };
         Invitation: {
             id: components["schemas"]["InvitationId"];
             /** Format: email */
@@ -3231,6 +3303,8 @@ export interface components {
             invitedByMemberId: components["schemas"]["MemberId"] | null;
             acceptedAt: components["schemas"]["NullableTimestamp"];
             cancelledAt: components["schemas"]["NullableTimestamp"];
+            /** @description Delivery of the invitation's latest message (a resend sends a new one); null for an invitation made before messages were recorded with it. */
+            delivery: components["schemas"]["InvitationDelivery"] | null;
         };
         InvitationList: {
             items: components["schemas"]["Invitation"][];
@@ -3249,6 +3323,38 @@ export interface components {
         InvitationItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Invitation"];
+        };
+        InvitationPreview: {
+            organization: {
+                name: string;
+            };
+            inviter: {
+                /** @description The inviter's name (else e-mail); null when the inviter is gone. */
+                name: string | null;
+            };
+            /** Format: email */
+            email: string;
+            role: string;
+            expiresAt: components["schemas"]["Timestamp"];
+        };
+        MyInvitation: {
+            id: components["schemas"]["InvitationId"];
+            organization: {
+                id: components["schemas"]["OrganizationId"];
+                name: string;
+            };
+            inviter: {
+                name: string | null;
+            };
+            /** Format: email */
+            email: string;
+            role: string;
+            expiresAt: components["schemas"]["Timestamp"];
+            createdAt: components["schemas"]["Timestamp"];
+        };
+        MyInvitationList: {
+            items: components["schemas"]["MyInvitation"][];
+            nextCursor: components["schemas"]["NextCursor"];
         };
         TeamList: {
             items: components["schemas"]["Team"][];
@@ -4651,6 +4757,15 @@ export interface components {
                 "application/json": components["schemas"]["PlanLimitReachedError"];
             };
         };
+        /** @description `invalid_request`: the request failed validation (`details[].path` names the field); or `invalid_token`: the link's token is unknown, already used, expired or meant for something else (one answer for all four). */
+        BadRequestOrInvalidToken: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["InvalidRequestError"] | components["schemas"]["GenericError"];
+            };
+        };
         /** @description A SCIM error (RFC 7644 §3.12) with `scimType` where one applies. */
         ScimError: {
             headers: {
@@ -5992,6 +6107,89 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    resendInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                invitationId: components["schemas"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A new message is queued; `item.delivery` follows it. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    previewInvitation: {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending invitation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationPreview"];
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidToken"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listMyInvitations: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of pending invitations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MyInvitationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             default: components["responses"]["Error"];
         };
     };

@@ -81,6 +81,8 @@ export interface RateLimitSettings {
   signUpIp: RateLimitRule | null;
   invitationAcceptUser: RateLimitRule | null;
   invitationAcceptIp: RateLimitRule | null;
+  /** Resends of one invitation (its message goes to someone who may not want it). */
+  invitationResend: RateLimitRule | null;
   bootstrapIp: RateLimitRule | null;
   /** SSO starts per IP (every start stores a login state). */
   ssoStartIp: RateLimitRule | null;
@@ -379,6 +381,7 @@ export function loadSettings(env: Env = process.env): Settings {
       signUpIp: rateLimit(env, 'RATE_LIMIT_SIGN_UP_IP', '30/1h'),
       invitationAcceptUser: rateLimit(env, 'RATE_LIMIT_INVITATION_ACCEPT_USER', '20/15m'),
       invitationAcceptIp: rateLimit(env, 'RATE_LIMIT_INVITATION_ACCEPT_IP', '100/15m'),
+      invitationResend: rateLimit(env, 'RATE_LIMIT_INVITATION_RESEND', '5/1h'),
       bootstrapIp: rateLimit(env, 'RATE_LIMIT_BOOTSTRAP_IP', '10/15m'),
       ssoStartIp: rateLimit(env, 'RATE_LIMIT_SSO_START_IP', '300/15m'),
       ssoIp: rateLimit(env, 'RATE_LIMIT_SSO_IP', '100/15m'),

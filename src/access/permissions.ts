@@ -24,7 +24,7 @@ export const PERMISSION_CATALOGUE = {
   'members.read': { description: "List the organization's members and read any member's permissions.", minimum: 'member', reason: MEMBER },
   'members.changeRole': { description: "Change a member's role.", minimum: 'admin', reason: ADMIN },
   'members.remove': { description: 'Remove another member from the organization.', minimum: 'admin', reason: ADMIN },
-  'invitations.manage': { description: 'Invite people, list and cancel invitations.', minimum: 'admin', reason: ADMIN },
+  'invitations.manage': { description: 'Invite people, list, resend and cancel invitations.', minimum: 'admin', reason: ADMIN },
   'teams.read': { description: 'List and read teams.', minimum: 'member', reason: MEMBER },
   'teams.manage': { description: 'Create, rename and delete teams and change their members.', minimum: 'admin', reason: ADMIN },
   'apiKeys.manage': { description: "Create, list and revoke the organization's API keys.", minimum: 'admin', reason: ADMIN },

@@ -3,7 +3,7 @@ import { membershipOf, principalOf } from '../access/roles';
 import * as invitations from './service';
 import { guardInvitationAccept } from '../protection/rate-limit';
 
-type InvitationOperations = 'createInvitation' | 'listInvitations' | 'cancelInvitation' | 'acceptInvitation';
+type InvitationOperations = 'createInvitation' | 'listInvitations' | 'cancelInvitation' | 'resendInvitation' | 'previewInvitation' | 'listMyInvitations' | 'acceptInvitation';
 
 export const invitationHandlers: HandlerMap<InvitationOperations> = {
   createInvitation: async (ctx) => {
@@ -17,6 +17,15 @@ export const invitationHandlers: HandlerMap<InvitationOperations> = {
     const item = await invitations.cancelInvitation(ctx.deps, membershipOf(ctx), ctx.params.invitationId);
     return { status: 200, body: { ok: true, item } };
   },
+
+  resendInvitation: async (ctx) => {
+    const item = await invitations.resendInvitation(ctx.deps, membershipOf(ctx), ctx.params.invitationId);
+    return { status: 202, body: { ok: true, item } };
+  },
+
+  previewInvitation: async (ctx) => ({ status: 200, body: await invitations.previewInvitation(ctx.deps, ctx.query.token, ctx.ip) }),
+
+  listMyInvitations: async (ctx) => ({ status: 200, body: await invitations.listMyInvitations(ctx.deps, principalOf(ctx), ctx.query) }),
 
   acceptInvitation: async (ctx) => {
     // Rate limited per user and per IP (src/protection), before any lookup or transaction.

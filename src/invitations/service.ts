@@ -18,6 +18,9 @@ import type { InvitationRow } from './store';
 import { changed, created, recordChange } from '../audit';
 import { refuseAcceptOutsideSso } from '../sso/enforcement';
 import { queueMail } from '../mail/queue';
+import * as limits from '../protection/rate-limit';
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
 
 type Invitation = components['schemas']['Invitation'];
 
@@ -26,6 +29,7 @@ const TOKEN_PREFIX = 'cpi';
 
 const notFound = () => new NotFound('invitation_not_found', 'The invitation could not be found.');
 const notPending = () => new Conflict('invitation_not_pending', 'The invitation has already been accepted or cancelled.');
+const invalidInvitationToken = () => new CodedError(400, 'invalid_token', 'This invitation link is invalid, already used or expired. Ask for a new one.');
 const alreadyMember = () => new Conflict('already_member', 'That person is already a member of the organization.');
 
 export function toInvitation(row: InvitationRow, now: Date): Invitation {
@@ -40,7 +44,24 @@ export function toInvitation(row: InvitationRow, now: Date): Invitation {
     invitedByMemberId: row.invited_by_member_id,
     acceptedAt: row.accepted_at?.toISOString() ?? null,
     cancelledAt: row.cancelled_at?.toISOString() ?? null,
+    delivery: row.delivery_status
+      ? { status: row.delivery_status, lastAttemptAt: row.delivery_last_attempt_at?.toISOString() ?? null, lastError: row.delivery_last_error }
+      : null,
   };
+}
+
+/** Queues the invitation message (a new token inside) in the caller's transaction; returns the message id. */
+async function mailInvitation(trx: Transaction<DB>, deps: AppDeps, invitation: { organizationId: string; inviterMemberId: string | null; email: string; role: string; token: string; expiresAt: Date }) {
+  const context = await store.invitationContext(trx, invitation.organizationId, invitation.inviterMemberId);
+  return queueMail(trx, deps, {
+    kind: 'invitation',
+    to: invitation.email,
+    organizationName: context.organization_name,
+    inviterName: context.inviter_name,
+    role: invitation.role,
+    token: invitation.token,
+    expiresAt: invitation.expiresAt,
+  });
 }
 
 export async function createInvitation(deps: AppDeps, membership: Membership, input: { email: string; role: Role }) {
@@ -52,29 +73,18 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
   const token = randomSecret(TOKEN_PREFIX);
   const now = deps.clock.now();
   try {
-    const row = await deps.db.transaction().execute(async (trx) => {
+    return await deps.db.transaction().execute(async (trx) => {
       if (await store.isMemberByEmail(trx, organizationId, emailNormalized)) throw alreadyMember();
       await store.cancelExpiredPending(trx, organizationId, emailNormalized, now);
       const id = newId('invitation');
       await recordChange(trx, deps.audit, { action: 'invitation.created', target: { type: 'invitation', id }, changes: created({ email, role: input.role }) });
       const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS);
-      const context = await store.invitationContext(trx, organizationId, membership.memberId);
-      // The message commits with the invitation, or neither does (accounts-and-email.md §1).
-      await queueMail(trx, deps, { kind: 'invitation', to: email, organizationName: context.organization_name, inviterName: context.inviter_name, role, token, expiresAt });
-      return store.insertInvitation(trx, {
-        id,
-        organizationId,
-        email,
-        emailNormalized,
-        role,
-        tokenHash: sha256Hex(token),
-        invitedByMemberId: membership.memberId,
-        now,
-        expiresAt,
-      });
+      // The message commits with the invitation, or neither does (accounts-and-email.md §1). The
+      // token leaves only in it (§5), never in the reply.
+      const mailMessageId = await mailInvitation(trx, deps, { organizationId, inviterMemberId: membership.memberId, email, role, token, expiresAt });
+      await store.insertInvitation(trx, { id, organizationId, email, emailNormalized, role, tokenHash: sha256Hex(token), invitedByMemberId: membership.memberId, mailMessageId, now, expiresAt });
+      return toInvitation((await store.findInvitation(trx, organizationId, id))!, now);
     });
-    // The token leaves only in the queued message (accounts-and-email.md §5), never in the reply.
-    return toInvitation(row, now);
   } catch (err) {
     if (isUniqueViolation(err, 'invitations_pending_email_key')) {
       throw new Conflict('invitation_pending', 'A pending invitation for this e-mail already exists.');
@@ -83,6 +93,35 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
     if (isForeignKeyViolation(err, 'invitations_role_fkey')) throw Invalid.at(['body', 'role'], `the organization has no role ${role}`);
     throw err;
   }
+}
+
+/**
+ * Mails a pending invitation again (accounts-and-email §5): a new token (the old one dies with its
+ * hash), a new message in the same transaction, the expiry renewed. Rate limited per invitation.
+ */
+export async function resendInvitation(deps: AppDeps, membership: Membership, invitationId: string) {
+  authorize(membership, 'invitations.manage');
+  const { organizationId } = membership;
+  const current = await store.findInvitation(deps.db, organizationId, invitationId);
+  if (!current) throw notFound();
+  if (current.status !== 'pending') throw notPending();
+  // Counted only for an invitation of the caller's organization: another tenant cannot use it up.
+  await limits.consume(deps, 'invitationResend', invitationId);
+  const token = randomSecret(TOKEN_PREFIX);
+  const now = deps.clock.now();
+  const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS);
+  return deps.db.transaction().execute(async (trx) => {
+    const mailMessageId = await mailInvitation(trx, deps, { organizationId, inviterMemberId: current.invited_by_member_id, email: current.email, role: current.role, token, expiresAt });
+    // Accepted or cancelled meanwhile: the message rolls back with this.
+    const renewed = await store.renewPending(trx, organizationId, invitationId, { tokenHash: sha256Hex(token), expiresAt, mailMessageId });
+    if (!renewed) throw notPending();
+    await recordChange(trx, deps.audit, {
+      action: 'invitation.resent',
+      target: { type: 'invitation', id: invitationId },
+      changes: changed({ expiresAt: renewed.previous_expires_at.toISOString() }, { expiresAt: expiresAt.toISOString() }),
+    });
+    return toInvitation((await store.findInvitation(trx, organizationId, invitationId))!, now);
+  });
 }
 
 export async function listInvitations(deps: AppDeps, membership: Membership, page: PageRequest) {
@@ -100,10 +139,9 @@ export async function cancelInvitation(deps: AppDeps, membership: Membership, in
   authorize(membership, 'invitations.manage');
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
-    const row = await store.cancelPending(trx, membership.organizationId, invitationId, now);
-    if (row) {
+    if (await store.cancelPending(trx, membership.organizationId, invitationId, now)) {
       await recordChange(trx, deps.audit, { action: 'invitation.cancelled', target: { type: 'invitation', id: invitationId }, changes: changed({ status: 'pending' }, { status: 'cancelled' }) });
-      return toInvitation(row, now);
+      return toInvitation((await store.findInvitation(trx, membership.organizationId, invitationId))!, now);
     }
     if (await store.findInvitation(trx, membership.organizationId, invitationId)) throw notPending();
     throw notFound();
@@ -155,6 +193,47 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
     if (isUniqueViolation(err, 'members_active_user_key')) throw alreadyMember();
     throw err;
   }
+}
+
+/**
+ * What an invitation link offers, for the page it opens (public: the token is the only
+ * credential). One answer, 400 `invalid_token`, for a token unknown, used, cancelled or expired.
+ */
+export async function previewInvitation(deps: AppDeps, token: string, ip: string) {
+  await limits.consume(deps, 'invitationAcceptIp', ip);
+  const invitation = await store.findByTokenHash(deps.db, sha256Hex(token));
+  if (!invitation || invitation.status !== 'pending' || invitation.expires_at.getTime() <= deps.clock.now().getTime()) throw invalidInvitationToken();
+  const context = await store.invitationContext(deps.db, invitation.organization_id, invitation.invited_by_member_id);
+  return {
+    organization: { name: context.organization_name },
+    inviter: { name: context.inviter_name },
+    email: invitation.email,
+    role: invitation.role,
+    expiresAt: invitation.expires_at.toISOString(),
+  };
+}
+
+/** GET /v1/me/invitations: pending invitations to the signed-in user's (verified) address. */
+export async function listMyInvitations(deps: AppDeps, principal: Principal, page: PageRequest) {
+  if (principal.kind !== 'session' || !principal.sessionId) throw new Unauthorized('This route needs a signed-in session.');
+  const user = await findUser(deps.db, principal.userId);
+  if (!user) throw new Unauthorized();
+  const now = deps.clock.now();
+  const email = normalizeEmail(user.email);
+  return deps.cursors.page(
+    `my-invitations:${principal.userId}`,
+    page,
+    async (after, take) => positioned(await store.listPendingForEmail(deps.db, email, now, after, take)),
+    (row) => ({
+      id: row.id,
+      organization: { id: row.organization_id, name: row.organization_name },
+      inviter: { name: row.inviter_name },
+      email: row.email,
+      role: row.role,
+      expiresAt: row.expires_at.toISOString(),
+      createdAt: row.created_at.toISOString(),
+    }),
+  );
 }
 
 /** Pending (unexpired) invitations of the organization (telemetry's seat summary). */

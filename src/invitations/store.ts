@@ -1,5 +1,6 @@
 import type { Db } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
+import type { MailStatus } from '../mail/tables';
 
 export interface InvitationRow {
   id: string;
@@ -12,27 +13,39 @@ export interface InvitationRow {
   expires_at: Date;
   accepted_at: Date | null;
   cancelled_at: Date | null;
+  /** The latest message's record (mail_messages, joined): null when the invitation has none. */
+  delivery_status: MailStatus | null;
+  delivery_last_attempt_at: Date | null;
+  delivery_last_error: string | null;
 }
 
 /** Never the token hash: it only ever appears in a WHERE clause. */
 const COLUMNS = [
-  'id',
-  'organization_id',
-  'email',
-  'role',
-  'status',
-  'invited_by_member_id',
-  'created_at',
-  'expires_at',
-  'accepted_at',
-  'cancelled_at',
+  'i.id',
+  'i.organization_id',
+  'i.email',
+  'i.role',
+  'i.status',
+  'i.invited_by_member_id',
+  'i.created_at',
+  'i.expires_at',
+  'i.accepted_at',
+  'i.cancelled_at',
+  'mm.status as delivery_status',
+  'mm.last_attempt_at as delivery_last_attempt_at',
+  'mm.last_error as delivery_last_error',
 ] as const;
+
+/** Invitations with their latest message's delivery record (the mail area's row, read in a join). */
+function invitations(db: Db) {
+  return db.selectFrom('invitations as i').leftJoin('mail_messages as mm', 'mm.id', 'i.mail_message_id').select(COLUMNS);
+}
 
 export async function insertInvitation(
   db: Db,
-  invitation: { id: string; organizationId: string; email: string; emailNormalized: string; role: string; tokenHash: string; invitedByMemberId: string; now: Date; expiresAt: Date },
-): Promise<InvitationRow> {
-  return db
+  invitation: { id: string; organizationId: string; email: string; emailNormalized: string; role: string; tokenHash: string; invitedByMemberId: string; mailMessageId: string; now: Date; expiresAt: Date },
+): Promise<void> {
+  await db
     .insertInto('invitations')
     .values({
       id: invitation.id,
@@ -47,9 +60,9 @@ export async function insertInvitation(
       expires_at: invitation.expiresAt,
       accepted_at: null,
       cancelled_at: null,
+      mail_message_id: invitation.mailMessageId,
     })
-    .returning(COLUMNS)
-    .executeTakeFirstOrThrow();
+    .execute();
 }
 
 /** Whether a user with this (normalized) e-mail is an active member of the organization. */
@@ -78,9 +91,9 @@ export async function cancelExpiredPending(db: Db, organizationId: string, email
 }
 
 export async function listInvitations(db: Db, organizationId: string, after: Position | null, take: number): Promise<InvitationRow[]> {
-  let query = db.selectFrom('invitations').select(COLUMNS).where('organization_id', '=', organizationId);
-  if (after) query = query.where(before('created_at', 'id', after));
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(take).execute();
+  let query = invitations(db).where('i.organization_id', '=', organizationId);
+  if (after) query = query.where(before('i.created_at', 'i.id', after));
+  return query.orderBy('i.created_at', 'desc').orderBy('i.id', 'desc').limit(take).execute();
 }
 
 /** Invitations that can still be accepted (pending and not expired at `now`). */
@@ -96,38 +109,61 @@ export async function countPendingInvitations(db: Db, organizationId: string, no
 }
 
 export async function findInvitation(db: Db, organizationId: string, invitationId: string): Promise<InvitationRow | undefined> {
-  return db.selectFrom('invitations').select(COLUMNS).where('organization_id', '=', organizationId).where('id', '=', invitationId).executeTakeFirst();
+  return invitations(db).where('i.organization_id', '=', organizationId).where('i.id', '=', invitationId).executeTakeFirst();
 }
 
-/** Cancels a pending invitation; undefined when it is not (or no longer) pending. */
-export async function cancelPending(db: Db, organizationId: string, invitationId: string, now: Date): Promise<InvitationRow | undefined> {
-  return db
+/** Cancels a pending invitation; false when it is not (or no longer) pending. */
+export async function cancelPending(db: Db, organizationId: string, invitationId: string, now: Date): Promise<boolean> {
+  const row = await db
     .updateTable('invitations')
     .set({ status: 'cancelled', cancelled_at: now })
     .where('organization_id', '=', organizationId)
     .where('id', '=', invitationId)
     .where('status', '=', 'pending')
-    .returning(COLUMNS)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * A resend: the pending invitation gets a new token hash (the old token stops working), a new
+ * expiry and its new message. Returns the previous expiry, or undefined when it is not pending.
+ */
+export async function renewPending(
+  db: Db,
+  organizationId: string,
+  invitationId: string,
+  renewal: { tokenHash: string; expiresAt: Date; mailMessageId: string },
+): Promise<{ previous_expires_at: Date } | undefined> {
+  return db
+    .updateTable('invitations as i')
+    .from('invitations as prev')
+    .set({ token_hash: renewal.tokenHash, expires_at: renewal.expiresAt, mail_message_id: renewal.mailMessageId })
+    .whereRef('prev.id', '=', 'i.id')
+    .where('i.organization_id', '=', organizationId)
+    .where('i.id', '=', invitationId)
+    .where('i.status', '=', 'pending')
+    .returning('prev.expires_at as previous_expires_at')
     .executeTakeFirst();
 }
 
 /** The token is the only scope of an accept: it identifies the invitation and its organization. */
 export async function findByTokenHash(db: Db, tokenHash: string): Promise<(InvitationRow & { email_normalized: string }) | undefined> {
-  return db.selectFrom('invitations').select([...COLUMNS, 'email_normalized']).where('token_hash', '=', tokenHash).executeTakeFirst();
+  return invitations(db).select('i.email_normalized').where('i.token_hash', '=', tokenHash).executeTakeFirst();
 }
 
 /**
  * Claims a pending, unexpired invitation. The row lock makes concurrent accepts queue; the one
  * that comes second re-reads `status` after the first commits and gets nothing back.
  */
-export async function claimPending(db: Db, invitationId: string, now: Date): Promise<InvitationRow | undefined> {
+export async function claimPending(db: Db, invitationId: string, now: Date): Promise<{ role: string } | undefined> {
   return db
     .updateTable('invitations')
     .set({ status: 'accepted', accepted_at: now })
     .where('id', '=', invitationId)
     .where('status', '=', 'pending')
     .where('expires_at', '>', now)
-    .returning(COLUMNS)
+    .returning('role')
     .executeTakeFirst();
 }
 
@@ -146,4 +182,30 @@ export async function invitationContext(db: Db, organizationId: string, inviterM
     .where('o.id', '=', organizationId)
     .executeTakeFirstOrThrow();
   return row;
+}
+
+export interface MyInvitationRow {
+  id: string;
+  email: string;
+  role: string;
+  expires_at: Date;
+  created_at: Date;
+  organization_id: string;
+  organization_name: string;
+  inviter_name: string | null;
+}
+
+/** Pending, unexpired invitations to an address, in every organization (the invitee's own list). */
+export async function listPendingForEmail(db: Db, emailNormalized: string, now: Date, after: Position | null, take: number): Promise<MyInvitationRow[]> {
+  let query = db
+    .selectFrom('invitations as i')
+    .innerJoin('organizations as o', 'o.id', 'i.organization_id')
+    .leftJoin('members as m', 'm.id', 'i.invited_by_member_id')
+    .leftJoin('users as u', 'u.id', 'm.user_id')
+    .select(['i.id', 'i.email', 'i.role', 'i.expires_at', 'i.created_at', 'o.id as organization_id', 'o.name as organization_name', (eb) => eb.fn.coalesce('u.name', 'u.email').as('inviter_name')])
+    .where('i.email_normalized', '=', emailNormalized)
+    .where('i.status', '=', 'pending')
+    .where('i.expires_at', '>', now);
+  if (after) query = query.where(before('i.created_at', 'i.id', after));
+  return query.orderBy('i.created_at', 'desc').orderBy('i.id', 'desc').limit(take).execute();
 }

@@ -13,6 +13,8 @@ export interface InvitationsTable {
   expires_at: Timestamp;
   accepted_at: Timestamp | null;
   cancelled_at: Timestamp | null;
+  /** The latest message sent for it (its delivery record is read from mail_messages). */
+  mail_message_id: string | null;
 }
 
 export interface PeopleTables {

@@ -34,15 +34,3 @@ export async function listMail(deps: AppDeps, principal: Principal, query: ListQ
     (row) => toAdminMailMessage(row),
   );
 }
-
-export interface Delivery {
-  status: 'pending' | 'sent' | 'failed';
-  lastAttemptAt: string | null;
-  lastError: string | null;
-}
-
-/** The delivery record of messages by id (an invitation's `delivery`), in one query. */
-export async function deliveries(db: AppDeps['db'], ids: readonly string[]): Promise<Map<string, Delivery>> {
-  const rows = await store.findDeliveries(db, ids);
-  return new Map(rows.map((r) => [r.id, { status: r.status, lastAttemptAt: r.last_attempt_at?.toISOString() ?? null, lastError: r.last_error }]));
-}

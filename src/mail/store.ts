@@ -118,8 +118,3 @@ export async function listMessages(db: Db, filter: { status?: MailStatus; kind?:
   if (after) query = query.where(before('created_at', 'id', after));
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(take).execute();
 }
-
-export async function findDeliveries(db: Db, ids: readonly string[]): Promise<{ id: string; status: MailStatus; last_attempt_at: Date | null; last_error: string | null }[]> {
-  if (ids.length === 0) return [];
-  return db.selectFrom('mail_messages').select(['id', 'status', 'last_attempt_at', 'last_error']).where('id', 'in', ids).execute();
-}

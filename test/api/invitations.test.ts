@@ -3,7 +3,7 @@ import { addMember, bearer, createOrganization, inviteAndAccept, signUp, uniqueE
 import { newId } from '../../src/lib/ids';
 import { sha256Hex } from '../../src/lib/crypto';
 import type { ManualClock } from '../../src/lib/clock';
-import { invitationTokenFor, mailEnv, startMailbox, type Mailbox } from '../support/mailbox';
+import { INVITATION_SUBJECT, invitationTokenFor, mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
 
 /** Invitation tokens reach only the invitee's mailbox: every test takes them from the mailed link. */
 let mailbox: Mailbox;
@@ -44,6 +44,7 @@ describe('POST /v1/invitations', () => {
         invitedByMemberId: owner.memberId,
         acceptedAt: null,
         cancelledAt: null,
+        delivery: { status: 'pending', lastAttemptAt: null, lastError: null },
       },
     });
     const token = await mailed(email);
@@ -278,5 +279,128 @@ describe('POST /v1/invitations/accept', () => {
     expect(res.status).toBe(200);
     expect(res.body.member.id).not.toBe(joined.memberId);
     expect((await t.http.get('/v1/org').set(...bearer(joined.token))).status).toBe(200);
+  });
+});
+
+describe('delivery, resend, preview', () => {
+  const list = async (owner: { token: string }) => (await t.http.get('/v1/invitations').set(...bearer(owner.token))).body.items as { id: string; delivery: unknown; expiresAt: string }[];
+
+  it('shows the delivery of the latest message: pending, then sent, or the mail server\'s error', async () => {
+    const owner = await createOrganization(t);
+    const email = uniqueEmail('delivered');
+    const created = await invite(owner.token, email);
+    expect(created.body.item.delivery).toEqual({ status: 'pending', lastAttemptAt: null, lastError: null });
+    await mailed(email);
+    const [sent] = await list(owner);
+    expect(sent!.delivery).toEqual({ status: 'sent', lastAttemptAt: t.clock.now().toISOString(), lastError: null });
+
+    const refused = uniqueEmail('refused');
+    await invite(owner.token, refused);
+    mailbox.mode = 'refuse';
+    try {
+      const runner = testMailer(t);
+      await runner.runOnce();
+      await runner.stop();
+    } finally {
+      mailbox.mode = 'accept';
+    }
+    const [failing] = await list(owner);
+    expect(failing!.delivery).toEqual({ status: 'pending', lastAttemptAt: t.clock.now().toISOString(), lastError: expect.stringContaining('554') });
+  });
+
+  it('resend mails a new token (the old one dies), renews the expiry and shows the new message', async () => {
+    const clock = t.clock as ManualClock;
+    const owner = await createOrganization(t, 'Resenders');
+    const user = await signUp(t, 'resent');
+    const inv = await invite(owner.token, user.email);
+    const first = await mailed(user.email);
+    clock.advance(6 * DAY);
+    const res = await t.http.post(`/v1/invitations/${inv.body.item.id}/resend`).set(...bearer(owner.token));
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({
+      ok: true,
+      item: expect.objectContaining({ id: inv.body.item.id, status: 'pending', expiresAt: new Date(clock.now().getTime() + 7 * DAY).toISOString(), delivery: { status: 'pending', lastAttemptAt: null, lastError: null } }),
+    });
+    const second = await mailed(user.email);
+    expect(mailbox.to(user.email).filter((m) => INVITATION_SUBJECT.test(m.subject))).toHaveLength(2);
+    expect(second).not.toBe(first);
+    // Past the first expiry, the renewed invitation still works, with the new token only.
+    clock.advance(2 * DAY);
+    const old = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: first });
+    expect([old.status, old.body.error]).toEqual([404, 'invitation_not_found']);
+    expect((await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: second })).status).toBe(200);
+    const audit = await t.http.get('/v1/audit-logs').query({ action: 'invitation.resent' }).set(...bearer(owner.token));
+    expect(audit.body.items).toEqual([expect.objectContaining({ target: { type: 'invitation', id: inv.body.item.id } })]);
+
+    const after = await t.http.post(`/v1/invitations/${inv.body.item.id}/resend`).set(...bearer(owner.token));
+    expect([after.status, after.body.error]).toEqual([409, 'invitation_not_pending']);
+  });
+
+  it('resend needs an admin of the organization (403, 404 elsewhere) and is rate limited per invitation', async () => {
+    const owner = await createOrganization(t);
+    const other = await createOrganization(t);
+    const member = await addMember(t, owner.organizationId);
+    const inv = await invite(owner.token, uniqueEmail('limited'));
+    const url = `/v1/invitations/${inv.body.item.id}/resend`;
+    expect((await t.http.post(url).set(...bearer(member.token))).body.reason).toBe('org_admin_required');
+    expect((await t.http.post(url).set(...bearer(other.token))).status).toBe(404);
+    expect((await t.http.post(`/v1/invitations/${newId('invitation')}/resend`).set(...bearer(owner.token))).status).toBe(404);
+    for (let i = 0; i < 5; i++) expect((await t.http.post(url).set(...bearer(owner.token))).status).toBe(202);
+    const limited = await t.http.post(url).set(...bearer(owner.token));
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    // Another invitation has its own allowance.
+    const another = await invite(owner.token, uniqueEmail('other'));
+    expect((await t.http.post(`/v1/invitations/${another.body.item.id}/resend`).set(...bearer(owner.token))).status).toBe(202);
+  });
+
+  it('preview shows what a link offers, without credentials; one answer for a dead token', async () => {
+    const owner = await createOrganization(t, 'Preview & Co');
+    await t.db.updateTable('users').set({ name: 'Pat Owner' }).where('id', '=', owner.userId).execute();
+    const email = uniqueEmail('previewed');
+    const inv = await invite(owner.token, email, 'admin');
+    const token = await mailed(email);
+    const res = await t.http.get('/v1/invitations/preview').query({ token });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ organization: { name: 'Preview & Co' }, inviter: { name: 'Pat Owner' }, email, role: 'admin', expiresAt: inv.body.item.expiresAt });
+
+    const missing = await t.http.get('/v1/invitations/preview');
+    expect(missing.body.details[0].path).toEqual(['query', 'token']);
+    const unknown = await t.http.get('/v1/invitations/preview').query({ token: 'cpi_unknown' });
+    expect([unknown.status, unknown.body.error]).toEqual([400, 'invalid_token']);
+    await t.http.post(`/v1/invitations/${inv.body.item.id}/cancel`).set(...bearer(owner.token));
+    const cancelled = await t.http.get('/v1/invitations/preview').query({ token });
+    expect([cancelled.status, cancelled.body.error]).toEqual([400, 'invalid_token']);
+  });
+});
+
+describe('GET /v1/me/invitations', () => {
+  it('lists pending invitations to the caller\'s address from every organization, nothing else', async () => {
+    const user = await signUp(t, 'wanted');
+    const a = await createOrganization(t, 'Org A');
+    const b = await createOrganization(t, 'Org B');
+    const c = await createOrganization(t, 'Org C');
+    const fromA = await invite(a.token, user.email);
+    (t.clock as ManualClock).advance(1000);
+    const fromB = await invite(b.token, user.email.toUpperCase(), 'admin');
+    const fromC = await invite(c.token, user.email);
+    await t.http.post(`/v1/invitations/${fromC.body.item.id}/cancel`).set(...bearer(c.token));
+    await invite(a.token, uniqueEmail('someone-else'));
+
+    const res = await t.http.get('/v1/me/invitations').set(...bearer(user.token));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      items: [
+        { id: fromB.body.item.id, organization: { id: b.organizationId, name: 'Org B' }, inviter: { name: 'owner' }, email: user.email.toUpperCase(), role: 'admin', expiresAt: fromB.body.item.expiresAt, createdAt: fromB.body.item.createdAt },
+        { id: fromA.body.item.id, organization: { id: a.organizationId, name: 'Org A' }, inviter: { name: 'owner' }, email: user.email, role: 'member', expiresAt: fromA.body.item.expiresAt, createdAt: fromA.body.item.createdAt },
+      ],
+      nextCursor: null,
+    });
+    const page = await t.http.get('/v1/me/invitations').query({ limit: 1 }).set(...bearer(user.token));
+    expect(page.body.items.map((i: { id: string }) => i.id)).toEqual([fromB.body.item.id]);
+    const rest = await t.http.get('/v1/me/invitations').query({ limit: 1, cursor: page.body.nextCursor }).set(...bearer(user.token));
+    expect(rest.body.items.map((i: { id: string }) => i.id)).toEqual([fromA.body.item.id]);
+    expect((await t.http.get('/v1/me/invitations').set(...bearer(a.token))).body.items).toEqual([]);
+    expect((await t.http.get('/v1/me/invitations')).status).toBe(401);
   });
 });
