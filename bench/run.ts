@@ -25,6 +25,7 @@ import { scenarioScim } from './scenarios/s10-scim';
 import { scenarioGrowth } from './scenarios/s11-growth';
 import { scenarioSignIn } from './scenarios/s12-sign-in';
 import { scenarioPeer } from './scenarios/s13-peer';
+import { scenarioMailQueued } from './scenarios/s14-mail-queued';
 
 /** Every scenario with a long --duration stays well inside this (BENCH_HARD_LIMIT_MIN overrides). */
 const HARD_LIMIT_MS = Number(process.env.BENCH_HARD_LIMIT_MIN ?? 40) * 60_000;
@@ -76,6 +77,7 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['11', scenarioGrowth],
   ['12', scenarioSignIn],
   ['13', scenarioPeer],
+  ['14', scenarioMailQueued],
 ];
 
 async function main(): Promise<number> {
