@@ -28,7 +28,7 @@ import * as teamMemberCount from './20261127_0905_team_member_count';
 import * as outboxObservability from './20261127_1000_outbox_observability';
 import * as ssoVerifier from './20261127_1010_sso_verifier';
 import * as membersOutliveUsers from './20261127_1030_members_outlive_users';
-import * as invitationMessages from './20261127_1030_invitation_messages';
+import * as invitationMessages from './20261127_1040_invitation_messages';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -65,7 +65,7 @@ const migrations: Record<string, Migration> = {
   '20261127_1000_outbox_observability': outboxObservability,
   '20261127_1010_sso_verifier': ssoVerifier,
   '20261127_1030_members_outlive_users': membersOutliveUsers,
-  '20261127_1030_invitation_messages': invitationMessages,
+  '20261127_1040_invitation_messages': invitationMessages,
 };
 
 export const migrationProvider: MigrationProvider = {
