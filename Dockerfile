@@ -1,4 +1,7 @@
 # syntax=docker/dockerfile:1
+# The production image: multi-stage (compile with dev dependencies, run with production ones only),
+# non-root, with a HEALTHCHECK. CI lints this file (dockerfile-utils) and cannot build it: base
+# images cannot be pulled there. docs/operations.md says how it is run.
 # Build: compile TypeScript with the full dependency set.
 FROM node:20-slim AS build
 WORKDIR /app
@@ -28,6 +31,11 @@ COPY openapi ./openapi
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 USER node
-EXPOSE 3000
+# The API; the metrics listener when METRICS_PORT=9464 is set (compose.yaml sets it).
+EXPOSE 3000 9464
+# Ready = the database answers and the process is not shutting down (GET /ready). The slim image
+# has no curl: Node's own fetch asks.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # The same node flags as `npm start` (docs/settings.md; test/seams/start-command checks they agree).
 CMD ["node", "--heap-growing-percent=150", "dist/src/main.js"]

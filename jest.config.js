@@ -44,6 +44,7 @@ const PG_ONLY = [
   'test/hardening/process.test.ts',
   'test/hardening/webhook-processes.test.ts',
   'test/observability/tracing.test.ts',
+  'test/deploy/compose-wiring.test.ts',
   'test/api/telemetry-concurrent-tags.test.ts',
 ];
 const skipOnPglite = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';
