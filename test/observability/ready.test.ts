@@ -3,6 +3,7 @@ import { bearer, createOrganization, uniqueEmail, type OrgOwner } from '../suppo
 import { mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
 import type { ManualClock } from '../../src/lib/clock';
 import { WEBHOOK_TEST_ENV } from '../support/webhooks';
+import { markShuttingDown } from '../../src/system/lifecycle';
 
 /** GET /ready (operations.md §3): warnings for failing mail and old outboxes, never unready. */
 describe('GET /ready warnings', () => {
@@ -60,5 +61,21 @@ describe('GET /ready warnings', () => {
     const body = await ready();
     expect(body.status).toBe('ok');
     expect(body.warnings).toEqual([{ code: 'webhook_backlog', message: expect.stringMatching(/^1 webhook deliveries pending; the oldest was queued 11 minutes ago/) }]);
+  });
+});
+
+describe('GET /ready while shutting down', () => {
+  it('answers 503 once SIGTERM has started the shutdown (this process only; /health stays 200)', async () => {
+    const t = await createTestApp();
+    try {
+      expect((await t.http.get('/ready')).status).toBe(200);
+      markShuttingDown();
+      const res = await t.http.get('/ready');
+      expect(res.status).toBe(503);
+      expect(res.body.message).toMatch(/shutting down/);
+      expect((await t.http.get('/health')).status).toBe(200);
+    } finally {
+      await t.close();
+    }
   });
 });
