@@ -167,7 +167,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Switch the session's active organization (session only) */
+        /**
+         * Switch the session's active organization (session only)
+         * @description Not a member of the organization → 404. An organization enforcing SSO accepts only a session made through one of its own connections, or its owner's (else 403 `sso_required`).
+         */
         post: operations["setActiveOrganization"];
         delete?: never;
         options?: never;
@@ -2553,7 +2556,7 @@ export interface paths {
         get: operations["getSsoPolicy"];
         /**
          * Turn SSO enforcement on or off (admin, session only, fresh)
-         * @description While enforced, users whose e-mail is in a verified domain of the organization must sign in through SSO (403 `sso_required` on password sign-in, reauthentication, sign-up, and on invitation acceptance outside an SSO session through one of the organization's connections); the owner keeps password sign-in. Sessions open when it is turned on keep working until they end. Needs the plan feature `sso` to turn it on.
+         * @description While enforced, users whose e-mail is in a verified domain of the organization must sign in through SSO (403 `sso_required` on password sign-in, reauthentication, sign-up, and on invitation acceptance outside an SSO session through one of the organization's connections); the owner keeps password sign-in. The organization then accepts only sessions made through its own connections (and its owner's): any other session of a member — a password session, or SSO through another organization's connection — gets 403 `sso_required` on the organization's routes and on switching into it, from the request after enforcement is turned on (it keeps working in the user's other organizations). Needs the plan feature `sso` to turn it on.
          */
         put: operations["putSsoPolicy"];
         post?: never;
@@ -5221,6 +5224,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Error"];
         };

@@ -12,7 +12,7 @@ import * as limits from '../protection/rate-limit';
 import { recordChange } from '../audit';
 import { membershipsOfUser } from '../members/memberships';
 import { checkNewPassword } from '../protection/passwords';
-import { refusePasswordUnderSso, refuseSignUpUnderSso } from '../sso/enforcement';
+import { refusePasswordUnderSso, refuseSignUpUnderSso, refuseSwitchOutsideSso } from '../sso/enforcement';
 import * as mfa from '../mfa/service';
 import { openSession, openSignInSession, recordSignIn } from './sign-in';
 
@@ -157,6 +157,7 @@ export async function setActiveOrganization(deps: AppDeps, principal: Principal,
   if (!memberships.some((m) => m.id === organizationId)) {
     throw new NotFound('organization_not_found', 'You are not a member of that organization.');
   }
+  await refuseSwitchOutsideSso(deps.db, organizationId, principal);
   const sessionId = principal.sessionId;
   await deps.db.transaction().execute(async (trx) => {
     await users.setSessionOrganization(trx, sessionId, organizationId);

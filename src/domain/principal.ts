@@ -51,6 +51,13 @@ export interface Principal {
    * reaches only `/v1/me…` and `/v1/auth/…` (src/access/session-gates.ts). False for an API key.
    */
   mfaMissing: boolean;
+  /**
+   * The active organization enforces SSO and this session was not made through one of its own
+   * connections (a password session, or SSO through another organization's), and the member is
+   * not its owner (break-glass). Such a session reaches only `/v1/me…`, `/v1/auth/…` and what is
+   * not the organization's (src/access/session-gates.ts). False for an API key.
+   */
+  ssoMissing: boolean;
 }
 
 /** How a session was opened (`sessions.auth_method`). */

@@ -55,6 +55,7 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
     authenticatedAt: null,
     authMethod: null,
     mfaMissing: false,
+    ssoMissing: false,
     ssoConnectionId: null,
     membership: membershipOf({
       organizationId: row.organizationId,

@@ -29,6 +29,7 @@ interface SessionColumns {
   auth_method: SessionAuthMethod;
   sso_connection_id: string | null;
   mfa_missing: boolean | null;
+  sso_missing: boolean | null;
   principal_member_id: string | null;
   principal_role: string | null;
   principal_role_built_in: boolean | null;
@@ -39,6 +40,8 @@ interface SessionColumns {
  * The one definition of a live session: its token hash matches, it is not revoked or expired;
  * its membership counts only in the session's active organization and only while not removed or
  * suspended (a member SCIM set `active: false` keeps the session, which no longer reaches the organization).
+ * What the organization requires of the session and it lacks (a second factor, its own SSO) is
+ * read here too, so enforcement applies from the next request (src/access/session-gates.ts).
  * Every session check (every request with a session, and GET /v1/org's preload) runs this query.
  * The membership's role row comes along, so permission checks need no other round trip.
  */
@@ -48,6 +51,9 @@ function sessionQuery(tokenHash: string, now: Date, preload?: SessionPreload<unk
       (m.id IS NOT NULL AND s.second_factor IS NULL
         AND EXISTS (SELECT 1 FROM organization_auth_policies ap WHERE ap.organization_id = m.organization_id AND ap.require_mfa)
         AND NOT (s.auth_method = 'sso' AND EXISTS (SELECT 1 FROM sso_connections sc WHERE sc.id = s.sso_connection_id AND sc.organization_id = m.organization_id))) AS mfa_missing,
+      (m.id IS NOT NULL AND m.role <> 'owner'
+        AND EXISTS (SELECT 1 FROM organizations so WHERE so.id = m.organization_id AND so.sso_enforced)
+        AND NOT (s.auth_method = 'sso' AND EXISTS (SELECT 1 FROM sso_connections sc WHERE sc.id = s.sso_connection_id AND sc.organization_id = m.organization_id))) AS sso_missing,
       m.id AS principal_member_id, m.role AS principal_role, pr.built_in AS principal_role_built_in,
       pr.permissions AS principal_role_permissions ${preload ? sql`, ${preload.columns}` : sql``}
     FROM sessions s
@@ -70,6 +76,7 @@ function toPrincipal(row: SessionColumns): Principal {
     authMethod: row.auth_method,
     ssoConnectionId: row.sso_connection_id,
     mfaMissing: row.mfa_missing === true,
+    ssoMissing: row.sso_missing === true,
     membership:
       row.principal_member_id && row.active_organization_id && row.principal_role
         ? membershipOf({

@@ -9,7 +9,11 @@ import { emailDomainOf } from './domain-name';
  * identity provider (sign-up), and at invitation acceptance outside an SSO session of the
  * enforcing organization. The owner of the enforcing organization keeps password sign-in
  * (break-glass when the IdP is down).
- * Sessions that exist are not touched: they keep working until they end.
+ * Sessions: while enforced, the organization accepts only sessions made through its own
+ * connections (and its owner's). The session query flags any other session of a member
+ * (`ssoMissing`, src/principal/session.ts) and the session gate answers 403 `sso_required` on the
+ * organization's routes, from the request after enforcement is turned on; switching into the
+ * organization is refused here.
  */
 export const ssoRequired = () =>
   new Forbidden('sso_required', "Your organization requires single sign-on for this e-mail address: sign in through SSO (POST /v1/auth/sso/start).");
@@ -47,12 +51,34 @@ export async function refuseSignUpUnderSso(db: Db, email: string): Promise<void>
 export async function refuseAcceptOutsideSso(db: Db, email: string, session: { authMethod: string | null; ssoConnectionId: string | null }): Promise<void> {
   const enforcing = await enforcingOrganization(db, email);
   if (!enforcing) return;
-  if (session.authMethod !== 'sso' || session.ssoConnectionId === null) throw ssoRequired();
-  const own = await db
-    .selectFrom('sso_connections')
-    .select('id')
-    .where('id', '=', session.ssoConnectionId)
-    .where('organization_id', '=', enforcing.organizationId)
+  if (!(await madeThroughOwnConnection(db, enforcing.organizationId, session))) throw ssoRequired();
+}
+
+/** Whether a session was opened by an SSO sign-in through one of the organization's connections. */
+async function madeThroughOwnConnection(db: Db, organizationId: string, session: { authMethod: string | null; ssoConnectionId: string | null }): Promise<boolean> {
+  if (session.authMethod !== 'sso' || session.ssoConnectionId === null) return false;
+  const own = await db.selectFrom('sso_connections').select('id').where('id', '=', session.ssoConnectionId).where('organization_id', '=', organizationId).executeTakeFirst();
+  return own !== undefined;
+}
+
+export const organizationSsoRequired = () =>
+  new Forbidden('sso_required', 'This organization requires single sign-on through its own identity provider: sign in through SSO (POST /v1/auth/sso/start).');
+
+/**
+ * Switching a session into an organization that enforces SSO: only a session made through one of
+ * its own connections, or a session of its owner (break-glass); else 403 `sso_required`.
+ */
+export async function refuseSwitchOutsideSso(
+  db: Db,
+  organizationId: string,
+  session: { userId: string; authMethod: string | null; ssoConnectionId: string | null },
+): Promise<void> {
+  const row = await db
+    .selectFrom('organizations as o')
+    .leftJoin('members as m', (join) => join.onRef('m.organization_id', '=', 'o.id').on('m.user_id', '=', session.userId).on('m.removed_at', 'is', null))
+    .select(['o.sso_enforced', 'm.role'])
+    .where('o.id', '=', organizationId)
     .executeTakeFirst();
-  if (!own) throw ssoRequired();
+  if (!row?.sso_enforced || row.role === 'owner') return;
+  if (!(await madeThroughOwnConnection(db, organizationId, session))) throw organizationSsoRequired();
 }

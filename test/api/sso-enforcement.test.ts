@@ -83,13 +83,15 @@ describe('while enforced', () => {
     expect((await setPolicy(owner.token, false)).status).toBe(200);
   });
 
-  it('password sign-in of a domain user is 403 sso_required; a wrong password stays 401; existing sessions keep working', async () => {
+  it('password sign-in of a domain user is 403 sso_required; a wrong password stays 401; existing password sessions lose the organization', async () => {
     const refused = await signIn(alice.email);
     expect([refused.status, refused.body.error, refused.body.reason]).toEqual([403, 'forbidden', 'sso_required']);
     expect((await signIn(alice.email, 'wrong password!')).status).toBe(401);
     expect((await signIn(alice.email.toUpperCase())).body.reason).toBe('sso_required');
     expect((await t.http.get('/v1/me').set(...bearer(alice.token))).status).toBe(200);
-    expect((await t.http.get('/v1/members').set(...bearer(alice.token))).status).toBe(200);
+    const cut = await t.http.get('/v1/members').set(...bearer(alice.token));
+    expect([cut.status, cut.body.reason]).toEqual([403, 'sso_required']);
+    expect((await t.http.get('/v1/members').set(...bearer(owner.token))).status).toBe(200);
   });
 
   it('reauthentication of a domain user is 403 sso_required', async () => {

@@ -5,6 +5,8 @@ import { OidcIdp } from '../fakes/oidc-idp';
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import { callback, counts, exchange, IDP_CLIENT, idpAccount, loginAt, RETURN_ORIGIN, signInAt, SSO_ENV, ssoOrganization, verifyDomain } from '../support/sso-signin';
 import { invitationTokenFor } from '../support/mailbox';
+import { insertMember } from '../../src/members/store';
+import { newId } from '../../src/lib/ids';
 
 /**
  * OIDC sign-in end to end through the HTTP API against oidc-provider (enterprise-identity §2):
@@ -249,4 +251,47 @@ test('under SSO enforcement an invitation is accepted only from an SSO session t
   const accepted = await t.http.post('/v1/invitations/accept').set(...bearer(viaA.body.session.token)).send({ token: invitationToken });
   expect(accepted.status).toBe(200);
   expect(accepted.body.member).toMatchObject({ userId: viaA.body.user.id, role: 'member' });
+});
+
+test("under SSO enforcement an organization accepts only sessions made through its own connections (the owner's excepted), at once", async () => {
+  const m = await ssoOrganization(t, idp);
+  const v = await ssoOrganization(t, idp);
+  // Uma signs in through M's identity provider and is also a member of V.
+  const viaM = await callback(t, await loginAt(t, idp, { connectionId: m.connectionId }, idpAccount(idp, { email: `uma@${m.domain}` })));
+  expect(viaM.status).toBe(200);
+  const uma = viaM.body.session.token as string;
+  await insertMember(t.db, { id: newId('member'), organizationId: v.owner.organizationId, userId: viaM.body.user.id, role: 'admin', now: t.clock.now() });
+  const password = await addMember(t, v.owner.organizationId, 'admin');
+  const ownSub = idpAccount(idp, { email: `vera@${v.domain}` });
+  const viaV = (await callback(t, await loginAt(t, idp, { connectionId: v.connectionId }, ownSub))).body.session.token as string;
+  const status = async (token: string, path = '/v1/members') => (await t.http.get(path).set(...bearer(token))).status;
+  const switchTo = (token: string, organizationId: string) => t.http.post('/v1/me/active-organization').set(...bearer(token)).send({ organizationId });
+
+  // Before enforcement, M's session switches into V and acts there.
+  expect((await switchTo(uma, v.owner.organizationId)).status).toBe(200);
+  expect([await status(uma), await status(password.token), await status(viaV)]).toEqual([200, 200, 200]);
+
+  expect((await t.http.put('/v1/sso/policy').set(...bearer(v.owner.token)).send({ enforce: true })).status).toBe(200);
+  // From the next request: M's SSO session and the password session are cut off V's routes.
+  const cut = await t.http.get('/v1/org').set(...bearer(uma));
+  expect([cut.status, cut.body.error, cut.body.reason]).toEqual([403, 'forbidden', 'sso_required']);
+  expect((await t.http.post('/v1/teams').set(...bearer(uma)).send({ name: 'Sneaky' })).body.reason).toBe('sso_required');
+  expect((await t.http.get('/v1/members').set(...bearer(password.token))).body.reason).toBe('sso_required');
+  // The account's own routes stay open; V's own SSO session and the owner's password session work.
+  expect(await status(uma, '/v1/me')).toBe(200);
+  expect([await status(viaV), await status(v.owner.token)]).toEqual([200, 200]);
+  expect(await t.db.selectFrom('teams').select('id').where('organization_id', '=', v.owner.organizationId).where('name', '=', 'Sneaky').execute()).toEqual([]);
+
+  // The session keeps working in the user's other organization, and cannot switch back into V.
+  expect((await switchTo(uma, m.owner.organizationId)).status).toBe(200);
+  expect(await status(uma)).toBe(200);
+  const refused = await switchTo(uma, v.owner.organizationId);
+  expect([refused.status, refused.body.reason]).toEqual([403, 'sso_required']);
+  expect(await status(uma, '/v1/org')).toBe(200);
+  expect((await orgView(uma)).organization.id).toBe(m.owner.organizationId);
+
+  // Enforcement off: the sessions reach V again.
+  expect((await t.http.put('/v1/sso/policy').set(...bearer(v.owner.token)).send({ enforce: false })).status).toBe(200);
+  expect((await switchTo(uma, v.owner.organizationId)).status).toBe(200);
+  expect([await status(uma), await status(password.token)]).toEqual([200, 200]);
 });
