@@ -158,10 +158,14 @@ export interface DirectorySearch {
 /**
  * One page in creation order: OFFSET/LIMIT over directory users alone, which the index
  * (organization_id, created_at, id) serves without a sort; only the page's rows join members.
+ * Given the list's total, a page in the second half is cut from the end (the index read
+ * backwards), so the skipped entries are the fewer of the two sides: the first and last pages
+ * cost the same at any size, a middle page reads up to half the list's index entries.
  */
-export async function listPage(db: Db, organizationId: string, search: DirectorySearch, offset: number, limit: number): Promise<DirectoryUserRow[]> {
-  if (limit === 0) return [];
-  const page = pageQuery(organizationId, search, offset, limit);
+export async function listPage(db: Db, organizationId: string, search: DirectorySearch, offset: number, limit: number, total?: number): Promise<DirectoryUserRow[]> {
+  if (limit === 0 || (total !== undefined && offset >= total)) return [];
+  const fromEnd = total !== undefined && offset > total - offset - limit;
+  const page = fromEnd ? pageQuery(organizationId, search, Math.max(0, total - offset - limit), Math.min(limit, total - offset), 'desc') : pageQuery(organizationId, search, offset, limit);
   return rowColumns(db)
     .innerJoin(sql<{ id: string; created_at: Date }>`(${page})`.as('p'), 'p.id', 'd.id')
     .orderBy('p.created_at')
@@ -170,16 +174,21 @@ export async function listPage(db: Db, organizationId: string, search: Directory
 }
 
 /** The page's ids (exported so a test can EXPLAIN exactly what a page runs). */
-export function pageQuery(organizationId: string, search: DirectorySearch, offset: number, limit: number) {
+export function pageQuery(organizationId: string, search: DirectorySearch, offset: number, limit: number, direction: 'asc' | 'desc' = 'asc') {
   const where = search.where ? sql`AND ${search.where}` : sql``;
+  const order = direction === 'asc' ? sql`ORDER BY d.created_at, d.id` : sql`ORDER BY d.created_at DESC, d.id DESC`;
   return sql<{ id: string; created_at: Date }>`SELECT d.id, d.created_at FROM directory_users d
     WHERE d.organization_id = ${organizationId} ${where}
-    ORDER BY d.created_at, d.id OFFSET ${offset} LIMIT ${limit}`;
+    ${order} OFFSET ${offset} LIMIT ${limit}`;
 }
 
+/** How many directory users match: the kept count when nothing filters them (directory_user_counts). */
 export async function countMatching(db: Db, organizationId: string, search: DirectorySearch): Promise<number> {
-  const where = search.where ? sql`AND ${search.where}` : sql``;
-  const result = await sql<{ n: number }>`SELECT count(*)::int AS n FROM directory_users d WHERE d.organization_id = ${organizationId} ${where}`.execute(db);
+  if (!search.where) {
+    const row = await db.selectFrom('directory_user_counts').select('n').where('organization_id', '=', organizationId).executeTakeFirst();
+    return row?.n ?? 0;
+  }
+  const result = await sql<{ n: number }>`SELECT count(*)::int AS n FROM directory_users d WHERE d.organization_id = ${organizationId} AND ${search.where}`.execute(db);
   return result.rows[0]?.n ?? 0;
 }
 

@@ -18,6 +18,13 @@ export interface ScimTables {
   scim_tokens: ScimTokensTable;
   directory_users: DirectoryUsersTable;
   directory_group_members: DirectoryGroupMembersTable;
+  directory_user_counts: DirectoryUserCountsTable;
+}
+
+/** Each organization's number of directory users, kept by triggers on directory_users (never written here). */
+export interface DirectoryUserCountsTable {
+  organization_id: string;
+  n: number;
 }
 
 /**

@@ -125,10 +125,9 @@ export async function listUsers(deps: AppDeps, caller: ScimCaller, query: ListQu
   const compiler = new FilterCompiler();
   const where = query.filter ? compiler.compile(parseFilter(query.filter), userResolver(compiler)) : null;
   const { startIndex, count } = pageWindow(deps, query);
-  const [total, rows] = await Promise.all([
-    store.countMatching(deps.db, caller.organizationId, { where }),
-    store.listPage(deps.db, caller.organizationId, { where }, startIndex - 1, count),
-  ]);
+  // The total first: it tells which end of the list a page is nearer (store.listPage).
+  const total = await store.countMatching(deps.db, caller.organizationId, { where });
+  const rows = await store.listPage(deps.db, caller.organizationId, { where }, startIndex - 1, count, total);
   const resources = rows.map((row) => project(toUserResource(row, caller.baseUrl), query.attributes, query.excludedAttributes));
   return listResponse(total, startIndex, resources);
 }

@@ -192,15 +192,24 @@ describe('paging over 10,000 directory users', () => {
     const deep = await client.get('/Users', { startIndex: 9_901, count: 100 });
     expect(deep.body).toMatchObject({ totalResults: 10_000, startIndex: 9_901, itemsPerPage: 100 });
     expect(deep.body.Resources.map((r: { userName: string }) => r.userName)).toEqual(Array.from({ length: 100 }, (_, i) => `seed-${String(9_901 + i).padStart(5, '0')}`));
+    // A page that straddles the end, and one past it.
+    const tail = await client.get('/Users', { startIndex: 9_951, count: 100 });
+    expect(tail.body).toMatchObject({ totalResults: 10_000, startIndex: 9_951, itemsPerPage: 50 });
+    expect(tail.body.Resources.map((r: { userName: string }) => r.userName)).toEqual(Array.from({ length: 50 }, (_, i) => `seed-${String(9_951 + i).padStart(5, '0')}`));
+    const past = await client.get('/Users', { startIndex: 10_001, count: 100 });
+    expect(past.body).toMatchObject({ totalResults: 10_000, itemsPerPage: 0 });
     const one = await client.get('/Users', { filter: 'userName eq "SEED-07777"' });
     expect(one.body.Resources.map((r: { userName: string }) => r.userName)).toEqual(['seed-07777']);
   });
 
-  /** The plan of the page query the service runs, as JSON. */
-  async function plan(startIndex: number, filter?: string) {
+  /** The plan of the page query the service runs, as JSON (`fromEnd`: a page cut from the list's end). */
+  async function plan(startIndex: number, filter?: string, fromEnd?: { total: number }) {
     const compiler = new FilterCompiler();
     const where = filter ? compiler.compile(parseFilter(filter), (path) => ({ kind: 'scalar', sql: sql.ref(path[0] === 'userName' ? 'd.user_name_normalized' : 'd.id'), type: 'string', lowered: true })) : null;
-    const query = pageQuery(big.owner.organizationId, { where }, startIndex - 1, 100).compile(t.db);
+    const page = fromEnd
+      ? pageQuery(big.owner.organizationId, { where }, Math.max(0, fromEnd.total - (startIndex - 1) - 100), 100, 'desc')
+      : pageQuery(big.owner.organizationId, { where }, startIndex - 1, 100);
+    const query = page.compile(t.db);
     const res = await t.db.executeQuery<{ 'QUERY PLAN': unknown }>({ ...query, sql: `EXPLAIN (ANALYZE, FORMAT JSON) ${query.sql}` });
     const raw = res.rows[0]!['QUERY PLAN'];
     return (typeof raw === 'string' ? JSON.parse(raw) : raw)[0].Plan as PlanNode;
@@ -228,6 +237,10 @@ describe('paging over 10,000 directory users', () => {
       expect(p['Node Type']).toBe('Limit');
       expect(p['Actual Rows']).toBe(100);
     }
+    // A page in the list's second half is cut from its end: the last page reads one page of
+    // index entries, not the whole list's.
+    const last = nodes(await plan(9_901, undefined, { total: 10_000 }));
+    expect(last.find((n) => n['Index Name'] === 'directory_users_org_order_idx')?.['Actual Rows']).toBeLessThanOrEqual(100);
     // userName eq is one unique-index probe.
     const byName = nodes(await plan(1, 'userName eq "seed-07777"'));
     expect(byName.find((n) => n['Index Name'] === 'directory_users_org_user_name_key')?.['Actual Rows']).toBe(1);

@@ -100,6 +100,26 @@ describe('paging and projection', () => {
     scimError(await scim.get('/Users', { startIndex: 'abc' }), 400, 'invalidValue');
   });
 
+  it('keeps the unfiltered totalResults right through creates and deletes, and cuts late pages from the end', async () => {
+    const before = (await scim.get('/Users', { count: 0 })).body.totalResults as number;
+    const made = [];
+    for (let i = 0; i < 6; i++) {
+      made.push(await provision(`count-${i}@counting.example`));
+      (t.clock as { advance?: (ms: number) => void }).advance?.(10);
+    }
+    expect((await scim.get('/Users', { count: 0 })).body.totalResults).toBe(before + 6);
+    expect((await scim.delete(`/Users/${made[2]!.id}`)).status).toBe(204);
+    const all = await scim.get('/Users', { count: 0 });
+    expect(all.body.totalResults).toBe(before + 5);
+    // The last two (a page in the second half, cut from the end) in creation order.
+    const tail = await scim.get('/Users', { startIndex: before + 4, count: 10 });
+    expect(tail.body).toMatchObject({ totalResults: before + 5, startIndex: before + 4, itemsPerPage: 2 });
+    expect(ids(tail)).toEqual([made[4]!.id, made[5]!.id]);
+    // Another organization's directory users are not counted.
+    const other = scimClient(t, (await scimOrganization(t, 'Counted apart')).token);
+    expect((await other.get('/Users', { count: 0 })).body.totalResults).toBe(0);
+  });
+
   it('applies attributes and excludedAttributes (ignoring case), always keeping id and schemas', async () => {
     const user = await provision('projection@paging.example', { name: { givenName: 'Pro', familyName: 'Jection' }, title: 'X' });
     const only = await scim.get(`/Users/${user.id}`, { attributes: 'USERNAME,name.givenName' });

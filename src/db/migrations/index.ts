@@ -25,6 +25,7 @@ import * as mail from './20261127_0655_mail';
 import * as mfa from './20261127_0720_mfa';
 import * as directoryUsers from './20261127_0705_directory_users';
 import * as teamMemberCount from './20261127_0905_team_member_count';
+import * as directoryUserCounts from './20261127_1030_directory_user_counts';
 import * as outboxObservability from './20261127_1000_outbox_observability';
 import * as ssoVerifier from './20261127_1010_sso_verifier';
 import * as membersOutliveUsers from './20261127_1030_members_outlive_users';
@@ -64,6 +65,7 @@ const migrations: Record<string, Migration> = {
   '20261127_0905_team_member_count': teamMemberCount,
   '20261127_1000_outbox_observability': outboxObservability,
   '20261127_1010_sso_verifier': ssoVerifier,
+  '20261127_1030_directory_user_counts': directoryUserCounts,
   '20261127_1030_members_outlive_users': membersOutliveUsers,
   '20261127_1040_invitation_messages': invitationMessages,
 };
