@@ -88,7 +88,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a user and a session */
+        /**
+         * Create a user and a session
+         * @description Also mails a verification link to the address (`POST /v1/auth/verify-email`). While `EMAIL_VERIFICATION` is `required` the new session reaches only the account's own routes until the address is verified (403 `email_not_verified` elsewhere).
+         */
         post: operations["signUp"];
         delete?: never;
         options?: never;
@@ -252,6 +255,106 @@ export interface paths {
          * @description Every live session of the calling user but the current one stops working at once. Audited in each of the caller's organizations as `member.sessions_revoked` (with the count).
          */
         post: operations["revokeOtherSessions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/verify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prove the account's e-mail address with the link sent to it
+         * @description The token of the link in the verification message (sent at sign-up and by `POST /v1/auth/verify-email/resend`; it works once, for 24 hours) marks the address verified.
+         */
+        post: operations["verifyEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/verify-email/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the verification message again (session only)
+         * @description At most one message a minute and five an hour per user (429 with `Retry-After`); earlier links keep working until they expire.
+         */
+        post: operations["resendVerificationEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a password reset link
+         * @description The same answer whatever the address: an account with a password gets a reset link (it works once, for 30 minutes), an account that signs in through single sign-on gets a message saying so, an unknown address gets nothing. Rate limited per address and per IP (429).
+         */
+        post: operations["requestPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/password-reset/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Choose a new password with a reset link
+         * @description Sets the password, marks the address verified, ends every session of the user and every other reset link, and sends a notice. Second factors stay: the next sign-in still asks for one.
+         */
+        post: operations["confirmPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the password (session only, fresh)
+         * @description Needs the current password (a wrong one is 401 `invalid_credentials`, rate limited like sign-in) and a session authenticated within `FRESH_SESSION_MAX_AGE`. Every other session of the user ends; a notice is sent.
+         */
+        post: operations["changePassword"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2958,6 +3061,9 @@ export interface components {
             email: string;
             name: string | null;
             image: string | null;
+            /** @description Whether the address is proven (a verification or reset link, an invitation accepted by its token, or an identity provider in a domain the organization verified). While `EMAIL_VERIFICATION` is `required`, an unverified user's session reaches only its account routes (403 `email_not_verified` elsewhere). */
+            emailVerified: boolean;
+            emailVerifiedAt: components["schemas"]["Timestamp"] | null;
             createdAt: components["schemas"]["Timestamp"];
         };
         /** Format: typeid */
@@ -3096,6 +3202,11 @@ export interface components {
              * @enum {string}
              */
             authMethod: "password" | "sso" | "reset" | "invitation";
+        };
+        /** @description The token of a link a message carried (`?token=` of the link). */
+        LinkToken: string;
+        Accepted: {
+            ok: components["schemas"]["OkTrue"];
         };
         MfaStatus: {
             /** @description What a sign-in of this user may be answered with (empty without a second factor). */
@@ -4751,15 +4862,6 @@ export interface components {
                 "application/json": components["schemas"]["GenericError"];
             };
         };
-        /** @description `plan_limit_reached`: the organization is at its plan's limit for what the request would create (`limit` names it); nothing was written. Plans and limits: `GET /v1/billing`. */
-        PlanLimitReached: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["PlanLimitReachedError"];
-            };
-        };
         /** @description `invalid_request`: the request failed validation (`details[].path` names the field); or `invalid_token`: the link's token is unknown, already used, expired or meant for something else (one answer for all four). */
         BadRequestOrInvalidToken: {
             headers: {
@@ -4767,6 +4869,15 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["InvalidRequestError"] | components["schemas"]["GenericError"];
+            };
+        };
+        /** @description `plan_limit_reached`: the organization is at its plan's limit for what the request would create (`limit` names it); nothing was written. Plans and limits: `GET /v1/billing`. */
+        PlanLimitReached: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["PlanLimitReachedError"];
             };
         };
         /** @description A SCIM error (RFC 7644 §3.12) with `scimType` where one applies. */
@@ -5350,6 +5461,168 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    verifyEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: components["schemas"]["LinkToken"];
+                };
+            };
+        };
+        responses: {
+            /** @description Verified. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidToken"];
+            default: components["responses"]["Error"];
+        };
+    };
+    resendVerificationEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Accepted"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description `already_verified`: the address is verified. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenericError"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    requestPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted (whatever the address). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Accepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    confirmPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: components["schemas"]["LinkToken"];
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The password is set; sign in with it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Accepted"];
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidToken"];
+            default: components["responses"]["Error"];
+        };
+    };
+    changePassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    currentPassword: string;
+                    newPassword: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Accepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description No live session (`unauthorized`), or a wrong current password (`invalid_credentials`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedError"] | components["schemas"]["GenericError"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };

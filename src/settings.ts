@@ -63,6 +63,11 @@ export interface Settings {
   ssoReturnOrigins: string[];
   /** SCIM: the most resources one /scim/v2 list returns (`count` above it is cut to it). */
   scimMaxResults: number;
+  /**
+   * EMAIL_VERIFICATION: `required` (an unverified user's session reaches only its account routes,
+   * src/access/session-gates.ts) or `optional` (addresses are still verified, nothing waits on it).
+   */
+  emailVerification: 'required' | 'optional';
   /** Rate limits (src/protection/rate-limit.ts); null turns one off. */
   rateLimits: RateLimitSettings;
   /** Passkeys' relying party (src/mfa): WEBAUTHN_RP_ID, WEBAUTHN_RP_NAME, WEBAUTHN_ORIGINS. */
@@ -88,6 +93,12 @@ export interface RateLimitSettings {
   ssoStartIp: RateLimitRule | null;
   /** Failed SSO callbacks and code exchanges per IP (counted like failed sign-ins). */
   ssoIp: RateLimitRule | null;
+  /** Verification messages a user may ask for again: one a minute and a few an hour. */
+  verifyResendUserMinute: RateLimitRule | null;
+  verifyResendUserHour: RateLimitRule | null;
+  /** Password reset requests per address and per IP. */
+  passwordResetEmail: RateLimitRule | null;
+  passwordResetIp: RateLimitRule | null;
 }
 
 export interface WebhookSettings {
@@ -199,6 +210,12 @@ function duration(env: Env, name: string, fallbackMs: number): number {
   const match = DURATION.exec(raw.trim());
   if (!match || Number(match[1]) <= 0) throw new SettingsError(`${name} must be a positive duration like 30d, 12h or 3600 (seconds), got "${raw}"`);
   return Number(match[1]) * UNIT_MS[match[2] ?? 's']!;
+}
+
+function emailVerification(env: Env): 'required' | 'optional' {
+  const raw = (env.EMAIL_VERIFICATION || 'required').trim().toLowerCase();
+  if (raw !== 'required' && raw !== 'optional') throw new SettingsError(`EMAIL_VERIFICATION must be required or optional, got "${env.EMAIL_VERIFICATION}"`);
+  return raw;
 }
 
 /** `10/15m` (10 per 15 minutes), `30/1h`, or `off`. */
@@ -385,7 +402,12 @@ export function loadSettings(env: Env = process.env): Settings {
       bootstrapIp: rateLimit(env, 'RATE_LIMIT_BOOTSTRAP_IP', '10/15m'),
       ssoStartIp: rateLimit(env, 'RATE_LIMIT_SSO_START_IP', '300/15m'),
       ssoIp: rateLimit(env, 'RATE_LIMIT_SSO_IP', '100/15m'),
+      verifyResendUserMinute: rateLimit(env, 'RATE_LIMIT_VERIFY_RESEND_USER_MINUTE', '1/1m'),
+      verifyResendUserHour: rateLimit(env, 'RATE_LIMIT_VERIFY_RESEND_USER_HOUR', '5/1h'),
+      passwordResetEmail: rateLimit(env, 'RATE_LIMIT_PASSWORD_RESET_EMAIL', '5/1h'),
+      passwordResetIp: rateLimit(env, 'RATE_LIMIT_PASSWORD_RESET_IP', '50/15m'),
     },
+    emailVerification: emailVerification(env),
     webauthn: webauthn(env, publicBaseUrl),
   };
 }

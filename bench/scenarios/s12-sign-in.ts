@@ -52,13 +52,13 @@ export async function scenarioSignIn(ctx: BenchContext): Promise<ScenarioResult>
   const tag = newId('user').slice(-6);
   const plain: string[] = [];
   for (let i = 0; i < PLAIN_USERS; i++) {
-    const user = await insertUser(db, { id: newId('user'), email: `plain${i}-${tag}@bench.test`, name: `Plain ${i}`, passwordHash, isPlatformAdmin: false, now });
+    const user = await insertUser(db, { id: newId('user'), email: `plain${i}-${tag}@bench.test`, name: `Plain ${i}`, passwordHash, isPlatformAdmin: false, emailVerified: true, now });
     plain.push(user.email);
   }
   const withTotp: { email: string; totp: TOTP; lastStep: number }[] = [];
   const totpRows = [];
   for (let i = 0; i < TOTP_USERS; i++) {
-    const user = await insertUser(db, { id: newId('user'), email: `totp${i}-${tag}@bench.test`, name: `Totp ${i}`, passwordHash, isPlatformAdmin: false, now });
+    const user = await insertUser(db, { id: newId('user'), email: `totp${i}-${tag}@bench.test`, name: `Totp ${i}`, passwordHash, isPlatformAdmin: false, emailVerified: true, now });
     const secret = new Secret({ size: 20 });
     totpRows.push({ user_id: user.id, secret_sealed: box.encrypt(secret.base32), created_at: now, confirmed_at: now, last_used_step: null });
     withTotp.push({ email: user.email, totp: new TOTP({ secret, algorithm: 'SHA1', digits: 6, period: 30 }), lastStep: -1 });

@@ -44,7 +44,7 @@ export async function seedOrganization(db: Kysely<DB>, options: OrgSeedOptions):
   const tag = newId('organization').slice(-8);
 
   const newUser = (label: string, at: Date) =>
-    insertUser(db, { id: newId('user'), email: `${label}-${tag}@bench.test`, name: label, passwordHash, isPlatformAdmin: false, now: at });
+    insertUser(db, { id: newId('user'), email: `${label}-${tag}@bench.test`, name: label, passwordHash, isPlatformAdmin: false, emailVerified: true, now: at });
 
   const owner = await newUser('owner', now);
   // Outside a request: the organization's creation is audited as the system.

@@ -15,8 +15,25 @@ function isUsersOwn(operation: { path: string; operationId?: string }): boolean 
 const OUTSIDE_THE_ORGANIZATION = new Set(['createOrg', 'acceptInvitation', 'getBootstrapStatus', 'bootstrap']);
 
 /**
- * What a session may reach while its organization requires something of it that it lacks. The
+ * What an unverified user's session keeps while EMAIL_VERIFICATION is `required`
+ * (accounts-and-email §2): `/v1/auth/…` (sign-out, verify and resend, reauthentication), its
+ * account routes (`GET|PATCH|DELETE /v1/me`, `/v1/me/email`, `/v1/me/password`, `/v1/me/sessions…`)
+ * and `POST /v1/invitations/accept` (accepting an invitation to its own address proves it). Not
+ * enrolment, not organization switching: no organization, API key or resource is reached or made
+ * by someone who has not shown they hold the address.
+ */
+const UNVERIFIED_ALLOWED_EXACT = new Set(['/v1/me', '/v1/me/email', '/v1/me/password', '/v1/me/sessions', '/v1/invitations/accept']);
+const UNVERIFIED_ALLOWED_PREFIXES = ['/v1/auth/', '/v1/me/sessions/'];
+
+export function unverifiedMayUse(pathTemplate: string): boolean {
+  return UNVERIFIED_ALLOWED_EXACT.has(pathTemplate) || UNVERIFIED_ALLOWED_PREFIXES.some((prefix) => pathTemplate.startsWith(prefix));
+}
+
+/**
+ * What a session may reach while its user or organization lacks something required of it. The
  * router asks this once per request, before the handler, with the operation.
+ * - EMAIL_VERIFICATION `required`: an unverified user's session gets 403 `email_not_verified`
+ *   beyond what `unverifiedMayUse` lists.
  * - Under `requireMfa` (accounts-and-email §8) a session with no second factor keeps the account's
  *   own routes (`/v1/me…`: profile, enrolment, organization switching) and `/v1/auth/…` (sign-out,
  *   reauthentication, the second step) and nothing else, so its user can enrol and carry on.
@@ -25,8 +42,14 @@ const OUTSIDE_THE_ORGANIZATION = new Set(['createOrg', 'acceptInvitation', 'getB
  *   organization's routes from its next request; the account's own routes stay open, so the user
  *   can switch to another organization or sign in through SSO.
  */
-export function assertSessionGates(principal: AnyPrincipal | null, operation: { path: string; operationId?: string }): void {
+export function assertSessionGates(principal: AnyPrincipal | null, operation: { path: string; operationId?: string }, emailVerificationRequired: boolean): void {
   if (!principal || principal.kind !== 'session') return;
+  if (principal.emailUnverified && emailVerificationRequired && !unverifiedMayUse(operation.path)) {
+    throw new Forbidden(
+      'email_not_verified',
+      'Confirm your e-mail address first: open the link in the message we sent (POST /v1/auth/verify-email/resend sends a new one).',
+    );
+  }
   if (principal.mfaMissing && !isUsersOwn(operation)) {
     throw new Forbidden(
       'mfa_enrollment_required',

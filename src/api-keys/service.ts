@@ -94,3 +94,6 @@ export async function revokeApiKey(deps: AppDeps, membership: Membership, apiKey
 
 /** A removed or suspended member's keys stop working for good (called inside that change's transaction). */
 export const revokeKeysOfMember = store.revokeApiKeysOf;
+
+/** Every live key of the user, in every organization, stops working (called inside that change's transaction). */
+export const revokeKeysOfUser = store.revokeApiKeysOfUser;

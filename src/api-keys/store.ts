@@ -67,3 +67,15 @@ export async function revokeApiKeysOf(db: Db, organizationId: string, memberId: 
     .where('revoked_at', 'is', null)
     .execute();
 }
+
+/** Revokes every live key the user made, in every organization (an account taken over, deleted); returns how many. */
+export async function revokeApiKeysOfUser(db: Db, userId: string, now: Date): Promise<number> {
+  const rows = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: now })
+    .where('member_id', 'in', (eb) => eb.selectFrom('members').select('id').where('user_id', '=', userId))
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .execute();
+  return rows.length;
+}

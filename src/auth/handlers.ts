@@ -1,8 +1,23 @@
 import type { HandlerMap } from '../http/types';
 import { principalOf } from '../access/roles';
 import * as auth from './service';
+import * as verification from './verification';
+import * as passwords from './passwords';
 
-type AuthOperations = 'getBootstrapStatus' | 'bootstrap' | 'signUp' | 'signIn' | 'reauthenticate' | 'signOut' | 'getMe' | 'setActiveOrganization';
+type AuthOperations =
+  | 'getBootstrapStatus'
+  | 'bootstrap'
+  | 'signUp'
+  | 'signIn'
+  | 'reauthenticate'
+  | 'signOut'
+  | 'getMe'
+  | 'setActiveOrganization'
+  | 'verifyEmail'
+  | 'resendVerificationEmail'
+  | 'requestPasswordReset'
+  | 'confirmPasswordReset'
+  | 'changePassword';
 
 export const authHandlers: HandlerMap<AuthOperations> = {
   getBootstrapStatus: async ({ deps }) => ({ status: 200, body: { bootstrapped: await auth.bootstrapStatus(deps) } }),
@@ -28,5 +43,27 @@ export const authHandlers: HandlerMap<AuthOperations> = {
   setActiveOrganization: async (ctx) => {
     const activeOrganizationId = await auth.setActiveOrganization(ctx.deps, principalOf(ctx), ctx.body.organizationId);
     return { status: 200, body: { ok: true, activeOrganizationId } };
+  },
+
+  verifyEmail: async ({ deps, body }) => ({ status: 200, body: { ok: true, ...(await verification.verifyEmail(deps, body.token)) } }),
+
+  resendVerificationEmail: async (ctx) => {
+    await verification.resendVerification(ctx.deps, principalOf(ctx));
+    return { status: 202, body: { ok: true } };
+  },
+
+  requestPasswordReset: async ({ deps, body, ip }) => {
+    await passwords.requestPasswordReset(deps, body.email, ip);
+    return { status: 202, body: { ok: true } };
+  },
+
+  confirmPasswordReset: async ({ deps, body }) => {
+    await passwords.confirmPasswordReset(deps, body);
+    return { status: 200, body: { ok: true } };
+  },
+
+  changePassword: async (ctx) => {
+    await passwords.changePassword(ctx.deps, principalOf(ctx), ctx.body, ctx.ip);
+    return { status: 200, body: { ok: true } };
   },
 };

@@ -15,6 +15,7 @@ import { checkNewPassword } from '../protection/passwords';
 import { refusePasswordUnderSso, refuseSignUpUnderSso, refuseSwitchOutsideSso } from '../sso/enforcement';
 import * as mfa from '../mfa/service';
 import { openSession, openSignInSession, recordSignIn } from './sign-in';
+import { queueVerification } from './verification';
 
 export async function bootstrapStatus(deps: AppDeps): Promise<boolean> {
   return (await users.countUsers(deps.db)) > 0;
@@ -34,7 +35,8 @@ export async function bootstrap(
   return deps.db.transaction().execute(async (trx) => {
     await users.lockBootstrap(trx);
     if ((await users.countUsers(trx)) > 0) throw new Conflict('already_bootstrapped', 'The platform has already been bootstrapped.');
-    const user = await users.createUser(trx, { email: input.email, name: input.name, passwordHash, isPlatformAdmin: true, now });
+    // The operator vouches for the first account's address.
+    const user = await users.createUser(trx, { email: input.email, name: input.name, passwordHash, isPlatformAdmin: true, emailVerified: true, now });
     const { organization, member } = await createOrganizationIn(trx, deps.audit, { name: input.organizationName, plan: 'enterprise', ownerUserId: user.id, now });
     const { activeOrganizationId: _active, ...session } = await openSession(deps, trx, user.id, origin, now);
     return { user: toUser(user), organization, member, session };
@@ -51,6 +53,8 @@ export async function signUp(deps: AppDeps, input: { email: string; password: st
     return await deps.db.transaction().execute(async (trx) => {
       const user = await users.createUser(trx, { email: input.email, name: input.name, passwordHash, now });
       const { activeOrganizationId: _none, ...session } = await openSession(deps, trx, user.id, origin, now);
+      // The address is proven by the link in this message (committed with the account, or neither).
+      await queueVerification(deps, trx, user, now);
       return { user: toUser(user), session };
     });
   } catch (err) {

@@ -15,6 +15,7 @@ import type { ScimTables } from '../scim/tables';
 import type { RoleTables } from '../roles/tables';
 import type { SsoTables } from '../sso/tables';
 import type { MfaTables } from '../mfa/tables';
+import type { UserTables } from '../users/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -40,6 +41,8 @@ export interface UsersTable {
   is_platform_admin: Generated<boolean>;
   /** The organization whose SCIM made the account (it follows its directory user's renames). */
   provisioned_by_organization_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the address was proven (null: not yet; src/users/verification.ts). */
+  email_verified_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -132,7 +135,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables & UserTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

@@ -58,6 +58,12 @@ export interface Principal {
    * not the organization's (src/access/session-gates.ts). False for an API key.
    */
   ssoMissing: boolean;
+  /**
+   * The user's address is not proven yet. While EMAIL_VERIFICATION is `required` such a session
+   * reaches only its account routes (src/access/session-gates.ts). False for an API key (an
+   * unverified user never makes one).
+   */
+  emailUnverified: boolean;
 }
 
 /** How a session was opened (`sessions.auth_method`). */

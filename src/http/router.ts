@@ -115,7 +115,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       const nul = nulInRequest({ params: c.request.params, query: c.request.query, body });
       try {
         if (nul) throw Invalid.at(nul, 'must not contain a NUL character (U+0000)');
-        assertSessionGates(principal, c.operation);
+        assertSessionGates(principal, c.operation, deps.settings.emailVerification === 'required');
         result = await handler(ctx);
       } catch (err) {
         result = errorToResult(err, req.log ?? deps.logger);

@@ -38,6 +38,7 @@ export const ID_PREFIXES = {
   mailMessage: 'msg',
   passkey: 'pky',
   mfaChallenge: 'mch',
+  accountToken: 'act',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

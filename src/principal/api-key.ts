@@ -56,6 +56,7 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
     authMethod: null,
     mfaMissing: false,
     ssoMissing: false,
+    emailUnverified: false,
     ssoConnectionId: null,
     membership: membershipOf({
       organizationId: row.organizationId,

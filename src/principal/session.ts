@@ -30,6 +30,7 @@ interface SessionColumns {
   sso_connection_id: string | null;
   mfa_missing: boolean | null;
   sso_missing: boolean | null;
+  email_unverified: boolean;
   principal_member_id: string | null;
   principal_role: string | null;
   principal_role_built_in: boolean | null;
@@ -54,6 +55,7 @@ function sessionQuery(tokenHash: string, now: Date, preload?: SessionPreload<unk
       (m.id IS NOT NULL AND m.role <> 'owner'
         AND EXISTS (SELECT 1 FROM organizations so WHERE so.id = m.organization_id AND so.sso_enforced)
         AND NOT (s.auth_method = 'sso' AND EXISTS (SELECT 1 FROM sso_connections sc WHERE sc.id = s.sso_connection_id AND sc.organization_id = m.organization_id))) AS sso_missing,
+      u.email_verified_at IS NULL AS email_unverified,
       m.id AS principal_member_id, m.role AS principal_role, pr.built_in AS principal_role_built_in,
       pr.permissions AS principal_role_permissions ${preload ? sql`, ${preload.columns}` : sql``}
     FROM sessions s
@@ -77,6 +79,7 @@ function toPrincipal(row: SessionColumns): Principal {
     ssoConnectionId: row.sso_connection_id,
     mfaMissing: row.mfa_missing === true,
     ssoMissing: row.sso_missing === true,
+    emailUnverified: row.email_unverified === true,
     membership:
       row.principal_member_id && row.active_organization_id && row.principal_role
         ? membershipOf({

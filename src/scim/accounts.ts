@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
+import type { AppDeps } from '../domain/deps';
 import * as users from '../users/service';
 import * as memberships from '../members/memberships';
 import { removeInTransaction } from '../members/service';
@@ -27,10 +28,18 @@ export interface Account {
 export const findAccountByEmail = (trx: Trx, email: string): Promise<Account | undefined> => users.findLinkableAccount(trx, { email });
 export const findAccountById = (trx: Trx, id: string): Promise<Account | undefined> => users.findLinkableAccount(trx, { id });
 
-/** A password-less account (it signs in through SSO) that this organization's SCIM made. */
+/** A password-less account (it signs in through SSO) that this organization's SCIM made; the provider vouches for its address. */
 export async function createProvisionedAccount(trx: Trx, input: { email: string; name: string | null; organizationId: string; now: Date }): Promise<string> {
-  return (await users.createUser(trx, { email: input.email, name: input.name, passwordHash: null, provisionedBy: input.organizationId, now: input.now })).id;
+  return (await users.createUser(trx, { email: input.email, name: input.name, passwordHash: null, provisionedBy: input.organizationId, emailVerified: true, now: input.now })).id;
 }
+
+/**
+ * Linking a directory user to an existing account whose address nobody has proven: the
+ * organization's directory (in its verified domain) is the proof, so the account is taken over
+ * (accounts-and-email §6, enterprise-identity §3). A verified account is linked as it is.
+ */
+export const secureUnverifiedAccount = (trx: Trx, deps: Pick<AppDeps, 'clock' | 'audit'>, userId: string, organizationId: string) =>
+  users.takeOverUnverifiedAccount(trx, deps, userId, 'scim', organizationId);
 
 export const changeAccountEmail = (trx: Trx, userId: string, email: string, now: Date) => users.changeEmail(trx, userId, email, now);
 

@@ -79,6 +79,8 @@ export async function link(trx: Trx, deps: AppDeps, organizationId: string, targ
     const member = await accounts.memberRole(trx, organizationId, memberId);
     if (member !== 'owner') await accounts.setMemberActive(trx, organizationId, memberId, target.active, target.now);
   }
+  // The directory proves an existing account's mailbox: one nobody had proven is taken over.
+  if (account) await accounts.secureUnverifiedAccount(trx, deps, account.id, organizationId);
   await store.setLink(trx, organizationId, target.id, { memberId });
   // Groups it was put in while unlinked now hold its member.
   await accounts.joinTeams(trx, organizationId, memberId, await store.groupsOf(trx, organizationId, target.id), target.now);

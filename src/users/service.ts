@@ -12,7 +12,9 @@ import type { AuthMethod, SecondFactor, UserRow } from './store';
  * transaction, so the account or session commits with the change that needed it).
  */
 export { normalizeEmail } from './email';
+export { issueAccountToken, consumeAccountToken, peekAccountToken, endPendingAccountTokens, invalidToken, TOKEN_LIFETIME_MS, type TokenPurpose, type ConsumedToken } from './tokens';
 export type { AuthMethod, SecondFactor, SessionListRow, UserRow } from './store';
+export { takeOverUnverifiedAccount, type Takeover, type TakeoverReason } from './takeover';
 
 /** Every session token starts with this (src/audit/redact.ts recognises it). */
 const SESSION_TOKEN_PREFIX = 'cps';
@@ -84,10 +86,33 @@ export const setSessionOrganization = store.setSessionOrganization;
 /** A new account; `passwordHash` null for one made by SCIM or SSO (it signs in through SSO). */
 export async function createUser(
   db: Db,
-  user: { email: string; name: string | null; passwordHash: string | null; isPlatformAdmin?: boolean; provisionedBy?: string; now: Date },
+  user: { email: string; name: string | null; passwordHash: string | null; isPlatformAdmin?: boolean; provisionedBy?: string; emailVerified?: boolean; now: Date },
 ): Promise<UserRow> {
-  return store.insertUser(db, { id: newId('user'), email: user.email, name: user.name, passwordHash: user.passwordHash, isPlatformAdmin: user.isPlatformAdmin ?? false, provisionedBy: user.provisionedBy ?? null, now: user.now });
+  return store.insertUser(db, {
+    id: newId('user'),
+    email: user.email,
+    name: user.name,
+    passwordHash: user.passwordHash,
+    isPlatformAdmin: user.isPlatformAdmin ?? false,
+    provisionedBy: user.provisionedBy ?? null,
+    emailVerified: user.emailVerified ?? false,
+    now: user.now,
+  });
 }
+
+/**
+ * Marks the account's address proven (a verification or reset link, an invitation accepted by
+ * token, an identity provider's word in a verified domain). True when it was not yet; the first
+ * proof's time is kept. Also the setup path test factories and benchmark seeders use for accounts
+ * they sign up (they prove nothing by mail; the verification tests do).
+ */
+export const markEmailVerified = store.markEmailVerified;
+
+/** Sets the account's password hash (a reset, a change); the caller checked the new password. */
+export const setPasswordHash = store.setPasswordHash;
+
+
+export const lockUser = store.lockUser;
 
 /** Whether an account has a password and which organization's SCIM made it (linking a directory user). */
 export const findLinkableAccount = store.findLinkable;

@@ -10,10 +10,11 @@ export interface UserRow {
   email: string;
   name: string | null;
   image: string | null;
+  email_verified_at: Date | null;
   created_at: Date;
 }
 
-export const USER_COLUMNS = ['id', 'email', 'name', 'image', 'created_at'] as const;
+export const USER_COLUMNS = ['id', 'email', 'name', 'image', 'email_verified_at', 'created_at'] as const;
 
 export async function countUsers(db: Db): Promise<number> {
   const row = await db.selectFrom('users').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow();
@@ -28,7 +29,7 @@ export async function lockBootstrap(trx: Transaction<DB>): Promise<void> {
 /** A user; `passwordHash` null for an account made by SCIM or SSO (they sign in through SSO). */
 export async function insertUser(
   db: Db,
-  user: { id: string; email: string; name: string | null; passwordHash: string | null; isPlatformAdmin: boolean; provisionedBy?: string | null; now: Date },
+  user: { id: string; email: string; name: string | null; passwordHash: string | null; isPlatformAdmin: boolean; provisionedBy?: string | null; emailVerified?: boolean; now: Date },
 ): Promise<UserRow> {
   return db
     .insertInto('users')
@@ -41,6 +42,7 @@ export async function insertUser(
       password_hash: user.passwordHash,
       is_platform_admin: user.isPlatformAdmin,
       provisioned_by_organization_id: user.provisionedBy ?? null,
+      email_verified_at: user.emailVerified ? user.now : null,
       created_at: user.now,
       updated_at: user.now,
     })
@@ -50,6 +52,27 @@ export async function insertUser(
 
 export async function setUserEmail(db: Db, userId: string, email: string, now: Date): Promise<void> {
   await db.updateTable('users').set({ email: email.trim(), email_normalized: normalizeEmail(email), updated_at: now }).where('id', '=', userId).execute();
+}
+
+/** Marks the address proven (keeps the first proof's time); true when it was not yet. */
+export async function markEmailVerified(db: Db, userId: string, now: Date): Promise<boolean> {
+  const row = await db.updateTable('users').set({ email_verified_at: now, updated_at: now }).where('id', '=', userId).where('email_verified_at', 'is', null).returning('id').executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Sets (a hash) or removes (null) the account's password. */
+export async function setPasswordHash(db: Db, userId: string, passwordHash: string | null, now: Date): Promise<void> {
+  await db.updateTable('users').set({ password_hash: passwordHash, updated_at: now }).where('id', '=', userId).execute();
+}
+
+/** The user's row, locked for the rest of the transaction (a takeover or a reset decides on it). */
+export async function lockUser(db: Db, userId: string): Promise<(UserRow & { has_password: boolean }) | undefined> {
+  return db
+    .selectFrom('users')
+    .select([...USER_COLUMNS, sql<boolean>`password_hash IS NOT NULL`.as('has_password')])
+    .where('id', '=', userId)
+    .forUpdate()
+    .executeTakeFirst();
 }
 
 export async function findUserById(db: Db, id: string): Promise<UserRow | undefined> {

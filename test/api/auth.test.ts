@@ -26,6 +26,8 @@ describe('bootstrap', () => {
     expect(res.status).toBe(201);
     expect(res.body.organization.plan).toBe('enterprise');
     expect(res.body.member.role).toBe('owner');
+    // The operator vouches for the first account's address.
+    expect(res.body.user).toMatchObject({ emailVerified: true, emailVerifiedAt: expect.any(String) });
     expect(res.body.organization.owner).toMatchObject({ userId: res.body.user.id, email: body.email });
     const org = await t.http.get('/v1/org').set(...bearer(res.body.session.token));
     expect(org.status).toBe(200);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createTestApp, type TestApp } from '../support/app';
-import { addMember, bearer, createOrganization, PASSWORD } from '../support/factories';
+import { addMember, bearer, createOrganization, PASSWORD, signUpAs as signUpVerified } from '../support/factories';
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import { newId } from '../../src/lib/ids';
 import { insertMember } from '../../src/members/store';
@@ -18,11 +18,7 @@ let owner: { token: string; userId: string; organizationId: string; email: strin
 let alice: { token: string; userId: string; email: string };
 let outsider: { token: string; email: string };
 
-async function signUpAs(email: string) {
-  const res = await t.http.post('/v1/auth/sign-up').send({ email, password: PASSWORD, name: email.split('@')[0] });
-  if (res.status !== 201) throw new Error(`sign-up ${email}: ${res.status} ${JSON.stringify(res.body)}`);
-  return { token: res.body.session.token as string, userId: res.body.user.id as string, email };
-}
+const signUpAs = (email: string) => signUpVerified(t, email, email.split('@')[0]!);
 const signIn = (email: string, password = PASSWORD) => t.http.post('/v1/auth/sign-in').send({ email, password });
 const reauth = (token: string) => t.http.post('/v1/auth/reauthenticate').set(...bearer(token)).send({ password: PASSWORD });
 const setPolicy = (token: string, enforce: boolean) => t.http.put('/v1/sso/policy').set(...bearer(token)).send({ enforce });

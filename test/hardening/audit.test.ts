@@ -49,6 +49,14 @@ const EXEMPT: Record<string, string> = {
   deletePasskey: 'needs a registered passkey of the caller (audited as member.mfa_removed, test/api/mfa.test.ts)',
   verifySecondFactor: 'needs a sign-in challenge and a live second factor (the sign-in it completes is audited as member.signed_in)',
   putAuthPolicy: 'the caller must hold a second factor, which a generated world cannot (audited as organization.auth_policy_updated, test/api/mfa.test.ts)',
+  // Accounts (accounts-and-email §2, §3): the user's address and password, not an organization's
+  // data; the links' tokens reach only the mailbox, so test/api/verify-email.test.ts and
+  // test/api/password-reset.test.ts follow them and check the entries in each organization.
+  verifyEmail: 'needs the link token only the verification message carries (audited as member.email_verified, test/api/verify-email.test.ts)',
+  resendVerificationEmail: "queues a new verification message to the user's address; nothing of the organization changes",
+  requestPasswordReset: 'queues a reset message (or none, for an unknown address); nothing of the organization changes',
+  confirmPasswordReset: 'needs the link token only the reset message carries (audited as member.password_reset, test/api/password-reset.test.ts)',
+  changePassword: "ends the caller's other sessions, which the walk's world signs in with (audited as member.password_changed, test/api/password-reset.test.ts)",
 };
 
 /** Operations whose one change is two audited facts, and why (every other change writes exactly one). */

@@ -6,6 +6,7 @@ import { connectServer, type Database } from '../../src/db/connect';
 import { migrateToLatest } from '../../src/db/migrate';
 import { loadSettings } from '../../src/settings';
 import { systemClock } from '../../src/lib/clock';
+import { markEmailVerified } from '../../src/users/service';
 import { TEST_SECRET_KEY, TEST_RATE_LIMITS } from '../support/app';
 import { testDbKind } from '../support/env';
 import { PASSWORD, uniqueEmail } from '../support/factories';
@@ -46,6 +47,7 @@ maybe('Postgres stops mid-load and comes back', () => {
   it('answers 503 quickly while it is down, recovers without a restart, and loses no acknowledged write', async () => {
     const signUp = await http.post('/v1/auth/sign-up').send({ email: uniqueEmail('fault'), password: PASSWORD, name: 'Fault' });
     expect(signUp.status).toBe(201);
+    await markEmailVerified(database.db, signUp.body.user.id, new Date());
     const auth = `Bearer ${signUp.body.session.token}`;
     expect((await http.post('/v1/org').set('authorization', auth).send({ name: 'Faulty' })).status).toBe(201);
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../src/lib/ids';
 import { insertMember } from '../../src/members/store';
+import { markEmailVerified } from '../../src/users/service';
 import type { Role } from '../../src/domain/principal';
 import type { TestApp } from './app';
 import { invitationTokenFor, type Mailbox } from './mailbox';
@@ -17,7 +18,23 @@ export interface SignedUpUser {
   token: string;
 }
 
+/**
+ * A user who signed up through the API, address verified through the users service's setup path
+ * (tests of other features act at once; test/api/verify-email.test.ts proves addresses by mail).
+ */
 export async function signUp(t: TestApp, label = 'user'): Promise<SignedUpUser> {
+  return signUpAs(t, uniqueEmail(label), label);
+}
+
+export async function signUpAs(t: TestApp, email: string, name: string, password = PASSWORD): Promise<SignedUpUser> {
+  const res = await t.http.post('/v1/auth/sign-up').send({ email, password, name });
+  if (res.status !== 201) throw new Error(`sign-up ${email} failed: ${res.status} ${JSON.stringify(res.body)}`);
+  await markEmailVerified(t.db, res.body.user.id, t.clock.now());
+  return { userId: res.body.user.id, email, token: res.body.session.token };
+}
+
+/** A user who signed up and has not proven the address (what the verification gate holds back). */
+export async function signUpUnverified(t: TestApp, label = 'user'): Promise<SignedUpUser> {
   const email = uniqueEmail(label);
   const res = await t.http.post('/v1/auth/sign-up').send({ email, password: PASSWORD, name: label });
   if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${JSON.stringify(res.body)}`);
@@ -48,13 +65,11 @@ export interface OrgMember extends SignedUpUser {
  * active one.
  */
 export async function addMember(t: TestApp, organizationId: string, role: Exclude<Role, 'owner'> = 'member'): Promise<OrgMember> {
-  const email = uniqueEmail(role);
-  const res = await t.http.post('/v1/auth/sign-up').send({ email, password: PASSWORD, name: role });
-  if (res.status !== 201) throw new Error(`sign-up failed: ${res.status}`);
+  const { userId, email } = await signUp(t, role);
   const memberId = newId('member');
-  await insertMember(t.db, { id: memberId, organizationId, userId: res.body.user.id, role, now: t.clock.now() });
+  await insertMember(t.db, { id: memberId, organizationId, userId, role, now: t.clock.now() });
   const signIn = await t.http.post('/v1/auth/sign-in').send({ email, password: PASSWORD });
-  return { userId: res.body.user.id, email, token: signIn.body.session.token, organizationId, memberId };
+  return { userId, email, token: signIn.body.session.token, organizationId, memberId };
 }
 
 export function bearer(token: string): [string, string] {

@@ -30,6 +30,7 @@ import * as outboxObservability from './20261127_1000_outbox_observability';
 import * as ssoVerifier from './20261127_1010_sso_verifier';
 import * as membersOutliveUsers from './20261127_1030_members_outlive_users';
 import * as invitationMessages from './20261127_1040_invitation_messages';
+import * as accountTokens from './20261127_1050_account_tokens';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -68,6 +69,7 @@ const migrations: Record<string, Migration> = {
   '20261127_1030_directory_user_counts': directoryUserCounts,
   '20261127_1030_members_outlive_users': membersOutliveUsers,
   '20261127_1040_invitation_messages': invitationMessages,
+  '20261127_1050_account_tokens': accountTokens,
 };
 
 export const migrationProvider: MigrationProvider = {

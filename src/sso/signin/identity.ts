@@ -4,7 +4,7 @@ import type { AppDeps } from '../../domain/deps';
 import { recordChange, created } from '../../audit';
 import { isUniqueViolation } from '../../db/errors';
 import { Conflict, Forbidden } from '../../lib/errors';
-import { changeEmail as setUserEmail, createUser, findUser, findUserByEmail, normalizeEmail, type UserRow } from '../../users/service';
+import { changeEmail as setUserEmail, createUser, findUser, findUserByEmail, normalizeEmail, takeOverUnverifiedAccount, type UserRow } from '../../users/service';
 import { addMember, applyMappedRole } from '../../members/memberships';
 import { enforceLimit } from '../../plans';
 import * as store from './store';
@@ -81,7 +81,17 @@ export async function signInMember(trx: Transaction<DB>, deps: AppDeps, connecti
     if (!(await inVerifiedDomain(trx, organizationId, profile.email))) throw outsideDomains(profile.email);
     const email = profile.email!;
     await store.lockEmail(trx, normalizeEmail(email));
-    user = (await findUserByEmail(trx, email)) ?? (await createUser(trx, { email, name: profile.name, passwordHash: null, now }));
+    const existing = await findUserByEmail(trx, email);
+    if (existing) {
+      // The provider proves the mailbox (accounts-and-email §6): an account nobody had proven is
+      // taken over (password, sessions and keys of whoever made it revoked), a verified one linked.
+      if (await takeOverUnverifiedAccount(trx, deps, existing.id, 'sso', organizationId)) user = await findUser(trx, existing.id);
+      else user = existing;
+      if (!user) throw new Error('the linked account vanished');
+    } else {
+      // The provider vouches for an address in a domain the organization verified.
+      user = await createUser(trx, { email, name: profile.name, passwordHash: null, emailVerified: true, now });
+    }
     await store.insertIdentity(trx, { connectionId: connection.id, subject: profile.subject, organizationId, userId: user.id, email, now });
   }
 

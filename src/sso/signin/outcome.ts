@@ -1,3 +1,4 @@
+import type { components } from '../../../generated/api';
 import type { AppDeps } from '../../domain/deps';
 import { AppError, Invalid } from '../../lib/errors';
 
@@ -38,5 +39,5 @@ export function errorCodeOf(err: AppError): string {
 
 /** What a completed SSO sign-in answers: the session itself, or a redirect carrying a one-time code. */
 export type SignInOutcome =
-  | { kind: 'session'; body: { ok: true; user: { id: string; email: string; name: string | null; image: string | null; createdAt: string }; session: { token: string; expiresAt: string } } }
+  | { kind: 'session'; body: { ok: true; user: components['schemas']['User']; session: { token: string; expiresAt: string } } }
   | { kind: 'redirect'; location: string };

@@ -1,0 +1,103 @@
+import type { AppDeps } from '../domain/deps';
+import type { Principal } from '../domain/principal';
+import { requireSession } from '../access/roles';
+import { requireFreshSession } from '../access/role-permissions';
+import { Unauthenticated, Unauthorized } from '../lib/errors';
+import { hashPassword, verifyPassword } from '../lib/crypto';
+import { queueMail } from '../mail/queue';
+import * as limits from '../protection/rate-limit';
+import { checkNewPassword } from '../protection/passwords';
+import { recordAccountChange } from '../users/audit';
+import * as users from '../users/service';
+
+/**
+ * Password reset and change (accounts-and-email §3). Second factors stay as they are: a reset
+ * proves the mailbox, not the authenticator, so a user with one still answers its challenge.
+ */
+
+/**
+ * POST /v1/auth/password-reset: the same answer, after the same work, whatever the address. The
+ * limits (per address and per IP) are counted, then the reply goes out; looking the address up and
+ * queueing its message (a reset link, or how an account without a password signs in) happens after
+ * it, so nothing the caller can time depends on whether the account exists. The token and its
+ * message commit together; should the process stop before that, the person asks again.
+ */
+export async function requestPasswordReset(deps: AppDeps, email: string, ip: string): Promise<void> {
+  await limits.consume(deps, 'passwordResetEmail', users.normalizeEmail(email));
+  await limits.consume(deps, 'passwordResetIp', ip);
+  const now = deps.clock.now();
+  setImmediate(() => {
+    sendResetMessage(deps, email, now).catch((err: unknown) => deps.logger.error({ err }, 'password reset message not queued'));
+  });
+}
+
+async function sendResetMessage(deps: AppDeps, email: string, now: Date): Promise<void> {
+  await deps.db.transaction().execute(async (trx) => {
+    const user = await users.findCredentials(trx, email);
+    if (!user) return;
+    if (!user.password_hash) {
+      await queueMail(trx, deps, { kind: 'password_reset_unavailable', to: user.email, name: user.name });
+      return;
+    }
+    const token = await users.issueAccountToken(trx, { userId: user.id, purpose: 'password_reset', now });
+    await queueMail(trx, deps, { kind: 'password_reset', to: user.email, name: user.name, token });
+  });
+}
+
+/**
+ * POST /v1/auth/password-reset/confirm: the link's token sets a new password, proves the address,
+ * ends every session and every other reset link of the user, and sends a notice.
+ */
+export async function confirmPasswordReset(deps: AppDeps, input: { token: string; password: string }): Promise<void> {
+  const now = deps.clock.now();
+  // The password is checked and hashed before the token is used: a refused password leaves the link working.
+  const pending = await users.peekAccountToken(deps.db, 'password_reset', input.token, now);
+  const account = pending ? await users.findUser(deps.db, pending.userId) : undefined;
+  if (!account) throw users.invalidToken();
+  checkNewPassword(input.password, { email: account.email });
+  const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);
+  await deps.db.transaction().execute(async (trx) => {
+    const used = await users.consumeAccountToken(trx, 'password_reset', input.token, deps.clock.now());
+    if (!used) throw users.invalidToken();
+    const user = await users.lockUser(trx, used.userId);
+    if (!user) throw users.invalidToken();
+    await users.setPasswordHash(trx, user.id, passwordHash, now);
+    const verified = await users.markEmailVerified(trx, user.id, now);
+    const sessionsRevoked = await users.revokeSessionsOfUser(trx, user.id, null, now);
+    await users.endPendingAccountTokens(trx, user.id, 'password_reset', now);
+    await queueMail(trx, deps, { kind: 'password_changed', to: user.email, name: user.name });
+    await recordAccountChange(trx, deps.audit, user.id, 'member.password_reset', { sessionsRevoked, ...(verified ? { emailVerified: { from: false, to: true } } : {}) });
+  });
+}
+
+/**
+ * POST /v1/me/password (session only, fresh): the current password proves the user again (wrong
+ * ones count against the sign-in limits); every other session ends, and a notice is sent.
+ */
+export async function changePassword(deps: AppDeps, principal: Principal, input: { currentPassword: string; newPassword: string }, ip: string): Promise<void> {
+  requireSession(principal);
+  requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
+  const user = await users.findUser(deps.db, principal.userId);
+  if (!user) throw new Unauthorized();
+  const email = users.normalizeEmail(user.email);
+  await limits.assertNotLimited(deps, 'signInEmail', email);
+  await limits.assertNotLimited(deps, 'signInIp', ip);
+  const credentials = await users.findCredentials(deps.db, user.email);
+  if (!credentials?.password_hash || !(await verifyPassword(credentials.password_hash, input.currentPassword))) {
+    await limits.recordFailure(deps, 'signInEmail', email);
+    await limits.recordFailure(deps, 'signInIp', ip);
+    throw new Unauthenticated('invalid_credentials', 'The current password is incorrect.');
+  }
+  await limits.clear(deps, 'signInEmail', email);
+  checkNewPassword(input.newPassword, { email: user.email, field: ['body', 'newPassword'] });
+  const passwordHash = await hashPassword(input.newPassword, deps.settings.passwordHashCost);
+  const now = deps.clock.now();
+  const sessionId = principal.sessionId;
+  await deps.db.transaction().execute(async (trx) => {
+    await users.setPasswordHash(trx, user.id, passwordHash, now);
+    const sessionsRevoked = await users.revokeSessionsOfUser(trx, user.id, sessionId, now);
+    await users.endPendingAccountTokens(trx, user.id, 'password_reset', now);
+    await queueMail(trx, deps, { kind: 'password_changed', to: user.email, name: user.name });
+    await recordAccountChange(trx, deps.audit, user.id, 'member.password_changed', { sessionsRevoked });
+  });
+}

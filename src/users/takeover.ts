@@ -1,0 +1,67 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
+import type { AppDeps } from '../domain/deps';
+import { recordChange } from '../audit';
+import { revokeKeysOfUser } from '../api-keys/service';
+import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
+import * as store from './store';
+import { endPendingTokens } from './token-store';
+
+/** What proved the mailbox of an account nobody had proven yet (accounts-and-email §6). */
+export type TakeoverReason = 'sso' | 'scim' | 'invitation';
+
+export interface Takeover {
+  passwordRemoved: boolean;
+  sessionsRevoked: number;
+  apiKeysRevoked: number;
+}
+
+/**
+ * Closes account pre-hijacking (accounts-and-email §6). An identity provider in a verified domain
+ * (an SSO first sign-in, a SCIM link) or an invitation token is the first proof that the account's
+ * address belongs to the person now arriving; everything set on the account before it is
+ * untrusted: whoever signed up with that address may not be its owner. So the password is removed,
+ * every session and API key of the user is revoked, pending link tokens end, the address is marked
+ * verified, and each organization the user belongs to (and `organizationId`, the one whose
+ * provider or invitation proved it) records `member.account_secured`.
+ *
+ * Inside the linking transaction, before the new session is opened. Returns null, changing
+ * nothing, when the account's address is already verified (it is linked as it is).
+ */
+export async function takeOverUnverifiedAccount(
+  trx: Transaction<DB>,
+  deps: Pick<AppDeps, 'clock' | 'audit'>,
+  userId: string,
+  reason: TakeoverReason,
+  organizationId: string | null = null,
+): Promise<Takeover | null> {
+  const user = await store.lockUser(trx, userId);
+  if (!user || user.email_verified_at !== null) return null;
+  const now = deps.clock.now();
+  await store.setPasswordHash(trx, userId, null, now);
+  await store.markEmailVerified(trx, userId, now);
+  const sessionsRevoked = await store.revokeSessionsOfUser(trx, userId, null, now);
+  const apiKeysRevoked = await revokeKeysOfUser(trx, userId, now);
+  await endPendingTokens(trx, userId, null, now);
+  const result: Takeover = { passwordRemoved: user.has_password, sessionsRevoked, apiKeysRevoked };
+
+  const organizations = new Set((await membershipsOfUser(trx, userId)).map((o) => o.id));
+  if (organizationId) organizations.add(organizationId);
+  for (const orgId of organizations) {
+    const memberId = (await findMemberIdOfUser(trx, orgId, userId)) ?? null;
+    await recordChange(trx, deps.audit, {
+      organizationId: orgId,
+      actor: { type: 'system', id: null, memberId: null },
+      action: 'member.account_secured',
+      target: { type: memberId ? 'member' : 'user', id: memberId ?? userId },
+      changes: {
+        reason: { from: null, to: reason },
+        emailVerified: { from: false, to: true },
+        passwordRemoved: result.passwordRemoved,
+        sessionsRevoked,
+        apiKeysRevoked,
+      },
+    });
+  }
+  return result;
+}
