@@ -26,6 +26,7 @@ import { scenarioGrowth } from './scenarios/s11-growth';
 import { scenarioSignIn } from './scenarios/s12-sign-in';
 import { scenarioPeer } from './scenarios/s13-peer';
 import { scenarioMailQueued } from './scenarios/s14-mail-queued';
+import { scenarioObservability } from './scenarios/s15-observability';
 
 /** Every scenario with a long --duration stays well inside this (BENCH_HARD_LIMIT_MIN overrides). */
 const HARD_LIMIT_MS = Number(process.env.BENCH_HARD_LIMIT_MIN ?? 40) * 60_000;
@@ -78,6 +79,7 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['12', scenarioSignIn],
   ['13', scenarioPeer],
   ['14', scenarioMailQueued],
+  ['15', scenarioObservability],
 ];
 
 async function main(): Promise<number> {
