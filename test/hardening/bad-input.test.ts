@@ -2,13 +2,16 @@ import { createTestApp, type TestApp } from '../support/app';
 import { specOperations } from '../support/spec';
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import { badRequests, ownerCredential, send, BAD_REQUESTS_PER_OPERATION, type GenRequest } from './generate';
+import { hostileRequests, POLLUTION_MARKERS } from './hostile';
 import { buildWorld, type OrgWorld } from './world';
 import type { Response } from 'supertest';
 
 /**
  * Every operation of the contract, fed invalid requests generated from its schema: each gets a
  * 4xx in the contract's error shape (a 400 names the offending location), never a 5xx, and the
- * database is exactly as before (row counts and contents of every table).
+ * database is exactly as before (row counts and contents of every table). Hostile requests
+ * (./hostile.ts: prototype keys and over-deep JSON wherever the client chooses keys, SCIM
+ * attribute paths) are sent too, and must leave `Object.prototype` and `/health` untouched.
  */
 const BODY_LIMIT = 256 * 1024;
 let t: TestApp;
@@ -62,9 +65,17 @@ it('covers every operation of the contract', () => {
   expect(operations.length).toBeGreaterThan(10);
 });
 
+it('finds where clients choose keys and name attributes (so the hostile classes reach them)', () => {
+  const hostile = (id: string) => hostileRequests(operations.find((op) => op.operationId === id)!, world).map((r) => r.label);
+  expect(hostile('createTemplate')).toEqual(expect.arrayContaining(['body.content: a "__proto__" key', 'body.content: nested 100 deep']));
+  expect(hostile('scimPatchUser')).toEqual(expect.arrayContaining(['body.Operations.0.path: __proto__', 'body.Operations.0.value: a "__proto__" key']));
+  expect(hostile('scimListUsers')).toEqual(expect.arrayContaining(['query.filter: __proto__ pr', 'query.attributes: constructor']));
+});
+
 describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id, op) => {
   it(`refuses up to ${BAD_REQUESTS_PER_OPERATION} generated bad requests with a 4xx and changes nothing`, async () => {
-    const requests = badRequests(op, world, BODY_LIMIT);
+    const hostile = hostileRequests(op, world);
+    const requests = [...badRequests(op, world, BODY_LIMIT), ...hostile];
     const auth = ownerCredential(op, world);
     const before = await snapshot(t.db);
     const problems: string[] = [];
@@ -72,6 +83,14 @@ describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id,
       const res = await send(t, req, auth);
       const problem = problemWith(req, res, op.auth === 'scim' ? 'scim' : 'default');
       if (problem) problems.push(`${req.label}: ${problem}`);
+    }
+    if (hostile.length > 0) {
+      for (const key of POLLUTION_MARKERS) {
+        if (({} as Record<string, unknown>)[key] !== undefined) problems.push(`Object.prototype.${key} was written`);
+        delete (Object.prototype as Record<string, unknown>)[key];
+      }
+      const health = await t.http.get('/health');
+      if (health.status !== 200) problems.push(`/health answered ${health.status} afterwards`);
     }
     const changes = snapshotDiff(before, await snapshot(t.db));
     expect({ problems, changes }).toEqual({ problems: [], changes: [] });

@@ -14,7 +14,7 @@ function nonNullBranches(schemas: Schema[]): Schema[] {
   return schemas.filter((s) => s.type !== 'null');
 }
 
-function mainType(schema: Schema): string | undefined {
+export function mainType(schema: Schema): string | undefined {
   if (Array.isArray(schema.type)) return schema.type.find((t) => t !== 'null');
   if (schema.type) return schema.type;
   if (schema.properties) return 'object';
