@@ -361,6 +361,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask to change the caller's e-mail address (session only, fresh)
+         * @description Mails a confirmation link to the new address (it works once, for 1 hour; asking again ends the previous one) and a notice to the current one. Nothing changes until the link is followed (`POST /v1/auth/confirm-email-change`). Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`). 409 `email_taken` when an account has the new address; 400 naming `email` when it is the current one. An account whose address comes from an identity provider (linked to an SSO identity or a SCIM directory user, or made by SCIM) is 403 `email_managed_by_identity_provider`: change it there. An address of a domain whose organization enforces SSO is 403 `sso_required`.
+         */
+        post: operations["requestEmailChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/confirm-email-change": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply an e-mail change with the link sent to the new address
+         * @description The token of the link in the confirmation message makes its address the account's, proven (`emailVerified`), and ends the account's other pending links (those went to the old address). 400 `invalid_token` for an unknown, used, expired or wrong-purpose token; 409 `email_taken` when another account took the address meanwhile; 403 `email_managed_by_identity_provider` when the account came under an identity provider meanwhile. Audited in each of the user's organizations as `member.email_changed`.
+         */
+        post: operations["confirmEmailChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me/mfa": {
         parameters: {
             query?: never;
@@ -3208,6 +3248,9 @@ export interface components {
         Accepted: {
             ok: components["schemas"]["OkTrue"];
         };
+        Ok: {
+            ok: components["schemas"]["OkTrue"];
+        };
         MfaStatus: {
             /** @description What a sign-in of this user may be answered with (empty without a second factor). */
             methods: components["schemas"]["Method"][];
@@ -3856,9 +3899,6 @@ export interface components {
         McpConnectionItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["McpConnection"];
-        };
-        Ok: {
-            ok: components["schemas"]["OkTrue"];
         };
         /** @description The authorization server redirected back with `error`; the message names its code. */
         OAuthError: {
@@ -5623,6 +5663,71 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    requestEmailChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The confirmation link is on its way to the new address. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Error"];
+        };
+    };
+    confirmEmailChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: components["schemas"]["LinkToken"];
+                };
+            };
+        };
+        responses: {
+            /** @description The address changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidToken"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["Error"];
         };
     };

@@ -3,8 +3,9 @@ import { principalOf } from '../access/roles';
 import * as sessions from './sessions';
 import { updateProfile } from './profile';
 import { deleteAccount } from './deletion';
+import { confirmEmailChange, requestEmailChange } from './email-change';
 
-type AccountOperations = 'listMySessions' | 'revokeMySession' | 'revokeOtherSessions' | 'updateMe' | 'deleteMe';
+type AccountOperations = 'listMySessions' | 'revokeMySession' | 'revokeOtherSessions' | 'updateMe' | 'deleteMe' | 'requestEmailChange' | 'confirmEmailChange';
 
 /** The caller's own account (accounts-and-email §4): sessions, profile, e-mail change, deletion. */
 export const accountHandlers: HandlerMap<AccountOperations> = {
@@ -21,6 +22,13 @@ export const accountHandlers: HandlerMap<AccountOperations> = {
     await deleteAccount(ctx.deps, principalOf(ctx), ctx.body?.password, ctx.ip);
     return { status: 204, body: undefined };
   },
+
+  requestEmailChange: async (ctx) => {
+    await requestEmailChange(ctx.deps, principalOf(ctx), ctx.body.email);
+    return { status: 202, body: { ok: true } };
+  },
+
+  confirmEmailChange: async (ctx) => ({ status: 200, body: { ok: true, user: await confirmEmailChange(ctx.deps, ctx.body.token) } }),
 
   revokeOtherSessions: async (ctx) => ({ status: 200, body: { ok: true, revoked: await sessions.revokeOtherSessions(ctx.deps, principalOf(ctx)) } }),
 };

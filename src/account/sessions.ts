@@ -3,7 +3,7 @@ import type { Principal } from '../domain/principal';
 import { requireSession } from '../access/roles';
 import { NotFound } from '../lib/errors';
 import * as users from '../users/service';
-import { recordAccountChange } from './audit';
+import { recordAccountChange } from '../users/audit';
 
 /**
  * The caller's own sessions (accounts-and-email §4): list them, sign one out, sign out all others.

@@ -120,6 +120,9 @@ export const findLinkableAccount = store.findLinkable;
 /** Changes an account's e-mail (a unique violation is the caller's to translate). */
 export const changeEmail = store.setUserEmail;
 
+/** Sets an address the user proved with an e-mail change's link (a unique violation is the caller's to translate). */
+export const setProvenEmail = store.setProvenEmail;
+
 /** Sets a user's name and picture (the fields given). */
 export const updateProfile = store.updateProfile;
 

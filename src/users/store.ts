@@ -54,6 +54,16 @@ export async function setUserEmail(db: Db, userId: string, email: string, now: D
   await db.updateTable('users').set({ email: email.trim(), email_normalized: normalizeEmail(email), updated_at: now }).where('id', '=', userId).execute();
 }
 
+/** A new address the user proved (an e-mail change's link): set, and verified now. */
+export async function setProvenEmail(db: Db, userId: string, email: string, now: Date): Promise<UserRow | undefined> {
+  return db
+    .updateTable('users')
+    .set({ email: email.trim(), email_normalized: normalizeEmail(email), email_verified_at: now, updated_at: now })
+    .where('id', '=', userId)
+    .returning(USER_COLUMNS)
+    .executeTakeFirst();
+}
+
 /** Marks the address proven (keeps the first proof's time); true when it was not yet. */
 export async function markEmailVerified(db: Db, userId: string, now: Date): Promise<boolean> {
   const row = await db.updateTable('users').set({ email_verified_at: now, updated_at: now }).where('id', '=', userId).where('email_verified_at', 'is', null).returning('id').executeTakeFirst();

@@ -57,6 +57,8 @@ const EXEMPT: Record<string, string> = {
   requestPasswordReset: 'queues a reset message (or none, for an unknown address); nothing of the organization changes',
   confirmPasswordReset: 'needs the link token only the reset message carries (audited as member.password_reset, test/api/password-reset.test.ts)',
   changePassword: "ends the caller's other sessions, which the walk's world signs in with (audited as member.password_changed, test/api/password-reset.test.ts)",
+  requestEmailChange: 'stores a pending link and queues its messages; the address changes (audited as member.email_changed) only when the link is followed',
+  confirmEmailChange: 'needs the link mailed to the new address (audited as member.email_changed, test/api/email-change.test.ts)',
 };
 
 /** Operations whose one change is two audited facts, and why (every other change writes exactly one). */
