@@ -1,24 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import type { BenchContext } from '../lib/context';
 import { measureRounds, type LoadOptions, type Measurement } from '../lib/load';
-import type { Target } from '../lib/procs';
+import { freePort, type Target } from '../lib/procs';
 import { check, type ScenarioResult } from '../lib/report';
 import { seedOrganization } from '../seed/org';
 
 const ROUNDS = 4;
 const READ_CONNECTIONS = 16;
 const WRITE_CONNECTIONS = 4;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * Scenario 15: what metrics and traces cost (operations.md §1, §2). GET /v1/org and POST /v1/teams
