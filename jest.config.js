@@ -45,6 +45,7 @@ const PG_ONLY = [
   'test/hardening/webhook-processes.test.ts',
   'test/observability/tracing.test.ts',
   'test/deploy/compose-wiring.test.ts',
+  'test/observability/shutdown.test.ts',
   'test/api/telemetry-concurrent-tags.test.ts',
 ];
 const skipOnPglite = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';
