@@ -26,9 +26,23 @@ export async function requestPasswordReset(deps: AppDeps, email: string, ip: str
   await limits.consume(deps, 'passwordResetEmail', users.normalizeEmail(email));
   await limits.consume(deps, 'passwordResetIp', ip);
   const now = deps.clock.now();
-  setImmediate(() => {
-    sendResetMessage(deps, email, now).catch((err: unknown) => deps.logger.error({ err }, 'password reset message not queued'));
-  });
+  // A few milliseconds later, so the reply has left before any of the work runs (on the embedded
+  // database a query runs on this thread and would otherwise hold back the reply's delivery).
+  const work = new Promise<void>((resolve) => setTimeout(resolve, AFTER_REPLY_MS))
+    .then(() => sendResetMessage(deps, email, now))
+    .catch((err: unknown) => deps.logger.error({ err }, 'password reset message not queued'))
+    .finally(() => inFlight.delete(work));
+  inFlight.add(work);
+}
+
+const AFTER_REPLY_MS = 10;
+
+/** Reset work that follows replies and has not finished yet. */
+const inFlight = new Set<Promise<void>>();
+
+/** Resolves once the reset work started so far has finished (tests; a graceful stop). */
+export async function settleResetWork(): Promise<void> {
+  while (inFlight.size > 0) await Promise.all([...inFlight]);
 }
 
 async function sendResetMessage(deps: AppDeps, email: string, now: Date): Promise<void> {
