@@ -107,6 +107,61 @@ describe('TOTP enrolment', () => {
   });
 });
 
+describe('audit', () => {
+  /** The entries of the organization since `after` (its chain position), oldest first. */
+  async function entries(organizationId: string, after: number) {
+    const rows = await t.db.selectFrom('audit_logs').select(['action', 'target_type', 'target_id', 'changes', 'seq']).where('organization_id', '=', organizationId).where('seq', '>', String(after)).orderBy('seq').execute();
+    return rows.map((r) => ({ action: r.action, target: `${r.target_type}:${r.target_id}`, changes: r.changes }));
+  }
+  async function head(organizationId: string): Promise<number> {
+    const row = await t.db.selectFrom('audit_logs').select((eb) => eb.fn.max('seq').as('seq')).where('organization_id', '=', organizationId).executeTakeFirst();
+    return Number(row?.seq ?? 0);
+  }
+
+  it('records every enrolment, regeneration and removal in each organization of the user, and the policy change', async () => {
+    const owner = await createOrganization(t, 'Audited A');
+    const second = await createOrganization(t, 'Audited B');
+    const memberInB = newId('member');
+    await insertMember(t.db, { id: memberInB, organizationId: second.organizationId, userId: owner.userId, role: 'member', now: clock.now() });
+    const [fromA, fromB] = [await head(owner.organizationId), await head(second.organizationId)];
+
+    const { secret } = await enrolTotp(owner);
+    expect((await t.http.post('/v1/me/mfa/recovery-codes').set(...bearer(owner.token))).status).toBe(200);
+    const { item } = await registerPasskey(owner);
+    expect((await t.http.delete(`/v1/me/passkeys/${item.id}`).set(...bearer(owner.token))).status).toBe(204);
+    expect((await t.http.delete('/v1/me/mfa/totp').set(...bearer(owner.token)).send({ code: codeAt(secret) })).status).toBe(204);
+    const factorChanges = ['member.mfa_enrolled', 'member.mfa_regenerated', 'member.mfa_enrolled', 'member.mfa_removed', 'member.mfa_removed'];
+    const inA = await entries(owner.organizationId, fromA);
+    const inB = await entries(second.organizationId, fromB);
+    expect(inA.map((e) => e.action)).toEqual(factorChanges);
+    expect(inB.map((e) => e.action)).toEqual(factorChanges);
+    // Each names the user's member of that organization, and which factor (never a secret).
+    expect(new Set(inA.map((e) => e.target))).toEqual(new Set([`member:${owner.memberId}`]));
+    expect(new Set(inB.map((e) => e.target))).toEqual(new Set([`member:${memberInB}`]));
+    expect(inA.map((e) => (e.changes as { factor?: { to?: string } }).factor?.to)).toEqual(['totp', 'recovery_codes', 'passkey', 'passkey', 'totp']);
+    expect(JSON.stringify([inA, inB])).not.toContain(secret);
+
+    const { secret: again } = await enrolTotp(owner);
+    const beforePolicy = await head(owner.organizationId);
+    expect((await t.http.put('/v1/org/auth-policy').set(...bearer(owner.token)).send({ requireMfa: true })).status).toBe(200);
+    expect(await entries(owner.organizationId, beforePolicy)).toEqual([
+      { action: 'organization.auth_policy_updated', target: `organization:${owner.organizationId}`, changes: { requireMfa: { from: false, to: true } } },
+    ]);
+    // The policy is the organization's: the other organization records nothing of it.
+    expect((await entries(second.organizationId, fromB)).map((e) => e.action)).toEqual([...factorChanges, 'member.mfa_enrolled']);
+
+    // The two-step sign-in is audited once it completes, with the factor that completed it, in
+    // the organization the new session starts in (one entry in all).
+    const [signInA, signInB] = [await head(owner.organizationId), await head(second.organizationId)];
+    const challengeToken = await passwordStep(owner);
+    expect([...(await entries(owner.organizationId, signInA)), ...(await entries(second.organizationId, signInB))]).toEqual([]);
+    expect((await t.http.post('/v1/auth/mfa/verify').send({ challengeToken, method: 'totp', code: codeAt(again) })).status).toBe(200);
+    const signedIn = [...(await entries(owner.organizationId, signInA)), ...(await entries(second.organizationId, signInB))];
+    expect(signedIn).toEqual([{ action: 'member.signed_in', target: expect.stringMatching(/^member:/), changes: { method: { from: null, to: 'totp' } } }]);
+    expect([`member:${owner.memberId}`, `member:${memberInB}`]).toContain(signedIn[0]!.target);
+  });
+});
+
 describe('notices by e-mail', () => {
   it('tells the user when a factor is added, a recovery code is used, and a factor is removed (no secret in the message)', async () => {
     const user = await signUp(t, 'notice');
