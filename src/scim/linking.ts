@@ -38,6 +38,8 @@ export interface LinkTarget {
   active: boolean;
   name: string | null;
   now: Date;
+  /** The calling SCIM token's creator: an adopted membership is suspended only within their permissions. */
+  tokenCreatorMemberId: string | null;
 }
 
 export type LinkOutcome = { memberId: string; linkReason: null } | { memberId: null; linkReason: LinkReason };
@@ -77,7 +79,10 @@ export async function link(trx: Trx, deps: AppDeps, organizationId: string, targ
   } else {
     // An adopted membership follows the directory user's `active` (the owner is never suspended).
     const member = await accounts.memberRole(trx, organizationId, memberId);
-    if (member !== 'owner') await accounts.setMemberActive(trx, organizationId, memberId, target.active, target.now);
+    if (member !== 'owner') {
+      if (!target.active) await accounts.requireTokenMayActOn(trx, organizationId, target.tokenCreatorMemberId, memberId);
+      await accounts.setMemberActive(trx, organizationId, memberId, target.active, target.now);
+    }
   }
   // The directory proves an existing account's mailbox: one nobody had proven is taken over.
   if (account) await accounts.secureUnverifiedAccount(trx, deps, account.id, organizationId);
@@ -106,7 +111,7 @@ export async function followRename(trx: Trx, organizationId: string, userId: str
 }
 
 /** After a linked directory user goes, the oldest one that shared its e-mail links in its place. */
-export async function relinkSharers(trx: Trx, deps: AppDeps, organizationId: string, emailNormalized: string, now: Date): Promise<void> {
+export async function relinkSharers(trx: Trx, deps: AppDeps, organizationId: string, emailNormalized: string, now: Date, tokenCreatorMemberId: string | null): Promise<void> {
   const next = await store.oldestSharer(trx, organizationId, emailNormalized);
-  if (next) await link(trx, deps, organizationId, { id: next.id, email: next.email, emailNormalized, active: next.active, name: null, now });
+  if (next) await link(trx, deps, organizationId, { id: next.id, email: next.email, emailNormalized, active: next.active, name: null, now, tokenCreatorMemberId });
 }

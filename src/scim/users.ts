@@ -163,7 +163,7 @@ export async function createUser(deps: AppDeps, caller: ScimCaller, body: unknow
     await deps.db.transaction().execute(async (trx) => {
       const row = values(doc, doc.active ?? true);
       await store.insertDirectoryUser(trx, { id, organizationId: caller.organizationId, now, ...row });
-      const outcome = await link(trx, deps, caller.organizationId, { id, ...row, name: displayNameOf(doc.attributes), now });
+      const outcome = await link(trx, deps, caller.organizationId, { id, ...row, name: displayNameOf(doc.attributes), now, tokenCreatorMemberId: caller.tokenCreatorMemberId });
       await recordChange(trx, deps.audit, {
         action: 'directory_user.provisioned',
         target: { type: 'directory_user', id },
@@ -199,11 +199,11 @@ async function saveUser(deps: AppDeps, caller: ScimCaller, id: string, next: (cu
       await store.updateDirectoryUser(trx, org, id, { ...row, now });
       let outcome = linkView(current);
       if (linked) {
-        const target: LinkTarget = { id, ...row, name: displayNameOf(doc.attributes), now };
+        const target: LinkTarget = { id, ...row, name: displayNameOf(doc.attributes), now, tokenCreatorMemberId: caller.tokenCreatorMemberId };
         if (row.emailNormalized !== null && row.emailNormalized !== (current.email === null ? null : accounts.normalizeEmail(current.email))) await followRename(trx, org, current.member_user_id!, target);
         await accounts.setMemberActive(trx, org, current.member_id!, active, now);
       } else {
-        outcome = await link(trx, deps, org, { id, ...row, name: displayNameOf(doc.attributes), now });
+        outcome = await link(trx, deps, org, { id, ...row, name: displayNameOf(doc.attributes), now, tokenCreatorMemberId: caller.tokenCreatorMemberId });
       }
       await recordChange(trx, deps.audit, {
         action: current.active === active ? 'directory_user.updated' : active ? 'directory_user.reactivated' : 'directory_user.suspended',
@@ -251,6 +251,6 @@ export async function deleteUser(deps: AppDeps, caller: ScimCaller, id: string):
       target: { type: 'directory_user', id },
       changes: deleted({ userName: current.user_name, externalId: current.external_id, email: current.email, ...linkView(current) }),
     });
-    if (current.member_user_id !== null && current.email !== null) await relinkSharers(trx, deps, org, accounts.normalizeEmail(current.email), now);
+    if (current.member_user_id !== null && current.email !== null) await relinkSharers(trx, deps, org, accounts.normalizeEmail(current.email), now, caller.tokenCreatorMemberId);
   });
 }

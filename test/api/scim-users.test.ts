@@ -247,6 +247,11 @@ describe('suspension', () => {
     expect((await t.http.get('/v1/org').set(...bearer(admin.token))).status).toBe(200);
     expect((await scim.get(`/Users/${adminUser.id}`)).body.active).toBe(true);
 
+    // Nor by provisioning the admin inactive, which would adopt and suspend the membership.
+    const other = await addMember(t, org.owner.organizationId, 'admin');
+    scimError(await own.post('/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: other.email, active: false }), 403);
+    expect((await t.http.get('/v1/org').set(...bearer(other.token))).status).toBe(200);
+
     expect((await own.patch(`/Users/${memberUser.id}`, suspend)).body.active).toBe(false);
     expect((await own.delete(`/Users/${memberUser.id}`)).status).toBe(204);
     // The owner's token acts on the admin.
