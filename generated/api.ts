@@ -762,8 +762,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Accept an invitation (session only)
-         * @description The signed-in user's e-mail must match the invitation's (case-insensitive; 403 reason `email_mismatch`). 404 `invitation_not_found`, 409 `invitation_not_pending` (accepted or cancelled), 409 `already_member`, 410 `invitation_expired`. An invitation is accepted at most once, however many requests race. The organization becomes the session's active one only when the session had none. 402 `plan_limit_reached` (`limit: members`) when the organization is at its plan's member limit; the invitation then stays pending. 403 reason `sso_required` when the e-mail is in a verified domain of an organization that enforces single sign-on and the session was not opened through one of that organization's SSO connections.
+         * Accept an invitation (with a session, or creating the account)
+         * @description The token comes from the invitation's link. **With a session**: the signed-in user's e-mail must match the invitation's (case-insensitive; 403 reason `email_mismatch`); 200 with the new membership; the organization becomes the session's active one only when the session had none. **Without a session** (no credentials at all): `name` and `password` are required; the token proves the mailbox, so the account is created for the invitation's address (verified), with the membership and a session (`authMethod: invitation`, in the organization): 201. 409 `email_taken` when a verified account of that address exists (sign in and accept with its session); an unverified one is taken over (its password becomes this one; its other sessions and API keys are revoked). Either way: 404 `invitation_not_found`, 409 `invitation_not_pending` (accepted or cancelled), 409 `already_member`, 410 `invitation_expired`. An invitation is accepted at most once, however many requests race. 402 `plan_limit_reached` (`limit: members`) when the organization is at its plan's member limit; the invitation then stays pending. 403 reason `sso_required` when the e-mail is in a verified domain of an organization that enforces single sign-on and the session was not opened through one of that organization's SSO connections (without a session: always). A credential that does not resolve to a session (an expired token, an API key) is 401.
          */
         post: operations["acceptInvitation"];
         delete?: never;
@@ -6429,6 +6429,10 @@ export interface operations {
             content: {
                 "application/json": {
                     token: string;
+                    /** @description Without a session (required then); ignored with one. */
+                    name?: string;
+                    /** @description Without a session (required then); never stored, only its hash. */
+                    password?: string;
                 };
             };
         };
@@ -6442,6 +6446,20 @@ export interface operations {
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         member: components["schemas"]["Member"];
+                    };
+                };
+            };
+            /** @description Accepted without a session; the new (verified) account, its membership and a session. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        user: components["schemas"]["User"];
+                        member: components["schemas"]["Member"];
+                        session: components["schemas"]["Session"];
                     };
                 };
             };

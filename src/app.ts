@@ -20,6 +20,8 @@ import { createOutbound, type Outbound } from './outbound';
 import { jsonShapeProblem, type ShapeProblem } from './protection/json-shape';
 import { setEventHook } from './audit/event-hook';
 import { webhookDeliveries } from './webhooks/queue';
+import { LINK_PATHS } from './mail/templates';
+import { pagesRouter, servesPages } from './pages/router';
 
 export interface AppOptions {
   db: Kysely<DB>;
@@ -40,8 +42,8 @@ export interface AppOptions {
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-/** The one route whose body is a form: SAML's HTTP-POST binding (SAMLResponse, RelayState). */
-const FORM_PATHS = new Set(['/v1/auth/sso/saml/acs']);
+/** Routes whose body is a form: SAML's HTTP-POST binding (SAMLResponse, RelayState), and the pages links open. */
+const FORM_PATHS = new Set(['/v1/auth/sso/saml/acs', ...Object.values(LINK_PATHS)]);
 
 /** What services get, built once per app (tests call services with the same bag). */
 export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppDeps {
@@ -116,6 +118,8 @@ export function createApp(options: AppOptions): express.Express {
   app.use(docsRouter());
   app.use(scimRouteSpellings);
   app.use(bodyParser(settings.bodyLimitBytes));
+  // The pages the links in messages open, when they point here (accounts-and-email §1).
+  if (servesPages(settings)) app.use(pagesRouter(deps));
   app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true }));
 
   // Body-parser failures carry a `type`; everything else goes through the one error mapper.

@@ -2,6 +2,7 @@ import type { HandlerMap } from '../http/types';
 import { membershipOf, principalOf } from '../access/roles';
 import * as invitations from './service';
 import { guardInvitationAccept } from '../protection/rate-limit';
+import { Invalid, Unauthorized } from '../lib/errors';
 
 type InvitationOperations = 'createInvitation' | 'listInvitations' | 'cancelInvitation' | 'resendInvitation' | 'previewInvitation' | 'listMyInvitations' | 'acceptInvitation';
 
@@ -28,6 +29,16 @@ export const invitationHandlers: HandlerMap<InvitationOperations> = {
   listMyInvitations: async (ctx) => ({ status: 200, body: await invitations.listMyInvitations(ctx.deps, principalOf(ctx), ctx.query) }),
 
   acceptInvitation: async (ctx) => {
+    if (!ctx.principal) {
+      // No session: only a request with no credential at all creates an account; a dead session
+      // token or an API key is refused as on any session route.
+      if (ctx.headers.authorization !== undefined || ctx.headers['x-api-key'] !== undefined) throw new Unauthorized();
+      const { token, name, password } = ctx.body;
+      if (name === undefined) throw Invalid.at(['body', 'name'], 'name is required without a session');
+      if (password === undefined) throw Invalid.at(['body', 'password'], 'password is required without a session');
+      const accepted = await invitations.acceptAsNewAccount(ctx.deps, { token, name, password }, { ip: ctx.ip, userAgent: ctx.headers['user-agent'] as string | undefined });
+      return { status: 201, body: { ok: true, ...accepted } };
+    }
     // Rate limited per user and per IP (src/protection), before any lookup or transaction.
     await guardInvitationAccept(ctx.deps, { userId: principalOf(ctx).userId, ip: ctx.ip });
     const member = await invitations.acceptInvitation(ctx.deps, principalOf(ctx), ctx.body.token);

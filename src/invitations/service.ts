@@ -4,19 +4,21 @@ import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal, Role } from '../domain/principal';
 import { CodedError, Conflict, Forbidden, Invalid, NotFound, Unauthorized } from '../lib/errors';
 import { newId } from '../lib/ids';
-import { randomSecret, sha256Hex } from '../lib/crypto';
+import { hashPassword, randomSecret, sha256Hex } from '../lib/crypto';
 import type { PageRequest } from '../lib/pagination';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors';
 import { assignableRole } from '../roles/service';
 import { authorize } from '../access/roles';
-import { findUser, normalizeEmail, setSessionOrganization } from '../users/service';
+import { createSession, createUser, findUser, findUserByEmail, normalizeEmail, setSessionOrganization, type Origin } from '../users/service';
+import { toUser } from '../users/mappers';
+import { checkNewPassword } from '../protection/passwords';
 import { addMember, findMember } from '../members/memberships';
 import { toMember } from '../members/mappers';
 import { enforceLimit } from '../plans';
 import * as store from './store';
 import type { InvitationRow } from './store';
 import { changed, created, recordChange } from '../audit';
-import { refuseAcceptOutsideSso } from '../sso/enforcement';
+import { refuseAcceptOutsideSso, refuseSignUpUnderSso } from '../sso/enforcement';
 import { queueMail } from '../mail/queue';
 import * as limits from '../protection/rate-limit';
 import type { Transaction } from 'kysely';
@@ -30,6 +32,8 @@ const TOKEN_PREFIX = 'cpi';
 const notFound = () => new NotFound('invitation_not_found', 'The invitation could not be found.');
 const notPending = () => new Conflict('invitation_not_pending', 'The invitation has already been accepted or cancelled.');
 const invalidInvitationToken = () => new CodedError(400, 'invalid_token', 'This invitation link is invalid, already used or expired. Ask for a new one.');
+const emailTaken = () => new Conflict('email_taken', 'An account with this e-mail already exists: sign in, then accept the invitation.');
+const expired = () => new CodedError(410, 'invitation_expired', 'The invitation has expired.');
 const alreadyMember = () => new Conflict('already_member', 'That person is already a member of the organization.');
 
 export function toInvitation(row: InvitationRow, now: Date): Invitation {
@@ -164,7 +168,7 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
     throw new Forbidden('email_mismatch', 'This invitation was sent to a different e-mail address.');
   }
   if (invitation.status !== 'pending') throw notPending();
-  if (invitation.expires_at.getTime() <= now.getTime()) throw new CodedError(410, 'invitation_expired', 'The invitation has expired.');
+  if (invitation.expires_at.getTime() <= now.getTime()) throw expired();
   await refuseAcceptOutsideSso(deps.db, user.email, principal);
 
   const organizationId = invitation.organization_id;
@@ -193,6 +197,60 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
     if (isUniqueViolation(err, 'members_active_user_key')) throw alreadyMember();
     throw err;
   }
+}
+
+/**
+ * POST /v1/invitations/accept without a session (accounts-and-email §5): the token proves the
+ * mailbox, so the account it creates for the invitation's address is verified, and it joins the
+ * organization with a session (`authMethod: 'invitation'`) in one transaction. A verified account
+ * of that address already exists: 409 `email_taken` (sign in and accept with a session). An
+ * unverified one is taken over (§6): whatever was set on it before is untrusted.
+ */
+export async function acceptAsNewAccount(deps: AppDeps, input: { token: string; name: string; password: string }, origin: Origin) {
+  await limits.consume(deps, 'invitationAcceptIp', origin.ip);
+  const now = deps.clock.now();
+  const invitation = await store.findByTokenHash(deps.db, sha256Hex(input.token));
+  if (!invitation) throw notFound();
+  if (invitation.status !== 'pending') throw notPending();
+  if (invitation.expires_at.getTime() <= now.getTime()) throw expired();
+  checkNewPassword(input.password, { email: invitation.email });
+  // An address in a verified domain of an organization that enforces SSO gets no password account.
+  await refuseSignUpUnderSso(deps.db, invitation.email);
+  const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);
+  const organizationId = invitation.organization_id;
+  try {
+    return await deps.db.transaction().execute(async (trx) => {
+      const claimed = await store.claimPending(trx, invitation.id, now);
+      if (!claimed) throw notPending();
+      await enforceLimit(trx, deps.settings, organizationId, 'members');
+      const user = await accountFor(trx, deps, { email: invitation.email, name: input.name, passwordHash, organizationId, now });
+      const memberId = await addMember(trx, { organizationId, userId: user.id, role: claimed.role, now });
+      const member = await findMember(trx, organizationId, memberId);
+      if (!member) throw new Error('new membership vanished inside its own transaction');
+      await recordChange(trx, deps.audit, {
+        organizationId,
+        actor: { type: 'member', id: user.id, memberId },
+        action: 'invitation.accepted',
+        target: { type: 'member', id: memberId },
+        changes: { invitationId: { from: null, to: invitation.id }, role: { from: null, to: claimed.role } },
+      });
+      const session = await createSession(trx, deps, { userId: user.id, authMethod: 'invitation', ip: origin.ip, userAgent: origin.userAgent, activeOrganizationId: organizationId }, now);
+      return { user: toUser(user), member: toMember(member), session };
+    });
+  } catch (err) {
+    if (isUniqueViolation(err, 'users_email_normalized_key') || isUniqueViolation(err, 'members_active_user_key')) throw emailTaken();
+    throw err;
+  }
+}
+
+/**
+ * The account an invitation accepted without a session lands in: a new one for the invitation's
+ * address; an existing account of that address is 409 `email_taken` (sign in and accept with its
+ * session).
+ */
+async function accountFor(trx: Transaction<DB>, _deps: AppDeps, input: { email: string; name: string; passwordHash: string; organizationId: string; now: Date }) {
+  if (await findUserByEmail(trx, input.email)) throw emailTaken();
+  return createUser(trx, { email: input.email, name: input.name, passwordHash: input.passwordHash, now: input.now });
 }
 
 /**

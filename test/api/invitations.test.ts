@@ -1,5 +1,5 @@
 import { createTestApp, type TestApp } from '../support/app';
-import { addMember, bearer, createOrganization, inviteAndAccept, signUp, uniqueEmail } from '../support/factories';
+import { addMember, bearer, createOrganization, inviteAndAccept, PASSWORD, signUp, uniqueEmail } from '../support/factories';
 import { newId } from '../../src/lib/ids';
 import { sha256Hex } from '../../src/lib/crypto';
 import type { ManualClock } from '../../src/lib/clock';
@@ -255,18 +255,21 @@ describe('POST /v1/invitations/accept', () => {
     expect(rows).toHaveLength(1);
   });
 
-  it('is session only (an API key gets 401) and validates the body', async () => {
+  it('refuses an API key or a dead session (401), whatever the body, and validates the body', async () => {
     const owner = await createOrganization(t);
     const key = await t.http.post('/v1/api-keys').set(...bearer(owner.token)).send({ name: 'k' });
     const email = uniqueEmail();
     await invite(owner.token, email);
     const token = await mailed(email);
-    const withKey = await t.http.post('/v1/invitations/accept').set('x-api-key', key.body.key).send({ token });
+    const withKey = await t.http.post('/v1/invitations/accept').set('x-api-key', key.body.key).send({ token, name: 'Key', password: PASSWORD });
     expect(withKey.status).toBe(401);
-    expect((await t.http.post('/v1/invitations/accept').send({ token })).status).toBe(401);
+    const dead = await t.http.post('/v1/invitations/accept').set(...bearer('cps_expired_or_made_up')).send({ token, name: 'Dead', password: PASSWORD });
+    expect(dead.status).toBe(401);
     const empty = await t.http.post('/v1/invitations/accept').set(...bearer(owner.token)).send({});
     expect(empty.status).toBe(400);
     expect(empty.body.details[0].path).toEqual(['body', 'token']);
+    // Still pending: nothing above used it.
+    expect((await t.http.get('/v1/invitations/preview').query({ token })).status).toBe(200);
   });
 
   it('lets a removed member be invited again (factory inviteAndAccept)', async () => {
@@ -402,5 +405,65 @@ describe('GET /v1/me/invitations', () => {
     expect(rest.body.items.map((i: { id: string }) => i.id)).toEqual([fromA.body.item.id]);
     expect((await t.http.get('/v1/me/invitations').set(...bearer(a.token))).body.items).toEqual([]);
     expect((await t.http.get('/v1/me/invitations')).status).toBe(401);
+  });
+});
+
+describe('POST /v1/invitations/accept without a session', () => {
+  const acceptAnonymously = (body: object) => t.http.post('/v1/invitations/accept').send(body);
+
+  it('creates the account for the invited address, its membership and a session (201)', async () => {
+    const owner = await createOrganization(t, 'Newcomers Inc');
+    const email = uniqueEmail('Newcomer');
+    const inv = await invite(owner.token, email, 'admin');
+    const token = await mailed(email);
+    const res = await acceptAnonymously({ token, name: 'Nia Newcomer', password: PASSWORD });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      ok: true,
+      user: expect.objectContaining({ id: expect.stringMatching(/^usr_/), email, name: 'Nia Newcomer' }),
+      member: expect.objectContaining({ organizationId: owner.organizationId, role: 'admin', status: 'active', user: expect.objectContaining({ email }) }),
+      session: { token: expect.stringMatching(/^cps_/), expiresAt: expect.any(String) },
+    });
+    expect(JSON.stringify(res.body)).not.toContain(PASSWORD);
+    // The session is in the organization and says how it was opened.
+    const session = res.body.session.token as string;
+    const org = await t.http.get('/v1/org').set(...bearer(session));
+    expect(org.body.currentMember).toMatchObject({ id: res.body.member.id, role: 'admin' });
+    const sessions = await t.http.get('/v1/me/sessions').set(...bearer(session));
+    expect(sessions.body.items).toEqual([expect.objectContaining({ current: true, authMethod: 'invitation' })]);
+    // The password works for signing in; the invitation is used up.
+    expect((await t.http.post('/v1/auth/sign-in').send({ email, password: PASSWORD })).status).toBe(200);
+    const again = await acceptAnonymously({ token, name: 'Someone', password: PASSWORD });
+    expect([again.status, again.body.error]).toEqual([409, 'invitation_not_pending']);
+    const audit = await t.http.get('/v1/audit-logs').query({ action: 'invitation.accepted' }).set(...bearer(owner.token));
+    expect(audit.body.items).toEqual([expect.objectContaining({ actor: expect.objectContaining({ memberId: res.body.member.id }), target: { type: 'member', id: res.body.member.id } })]);
+    expect(JSON.stringify(audit.body)).not.toContain(PASSWORD);
+    expect((await t.http.get('/v1/invitations').set(...bearer(owner.token))).body.items[0]).toMatchObject({ id: inv.body.item.id, status: 'accepted' });
+  });
+
+  it('answers email_taken for an existing account, and leaves the invitation pending', async () => {
+    const owner = await createOrganization(t);
+    const existing = await signUp(t, 'existing');
+    await invite(owner.token, existing.email);
+    const token = await mailed(existing.email);
+    const res = await acceptAnonymously({ token, name: 'Impostor', password: 'another good passphrase' });
+    expect([res.status, res.body.error]).toEqual([409, 'email_taken']);
+    // The owner of the address signs in and accepts with their session.
+    expect((await t.http.post('/v1/invitations/accept').set(...bearer(existing.token)).send({ token })).status).toBe(200);
+  });
+
+  it('needs a name and a good password (400 naming the field); an unknown token is 404', async () => {
+    const owner = await createOrganization(t);
+    const email = uniqueEmail('fields');
+    await invite(owner.token, email);
+    const token = await mailed(email);
+    expect((await acceptAnonymously({ token, password: PASSWORD })).body.details[0].path).toEqual(['body', 'name']);
+    expect((await acceptAnonymously({ token, name: 'No Password' })).body.details[0].path).toEqual(['body', 'password']);
+    expect((await acceptAnonymously({ token, name: 'Short', password: 'short' })).body.details[0].path).toEqual(['body', 'password']);
+    const sameAsEmail = await acceptAnonymously({ token, name: 'Email', password: email });
+    expect([sameAsEmail.status, sameAsEmail.body.details?.[0].path]).toEqual([400, ['body', 'password']]);
+    const unknown = await acceptAnonymously({ token: 'cpi_unknown', name: 'Who', password: PASSWORD });
+    expect([unknown.status, unknown.body.error]).toEqual([404, 'invitation_not_found']);
+    expect((await t.http.get('/v1/invitations/preview').query({ token })).status).toBe(200);
   });
 });

@@ -43,7 +43,7 @@ export interface SpecOperation {
   summary: string;
   description: string;
   tags: string[];
-  /** `public`: security []; `session`: bearer only; `any`: a session or an API key; `worker`: a worker's token; `scim`: a SCIM token. */
+  /** `public`: security [] (or a credential optional: an empty requirement `{}` among them); `session`: bearer only; `any`: a session or an API key; `worker`: a worker's token; `scim`: a SCIM token. */
   auth: 'public' | 'session' | 'any' | 'worker' | 'scim';
   parameters: SpecParameter[];
   body: { required: boolean; schema: Schema } | null;
@@ -94,7 +94,8 @@ const METHODS: Method[] = ['get', 'post', 'put', 'patch', 'delete'];
 
 function authOf(security: unknown): SpecOperation['auth'] {
   const list = (security ?? []) as Record<string, unknown>[];
-  if (list.length === 0) return 'public';
+  // An empty requirement makes credentials optional: anyone may call it (POST /v1/invitations/accept).
+  if (list.length === 0 || list.some((s) => Object.keys(s).length === 0)) return 'public';
   const schemes = new Set(list.flatMap((s) => Object.keys(s)));
   if (schemes.has('scimBearer')) return 'scim';
   if (schemes.has('workerToken')) return 'worker';

@@ -1,0 +1,76 @@
+import { Router, type Request, type Response } from 'express';
+import type { AppDeps } from '../domain/deps';
+import { contextOfRequest } from '../audit/context';
+import { AppError, Invalid } from '../lib/errors';
+import { templateContext } from '../mail/queue';
+import { LINK_PATHS } from '../mail/templates';
+import { acceptInvitationPage, submitAcceptInvitation } from './accept-invitation';
+import { PAGE_HEADERS, messagePage } from './layout';
+
+/** What a page handler gets: the services' dependencies with this request's audit context. */
+export interface PageContext {
+  deps: AppDeps;
+  productName: string;
+  ip: string;
+  userAgent: string | undefined;
+}
+
+export interface PageResult {
+  status: number;
+  html: string;
+}
+
+type PageHandler = (ctx: PageContext, input: Record<string, string>) => Promise<PageResult>;
+
+/** The form fields (or query values) a page reads: strings only, anything else is ignored. */
+function fields(source: unknown, names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  if (!source || typeof source !== 'object') return out;
+  for (const name of names) {
+    const value = Object.prototype.hasOwnProperty.call(source, name) ? (source as Record<string, unknown>)[name] : undefined;
+    if (typeof value === 'string') out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * The four pages the links in messages open, served when APP_BASE_URL is the service itself
+ * (accounts-and-email §1). A GET shows the form with the link's token in a hidden field; the form
+ * POSTs to the same path, in the body, and the page calls the services the API routes call. These
+ * are pages for people, not operations of the JSON contract.
+ */
+export function pagesRouter(deps: AppDeps): Router {
+  const router = Router();
+  const productName = templateContext(deps.settings.mail).productName;
+  const context = (req: Request): PageContext => {
+    const audit = contextOfRequest({ principal: null, requestId: String(req.id ?? ''), ip: req.ip ?? '', userAgent: req.get('user-agent'), clock: deps.clock, enabled: !deps.settings.auditBenchDisable });
+    return { deps: { ...deps, audit }, productName, ip: req.ip ?? '', userAgent: req.get('user-agent') };
+  };
+  const serve = (handler: PageHandler, names: readonly string[], from: 'query' | 'body') => async (req: Request, res: Response) => {
+    let result: PageResult;
+    try {
+      result = await handler(context(req), fields(from === 'query' ? req.query : req.body, names));
+    } catch (err) {
+      result = errorPage(err, req, deps, productName);
+    }
+    res.status(result.status).set(PAGE_HEADERS).send(result.html);
+  };
+
+  router.get(LINK_PATHS.acceptInvitation, serve(acceptInvitationPage, ['token'], 'query'));
+  router.post(LINK_PATHS.acceptInvitation, serve(submitAcceptInvitation, ['token', 'name', 'password'], 'body'));
+  return router;
+}
+
+/** An error no page handled itself: its message (never internals) for a 4xx, a plain apology for anything else. */
+function errorPage(err: unknown, req: Request, deps: AppDeps, productName: string): PageResult {
+  if (err instanceof Invalid) return { status: 400, html: messagePage('Something is missing', 'error', [err.details.map((d) => d.message).join('; ') || err.message], productName) };
+  if (err instanceof AppError && err.status < 500) return { status: err.status, html: messagePage('That did not work', 'error', [err.message], productName) };
+  (req.log ?? deps.logger).error({ err }, 'page failed');
+  return { status: 500, html: messagePage('Something went wrong', 'error', ['Something went wrong on our side. Try again in a moment.'], productName) };
+}
+
+/** Whether links point at this service (its pages answer them) rather than at a client application. */
+export function servesPages(settings: AppDeps['settings']): boolean {
+  const app = new URL(settings.mail.appBaseUrl);
+  return app.origin === new URL(settings.publicBaseUrl).origin && (app.pathname === '/' || app.pathname === '');
+}

@@ -1,0 +1,122 @@
+import http from 'node:http';
+import net from 'node:net';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { createTestApp, type TestApp } from '../support/app';
+import { bearer, createOrganization, PASSWORD, uniqueEmail } from '../support/factories';
+import { INVITATION_SUBJECT, linkIn, mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
+
+/**
+ * The pages the links in messages open (accounts-and-email §1, §7), used as a person would: the
+ * message arrives at a real SMTP server, Debian's Chromium (headless) opens its link, the form is
+ * filled in and submitted, and the outcome is checked through the API. Screenshots of each page,
+ * before and after submitting, are written to PAGE_SHOTS_DIR (default: a folder in the temp dir).
+ */
+let mailbox: Mailbox;
+let t: TestApp;
+let server: http.Server;
+let browser: Browser;
+let origin: string;
+const shots = process.env.PAGE_SHOTS_DIR ?? path.join(tmpdir(), 'cp-page-shots');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+beforeAll(async () => {
+  mkdirSync(shots, { recursive: true });
+  mailbox = await startMailbox();
+  const port = await freePort();
+  origin = `http://127.0.0.1:${port}`;
+  t = await createTestApp({ env: { ...mailEnv(mailbox), PUBLIC_BASE_URL: origin } });
+  server = http.createServer(t.app);
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  browser = await puppeteer.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+});
+afterAll(async () => {
+  await browser?.close();
+  await new Promise((resolve) => server?.close(resolve));
+  await t?.close();
+  await mailbox?.close();
+});
+
+/** Sends what is queued and returns the newest message to `to` matching `subject`. */
+async function receive(to: string, subject: RegExp) {
+  const mailer = testMailer(t);
+  await mailer.runOnce();
+  await mailer.stop();
+  const count = mailbox.to(to).filter((m) => subject.test(m.subject)).length;
+  return mailbox.waitFor(to, { subject, count: Math.max(count, 1) });
+}
+
+async function shoot(page: Page, name: string) {
+  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+}
+
+async function submit(page: Page) {
+  const [response] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  return response!;
+}
+
+describe('accept-invitation', () => {
+  it('a new person opens the mailed link, creates their account and joins; the link then is dead', async () => {
+    const owner = await createOrganization(t, 'Acme <Labs>');
+    const email = uniqueEmail('newcomer');
+    expect((await t.http.post('/v1/invitations').set(...bearer(owner.token)).send({ email, role: 'admin' })).status).toBe(201);
+    const link = linkIn(await receive(email, INVITATION_SUBJECT), '/accept-invitation');
+    expect(link.origin).toBe(origin);
+
+    const page = await browser.newPage();
+    const opened = await page.goto(link.href);
+    expect(opened!.status()).toBe(200);
+    const headers = opened!.headers();
+    expect(headers['content-security-policy']).toMatch(/default-src 'none'/);
+    expect(headers['content-security-policy']).not.toMatch(/unsafe-inline|script-src/);
+    expect(headers['referrer-policy']).toBe('no-referrer');
+    const text = await page.$eval('main', (m) => (m as unknown as { innerText: string }).innerText);
+    // Names are shown as text, never as markup.
+    expect(text).toContain('to join Acme <Labs> as admin.');
+    expect(await page.$eval('#email', (i) => (i as unknown as { value: string }).value)).toBe(email);
+    // The token travels in the form body, not in a URL the page makes.
+    expect(await page.$eval('form', (f) => f.getAttribute('action'))).toBe('/accept-invitation');
+    expect(await page.$eval('input[name=token]', (i) => i.getAttribute('type'))).toBe('hidden');
+    await shoot(page, 'accept-invitation-1-form');
+
+    await page.type('#name', 'Nia Newcomer');
+    await page.type('#password', 'short');
+    // The browser's own check (minlength) stops a short password; the server's stops a weak one.
+    await page.$eval('#password', (i) => i.removeAttribute('minlength'));
+    const weak = await submit(page);
+    expect(weak.status()).toBe(400);
+    expect(await page.$eval('.error', (e) => e.textContent)).toMatch(/8 to 256/);
+    expect(await page.$eval('#name', (i) => (i as unknown as { value: string }).value)).toBe('Nia Newcomer');
+    await shoot(page, 'accept-invitation-2-error');
+
+    await page.type('#password', PASSWORD);
+    const done = await submit(page);
+    expect(done.status()).toBe(200);
+    expect(page.url()).toBe(`${origin}/accept-invitation`);
+    expect(await page.$eval('main', (m) => (m as unknown as { innerText: string }).innerText)).toContain('joined Acme <Labs> as admin');
+    await shoot(page, 'accept-invitation-3-done');
+
+    // The account works: sign in with the chosen password; the membership is there.
+    const signIn = await t.http.post('/v1/auth/sign-in').send({ email, password: PASSWORD });
+    expect(signIn.status).toBe(200);
+    const org = await t.http.get('/v1/org').set(...bearer(signIn.body.session.token));
+    expect(org.body.organization.id).toBe(owner.organizationId);
+    expect(org.body.currentMember).toMatchObject({ role: 'admin', user: { name: 'Nia Newcomer', email } });
+
+    const again = await page.goto(link.href);
+    expect(again!.status()).toBe(400);
+    expect(await page.$eval('main', (m) => (m as unknown as { innerText: string }).innerText)).toContain('invalid, already used or expired');
+    await shoot(page, 'accept-invitation-4-used');
+    await page.close();
+  });
+});
