@@ -9,7 +9,7 @@ import type { PageRequest } from '../lib/pagination';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors';
 import { assignableRole } from '../roles/service';
 import { authorize } from '../access/roles';
-import { createSession, createUser, findUser, findUserByEmail, normalizeEmail, setSessionOrganization, type Origin } from '../users/service';
+import { createSession, createUser, findUser, findUserByEmail, markEmailVerified, normalizeEmail, setPasswordHash, setSessionOrganization, takeOverUnverifiedAccount, type Origin } from '../users/service';
 import { toUser } from '../users/mappers';
 import { checkNewPassword } from '../protection/passwords';
 import { addMember, findMember } from '../members/memberships';
@@ -184,12 +184,14 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
       if (sessionHadNone) await setSessionOrganization(trx, principal.sessionId!, organizationId);
       const member = await findMember(trx, organizationId, memberId);
       if (!member) throw new Error('new membership vanished inside its own transaction');
+      // The token came through the mailbox of the user's own address (accounts-and-email §2).
+      const verified = await markEmailVerified(trx, user.id, now);
       await recordChange(trx, deps.audit, {
         organizationId,
         actorMemberId: memberId,
         action: 'invitation.accepted',
         target: { type: 'member', id: memberId },
-        changes: { invitationId: { from: null, to: invitation.id }, role: { from: null, to: claimed.role } },
+        changes: { invitationId: { from: null, to: invitation.id }, role: { from: null, to: claimed.role }, ...(verified ? { emailVerified: { from: false, to: true } } : {}) },
       });
       return toMember(member);
     });
@@ -244,13 +246,20 @@ export async function acceptAsNewAccount(deps: AppDeps, input: { token: string; 
 }
 
 /**
- * The account an invitation accepted without a session lands in: a new one for the invitation's
- * address; an existing account of that address is 409 `email_taken` (sign in and accept with its
- * session).
+ * The account an invitation accepted without a session lands in (the token proves the mailbox):
+ * a new, verified one for the invitation's address; an unverified account of that address is taken
+ * over (accounts-and-email §6: its password, sessions and API keys were set by someone nobody
+ * proved, so they go) and gets this password; a verified one is 409 `email_taken` (its owner
+ * signs in and accepts with a session).
  */
-async function accountFor(trx: Transaction<DB>, _deps: AppDeps, input: { email: string; name: string; passwordHash: string; organizationId: string; now: Date }) {
-  if (await findUserByEmail(trx, input.email)) throw emailTaken();
-  return createUser(trx, { email: input.email, name: input.name, passwordHash: input.passwordHash, now: input.now });
+async function accountFor(trx: Transaction<DB>, deps: AppDeps, input: { email: string; name: string; passwordHash: string; organizationId: string; now: Date }) {
+  const existing = await findUserByEmail(trx, input.email);
+  if (!existing) return createUser(trx, { email: input.email, name: input.name, passwordHash: input.passwordHash, emailVerified: true, now: input.now });
+  if (existing.email_verified_at) throw emailTaken();
+  // Null when a concurrent proof verified it first: then it is someone's proven account.
+  if (!(await takeOverUnverifiedAccount(trx, deps, existing.id, 'invitation', input.organizationId))) throw emailTaken();
+  await setPasswordHash(trx, existing.id, input.passwordHash, input.now);
+  return (await findUser(trx, existing.id))!;
 }
 
 /**
@@ -276,6 +285,9 @@ export async function listMyInvitations(deps: AppDeps, principal: Principal, pag
   if (principal.kind !== 'session' || !principal.sessionId) throw new Unauthorized('This route needs a signed-in session.');
   const user = await findUser(deps.db, principal.userId);
   if (!user) throw new Unauthorized();
+  // With EMAIL_VERIFICATION=required the session gate already refuses; with `optional` too: an
+  // address nobody proved learns nothing about who invites it.
+  if (!user.email_verified_at) throw new Forbidden('email_not_verified', 'Confirm your e-mail address first: open the link in the message sent to it.');
   const now = deps.clock.now();
   const email = normalizeEmail(user.email);
   return deps.cursors.page(

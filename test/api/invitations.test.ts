@@ -467,3 +467,49 @@ describe('POST /v1/invitations/accept without a session', () => {
     expect((await t.http.get('/v1/invitations/preview').query({ token })).status).toBe(200);
   });
 });
+
+describe('invitations prove the address (accounts-and-email §2, §6)', () => {
+  /** A sign-up through the API alone: its address is not proven (no verification link opened). */
+  async function unverified(label: string) {
+    const email = uniqueEmail(label);
+    const res = await t.http.post('/v1/auth/sign-up').send({ email, password: PASSWORD, name: label });
+    expect(res.status).toBe(201);
+    return { email, token: res.body.session.token as string, userId: res.body.user.id as string };
+  }
+  const me = async (token: string) => (await t.http.get('/v1/me').set(...bearer(token))).body.user;
+
+  it('accepting with a session of the invited address marks it verified', async () => {
+    const owner = await createOrganization(t);
+    const user = await unverified('proving');
+    expect((await me(user.token)).emailVerified).toBe(false);
+    await invite(owner.token, user.email);
+    const res = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token: await mailed(user.email) });
+    expect(res.status).toBe(200);
+    expect((await me(user.token)).emailVerified).toBe(true);
+  });
+
+  it('accepting without a session takes over an unverified account of the address: the squatter\'s password and sessions end', async () => {
+    const owner = await createOrganization(t, 'Victim Org');
+    const squatter = await unverified('squatted');
+    await invite(owner.token, squatter.email);
+    const token = await mailed(squatter.email);
+    const fresh = 'the real owner passphrase 3';
+    const res = await t.http.post('/v1/invitations/accept').send({ token, name: 'Real Owner', password: fresh });
+    expect(res.status).toBe(201);
+    expect(res.body.user.id).toBe(squatter.userId);
+    expect((await t.http.get('/v1/me').set(...bearer(squatter.token))).status).toBe(401);
+    expect((await t.http.post('/v1/auth/sign-in').send({ email: squatter.email, password: PASSWORD })).status).toBe(401);
+    expect((await t.http.post('/v1/auth/sign-in').send({ email: squatter.email, password: fresh })).status).toBe(200);
+    expect((await me(res.body.session.token)).emailVerified).toBe(true);
+    const audit = await t.http.get('/v1/audit-logs').query({ action: 'member.account_secured' }).set(...bearer(owner.token));
+    expect(audit.body.items).toEqual([expect.objectContaining({ changes: expect.objectContaining({ reason: { from: null, to: 'invitation' } }) })]);
+  });
+
+  it('GET /v1/me/invitations needs a verified address', async () => {
+    const owner = await createOrganization(t);
+    const user = await unverified('unproven');
+    await invite(owner.token, user.email);
+    const res = await t.http.get('/v1/me/invitations').set(...bearer(user.token));
+    expect([res.status, res.body.reason]).toEqual([403, 'email_not_verified']);
+  });
+});
