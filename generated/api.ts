@@ -372,7 +372,7 @@ export interface paths {
         put?: never;
         /**
          * Ask to change the caller's e-mail address (session only, fresh)
-         * @description Mails a confirmation link to the new address (it works once, for 1 hour; asking again ends the previous one) and a notice to the current one. Nothing changes until the link is followed (`POST /v1/auth/confirm-email-change`). Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`). 409 `email_taken` when an account has the new address; 400 naming `email` when it is the current one. An account whose address comes from an identity provider (linked to an SSO identity or a SCIM directory user, or made by SCIM) is 403 `email_managed_by_identity_provider`: change it there. An address of a domain whose organization enforces SSO is 403 `sso_required`.
+         * @description Mails a confirmation link to the new address (it works once, for 1 hour; asking again ends the previous one) and a notice to the current one. Nothing changes until the link is followed (`POST /v1/auth/confirm-email-change`). Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`). 409 `email_taken` when an account has the new address; 400 naming `email` when it is the current one. An account whose address comes from an identity provider (linked to an SSO identity or a SCIM directory user, or made by SCIM) is 403 `email_managed_by_identity_provider`: change it there. An address of a domain whose organization enforces SSO is 403 `sso_required`. At most `RATE_LIMIT_EMAIL_CHANGE_USER` requests per user (default 5 an hour; 429 with `Retry-After`).
          */
         post: operations["requestEmailChange"];
         delete?: never;
@@ -5695,6 +5695,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };

@@ -96,6 +96,8 @@ export interface RateLimitSettings {
   /** Verification messages a user may ask for again: one a minute and a few an hour. */
   verifyResendUserMinute: RateLimitRule | null;
   verifyResendUserHour: RateLimitRule | null;
+  /** E-mail changes a user asks for (each mails a link to an address of their choosing). */
+  emailChangeUser: RateLimitRule | null;
   /** Password reset requests per address and per IP. */
   passwordResetEmail: RateLimitRule | null;
   passwordResetIp: RateLimitRule | null;
@@ -404,6 +406,7 @@ export function loadSettings(env: Env = process.env): Settings {
       ssoIp: rateLimit(env, 'RATE_LIMIT_SSO_IP', '100/15m'),
       verifyResendUserMinute: rateLimit(env, 'RATE_LIMIT_VERIFY_RESEND_USER_MINUTE', '1/1m'),
       verifyResendUserHour: rateLimit(env, 'RATE_LIMIT_VERIFY_RESEND_USER_HOUR', '5/1h'),
+      emailChangeUser: rateLimit(env, 'RATE_LIMIT_EMAIL_CHANGE_USER', '5/1h'),
       passwordResetEmail: rateLimit(env, 'RATE_LIMIT_PASSWORD_RESET_EMAIL', '5/1h'),
       passwordResetIp: rateLimit(env, 'RATE_LIMIT_PASSWORD_RESET_IP', '50/15m'),
     },

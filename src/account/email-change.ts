@@ -5,6 +5,7 @@ import { requireFreshSession } from '../access/role-permissions';
 import { Conflict, Forbidden, Invalid, Unauthorized } from '../lib/errors';
 import { isUniqueViolation } from '../db/errors';
 import { queueMail } from '../mail/queue';
+import * as limits from '../protection/rate-limit';
 import { refuseSignUpUnderSso } from '../sso/enforcement';
 import { toUser } from '../users/mappers';
 import * as users from '../users/service';
@@ -38,6 +39,8 @@ export async function requestEmailChange(deps: AppDeps, principal: Principal, em
   // An address of a domain whose organization enforces SSO gets its account from SSO, as at sign-up.
   await refuseSignUpUnderSso(deps.db, newEmail);
   if (await users.findUserByEmail(deps.db, newEmail)) throw emailTaken();
+  // Each request mails an address of the caller's choosing: a few an hour.
+  await limits.consume(deps, 'emailChangeUser', user.id);
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
     // Only the latest request's link works.

@@ -111,6 +111,14 @@ describe('POST /v1/me/email and POST /v1/auth/confirm-email-change', () => {
     expect(stale.body.reason).toBe('fresh_session_required');
   });
 
+  it('a user asks at most RATE_LIMIT_EMAIL_CHANGE_USER times an hour (429 with Retry-After)', async () => {
+    const user = await signUp(t, 'eager');
+    for (let i = 0; i < 5; i++) expect((await requestChange(user.token, uniqueEmail(`eager${i}`))).status).toBe(202);
+    const limited = await requestChange(user.token, uniqueEmail('eager-more'));
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
   it("an address that comes from the organization's identity provider is changed there (403)", async () => {
     await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
     // Creating a connection needs a fresh session (earlier tests moved the clock).
