@@ -166,6 +166,19 @@ describe('the gate while EMAIL_VERIFICATION is required', () => {
   });
 });
 
+describe('an invitation accepted by its token', () => {
+  it('proves the address it was sent to', async () => {
+    const owner = await createOrganization(t, 'Inviting Org');
+    const user = await signUpUnverified(t, 'invitee');
+    expect((await t.http.post('/v1/invitations').set(...bearer(owner.token)).send({ email: user.email, role: 'member' })).status).toBe(201);
+    const token = tokenIn(await mailbox.waitFor(user.email, { subject: /invited you/ }), '/accept-invitation');
+    const accepted = await t.http.post('/v1/invitations/accept').set(...bearer(user.token)).send({ token });
+    expect(accepted.status).toBe(200);
+    expect((await me(user.token)).body.user.emailVerified).toBe(true);
+    expect((await t.http.get('/v1/org').set(...bearer(user.token))).status).toBe(200);
+  });
+});
+
 describe('EMAIL_VERIFICATION=optional', () => {
   let relaxed: TestApp;
   beforeAll(async () => {
