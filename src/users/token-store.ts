@@ -1,4 +1,5 @@
-import type { Db } from '../db/schema';
+import type { ExpressionBuilder } from 'kysely';
+import type { DB, Db } from '../db/schema';
 import type { AccountTokensTable } from './tables';
 
 /** The `account_tokens` table: written here only (./tokens.ts is its service). */
@@ -29,15 +30,17 @@ export async function insertToken(
     .execute();
 }
 
+/** The token of this hash and purpose, while it is unused and unexpired. */
+function pending(eb: ExpressionBuilder<DB, 'account_tokens'>, purpose: TokenPurpose, tokenHash: string, now: Date) {
+  return eb.and([eb('token_hash', '=', tokenHash), eb('purpose', '=', purpose), eb('used_at', 'is', null), eb('expires_at', '>', now)]);
+}
+
 /** Marks the token used if it is pending, of this purpose and unexpired, in one statement (so it is used once). */
 export async function useToken(db: Db, purpose: TokenPurpose, tokenHash: string, now: Date): Promise<ConsumedToken | null> {
   const row = await db
     .updateTable('account_tokens')
     .set({ used_at: now })
-    .where('token_hash', '=', tokenHash)
-    .where('purpose', '=', purpose)
-    .where('used_at', 'is', null)
-    .where('expires_at', '>', now)
+    .where((eb) => pending(eb, purpose, tokenHash, now))
     .returning(['id', 'user_id', 'new_email'])
     .executeTakeFirst();
   return row ? { id: row.id, userId: row.user_id, newEmail: row.new_email } : null;
@@ -54,10 +57,7 @@ export async function findPendingToken(db: Db, purpose: TokenPurpose, tokenHash:
   const row = await db
     .selectFrom('account_tokens')
     .select('user_id')
-    .where('token_hash', '=', tokenHash)
-    .where('purpose', '=', purpose)
-    .where('used_at', 'is', null)
-    .where('expires_at', '>', now)
+    .where((eb) => pending(eb, purpose, tokenHash, now))
     .executeTakeFirst();
   return row ? { userId: row.user_id } : null;
 }
