@@ -1,7 +1,7 @@
 import { CodedError, Invalid } from '../lib/errors';
 import { LINK_PATHS } from '../mail/templates';
 import { acceptAsNewAccount, previewInvitation } from '../invitations/service';
-import { html, messagePage, page, type Html } from './layout';
+import { html, messagePage, page, problemText, type Html } from './layout';
 import type { PageContext, PageResult } from './router';
 
 /**
@@ -69,7 +69,7 @@ export async function submitAcceptInvitation(ctx: PageContext, input: Record<str
   try {
     await acceptAsNewAccount(ctx.deps, { token, name, password }, { ip: ctx.ip, userAgent: ctx.userAgent });
   } catch (err) {
-    if (err instanceof Invalid) return again(err.details.map((d) => d.message).join('; ') || err.message);
+    if (err instanceof Invalid) return again(problemText(err));
     if (err instanceof CodedError && err.code === 'email_taken') {
       return {
         status: 409,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Invalid } from '../lib/errors';
 import { escapeHtml } from '../mail/templates';
 
 /**
@@ -73,4 +74,13 @@ ${body.html}
 /** A message page: what happened, and what to do next. */
 export function messagePage(title: string, kind: 'ok' | 'error', lines: string[], productName: string): string {
   return page(title, html`<h1>${title}</h1><p class="${kind}">${lines[0] ?? ''}</p>${lines.slice(1).map((l) => html`<p>${l}</p>`)}`, productName);
+}
+
+/** A refused input's problems as one sentence for a person (`must not be …` → `The password must not be …`). */
+export function problemText(err: Invalid): string {
+  const parts = err.details.map((d) => {
+    const field = d.path[d.path.length - 1];
+    return field && /^[a-z]/.test(d.message) ? `The ${field} ${d.message}` : d.message;
+  });
+  return `${parts.join('; ') || err.message}.`.replace(/\.\.$/, '.');
 }

@@ -5,7 +5,8 @@ import { AppError, Invalid } from '../lib/errors';
 import { templateContext } from '../mail/queue';
 import { LINK_PATHS } from '../mail/templates';
 import { acceptInvitationPage, submitAcceptInvitation } from './accept-invitation';
-import { PAGE_HEADERS, messagePage } from './layout';
+import { resetPasswordPage, submitResetPassword, submitVerifyEmail, verifyEmailPage } from './account-links';
+import { PAGE_HEADERS, messagePage, problemText } from './layout';
 
 /** What a page handler gets: the services' dependencies with this request's audit context. */
 export interface PageContext {
@@ -58,12 +59,16 @@ export function pagesRouter(deps: AppDeps): Router {
 
   router.get(LINK_PATHS.acceptInvitation, serve(acceptInvitationPage, ['token'], 'query'));
   router.post(LINK_PATHS.acceptInvitation, serve(submitAcceptInvitation, ['token', 'name', 'password'], 'body'));
+  router.get(LINK_PATHS.verifyEmail, serve(verifyEmailPage, ['token'], 'query'));
+  router.post(LINK_PATHS.verifyEmail, serve(submitVerifyEmail, ['token'], 'body'));
+  router.get(LINK_PATHS.resetPassword, serve(resetPasswordPage, ['token'], 'query'));
+  router.post(LINK_PATHS.resetPassword, serve(submitResetPassword, ['token', 'password'], 'body'));
   return router;
 }
 
 /** An error no page handled itself: its message (never internals) for a 4xx, a plain apology for anything else. */
 function errorPage(err: unknown, req: Request, deps: AppDeps, productName: string): PageResult {
-  if (err instanceof Invalid) return { status: 400, html: messagePage('Something is missing', 'error', [err.details.map((d) => d.message).join('; ') || err.message], productName) };
+  if (err instanceof Invalid) return { status: 400, html: messagePage('Something is missing', 'error', [problemText(err)], productName) };
   if (err instanceof AppError && err.status < 500) return { status: err.status, html: messagePage('That did not work', 'error', [err.message], productName) };
   (req.log ?? deps.logger).error({ err }, 'page failed');
   return { status: 500, html: messagePage('Something went wrong', 'error', ['Something went wrong on our side. Try again in a moment.'], productName) };

@@ -47,17 +47,23 @@ afterAll(async () => {
   await mailbox?.close();
 });
 
-/** Sends what is queued and returns the newest message to `to` matching `subject`. */
+/** Runs the service's mail sender until the first message to `to` matching `subject` arrives. */
 async function receive(to: string, subject: RegExp) {
   const mailer = testMailer(t);
-  await mailer.runOnce();
-  await mailer.stop();
-  const count = mailbox.to(to).filter((m) => subject.test(m.subject)).length;
-  return mailbox.waitFor(to, { subject, count: Math.max(count, 1) });
+  mailer.start();
+  try {
+    return await mailbox.waitFor(to, { subject });
+  } finally {
+    await mailer.stop();
+  }
 }
 
 async function shoot(page: Page, name: string) {
   await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+}
+
+async function text(page: Page): Promise<string> {
+  return page.$eval('main', (m) => (m as unknown as { innerText: string }).innerText);
 }
 
 async function submit(page: Page) {
@@ -117,6 +123,73 @@ describe('accept-invitation', () => {
     expect(again!.status()).toBe(400);
     expect(await page.$eval('main', (m) => (m as unknown as { innerText: string }).innerText)).toContain('invalid, already used or expired');
     await shoot(page, 'accept-invitation-4-used');
+    await page.close();
+  });
+});
+
+describe('verify-email', () => {
+  it('a new user opens the mailed link and confirms their address with one button', async () => {
+    const email = uniqueEmail('verifier');
+    const signUp = await t.http.post('/v1/auth/sign-up').send({ email, password: PASSWORD, name: 'Vera' });
+    expect(signUp.status).toBe(201);
+    const session = signUp.body.session.token as string;
+    expect((await t.http.get('/v1/me').set(...bearer(session))).body.user.emailVerified).toBe(false);
+    const link = linkIn(await receive(email, /Confirm your e-mail address/), '/verify-email');
+
+    const page = await browser.newPage();
+    const opened = await page.goto(link.href);
+    expect(opened!.status()).toBe(200);
+    expect(opened!.headers()['referrer-policy']).toBe('no-referrer');
+    expect(await text(page)).toContain(email);
+    // Opening the link proves nothing yet (a mail scanner may fetch it): the button does.
+    expect((await t.http.get('/v1/me').set(...bearer(session))).body.user.emailVerified).toBe(false);
+    await shoot(page, 'verify-email-1-form');
+
+    const done = await submit(page);
+    expect(done.status()).toBe(200);
+    expect(page.url()).toBe(`${origin}/verify-email`);
+    expect(await text(page)).toContain(`${email} is confirmed`);
+    await shoot(page, 'verify-email-2-done');
+    expect((await t.http.get('/v1/me').set(...bearer(session))).body.user.emailVerified).toBe(true);
+
+    const again = await page.goto(link.href);
+    expect(again!.status()).toBe(400);
+    await page.close();
+  });
+});
+
+describe('reset-password', () => {
+  it('a user who forgot their password opens the mailed link, sets a new one, and signs in with it', async () => {
+    const owner = await createOrganization(t, 'Resetters');
+    const other = await t.http.post('/v1/auth/sign-in').send({ email: owner.email, password: PASSWORD });
+    expect((await t.http.post('/v1/auth/password-reset').send({ email: owner.email })).status).toBe(202);
+    const link = linkIn(await receive(owner.email, /Reset your/), '/reset-password');
+
+    const page = await browser.newPage();
+    const opened = await page.goto(link.href);
+    expect(opened!.status()).toBe(200);
+    expect(opened!.headers()['content-security-policy']).toMatch(/default-src 'none'/);
+    expect(await page.$eval('#email', (i) => (i as unknown as { value: string }).value)).toBe(owner.email);
+    await shoot(page, 'reset-password-1-form');
+
+    await page.type('#password', owner.email);
+    const refused = await submit(page);
+    expect(refused.status()).toBe(400);
+    expect(await page.$eval('.error', (e) => e.textContent)).toBeTruthy();
+    await shoot(page, 'reset-password-2-error');
+
+    const fresh = 'a brand new passphrase 9';
+    await page.type('#password', fresh);
+    const done = await submit(page);
+    expect(done.status()).toBe(200);
+    expect(await text(page)).toContain('Your new password is set');
+    await shoot(page, 'reset-password-3-done');
+
+    expect((await t.http.post('/v1/auth/sign-in').send({ email: owner.email, password: PASSWORD })).status).toBe(401);
+    expect((await t.http.post('/v1/auth/sign-in').send({ email: owner.email, password: fresh })).status).toBe(200);
+    // Every session of the account ended.
+    expect((await t.http.get('/v1/org').set(...bearer(other.body.session.token))).status).toBe(401);
+    expect((await page.goto(link.href))!.status()).toBe(400);
     await page.close();
   });
 });

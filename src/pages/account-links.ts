@@ -1,0 +1,99 @@
+import { CodedError, Invalid } from '../lib/errors';
+import { LINK_PATHS } from '../mail/templates';
+import { verifyEmail } from '../auth/verification';
+import { confirmPasswordReset } from '../auth/passwords';
+import { findUser, peekAccountToken, type TokenPurpose } from '../users/service';
+import { html, messagePage, page, problemText } from './layout';
+import type { PageContext, PageResult } from './router';
+
+/**
+ * /verify-email and /reset-password (accounts-and-email §2, §3): the page checks the link's token
+ * without using it, shows one button (verification: a mail scanner that fetches the link proves
+ * nothing) or the new-password form, and its POST calls what POST /v1/auth/verify-email and
+ * POST /v1/auth/password-reset/confirm call.
+ */
+function deadLink(ctx: PageContext, what: string): PageResult {
+  return { status: 400, html: messagePage('This link cannot be used', 'error', ['This link is invalid, already used or expired.', what], ctx.productName) };
+}
+
+/** The address a pending token of `purpose` was sent to, or null when the token is dead. */
+async function addressOf(ctx: PageContext, purpose: TokenPurpose, token: string): Promise<string | null> {
+  if (!token || token.length > 512) return null;
+  const pending = await peekAccountToken(ctx.deps.db, purpose, token, ctx.deps.clock.now());
+  if (!pending) return null;
+  return (await findUser(ctx.deps.db, pending.userId))?.email ?? null;
+}
+
+const isInvalidToken = (err: unknown) => err instanceof CodedError && err.code === 'invalid_token';
+
+const ASK_VERIFY = 'Sign in and ask for a new confirmation message.';
+const ASK_RESET = 'Ask for a new password reset link.';
+
+export async function verifyEmailPage(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
+  const token = input.token ?? '';
+  const email = await addressOf(ctx, 'verify_email', token);
+  if (!email) return deadLink(ctx, ASK_VERIFY);
+  return {
+    status: 200,
+    html: page(
+      'Confirm your e-mail address',
+      html`<h1>Confirm your e-mail address</h1>
+<p>Confirm that <strong>${email}</strong> is your address.</p>
+<form method="post" action="${LINK_PATHS.verifyEmail}">
+<input type="hidden" name="token" value="${token}">
+<button type="submit">Confirm my address</button>
+</form>`,
+      ctx.productName,
+    ),
+  };
+}
+
+export async function submitVerifyEmail(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
+  try {
+    const { user } = await verifyEmail(ctx.deps, input.token ?? '');
+    return { status: 200, html: messagePage('Address confirmed', 'ok', [`${user.email} is confirmed.`, 'You can go back to the application.'], ctx.productName) };
+  } catch (err) {
+    if (isInvalidToken(err)) return deadLink(ctx, ASK_VERIFY);
+    throw err;
+  }
+}
+
+function resetForm(ctx: PageContext, email: string, token: string, error?: string): string {
+  return page(
+    'Choose a new password',
+    html`<h1>Choose a new password</h1>
+<p>Once it is set, every session of the account is signed out.</p>
+${error ? html`<p class="error" role="alert">${error}</p>` : null}
+<form method="post" action="${LINK_PATHS.resetPassword}">
+<input type="hidden" name="token" value="${token}">
+<label for="email">E-mail</label>
+<input id="email" type="email" value="${email}" readonly autocomplete="username">
+<label for="password">New password</label>
+<input id="password" name="password" type="password" required minlength="8" maxlength="256" autocomplete="new-password">
+<button type="submit">Set the new password</button>
+</form>`,
+    ctx.productName,
+  );
+}
+
+export async function resetPasswordPage(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
+  const token = input.token ?? '';
+  const email = await addressOf(ctx, 'password_reset', token);
+  return email ? { status: 200, html: resetForm(ctx, email, token) } : deadLink(ctx, ASK_RESET);
+}
+
+export async function submitResetPassword(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
+  const token = input.token ?? '';
+  const password = input.password ?? '';
+  const email = await addressOf(ctx, 'password_reset', token);
+  if (!email) return deadLink(ctx, ASK_RESET);
+  if (password.length < 8 || password.length > 256) return { status: 400, html: resetForm(ctx, email, token, 'Choose a password of 8 to 256 characters.') };
+  try {
+    await confirmPasswordReset(ctx.deps, { token, password });
+  } catch (err) {
+    if (err instanceof Invalid) return { status: 400, html: resetForm(ctx, email, token, problemText(err)) };
+    if (isInvalidToken(err)) return deadLink(ctx, ASK_RESET);
+    throw err;
+  }
+  return { status: 200, html: messagePage('Password changed', 'ok', ['Your new password is set, and every session of the account was signed out.', `Sign in to the application as ${email} with it.`], ctx.productName) };
+}
