@@ -86,8 +86,8 @@ describe('sign-up, sign-in, sign-out', () => {
       .execute();
     const of = (token: string) => rows.find((r) => r.token_hash === sha256Hex(token));
     const ip = expect.stringMatching(/\S/);
-    expect(of(up.body.session.token)).toEqual({ token_hash: expect.any(String), auth_method: 'password', second_factor: null, ip, user_agent: 'origin-test/1.0', last_used_at: null });
-    expect(of(signIn.body.session.token)).toEqual({ token_hash: expect.any(String), auth_method: 'password', second_factor: null, ip, user_agent: 'origin-test/2.0', last_used_at: null });
+    expect(of(up.body.session.token)).toEqual({ token_hash: expect.any(String), auth_method: 'password', second_factor: null, ip, user_agent: 'origin-test/1.0', last_used_at: expect.any(Date) });
+    expect(of(signIn.body.session.token)).toEqual({ token_hash: expect.any(String), auth_method: 'password', second_factor: null, ip, user_agent: 'origin-test/2.0', last_used_at: expect.any(Date) });
   });
 
   it('rejects a signed-out token at once', async () => {
