@@ -23,6 +23,7 @@ const PG_ONLY = [
   'test/mfa/authenticator.test.ts',
   'src/http/logging.test.ts',
   'test/api/permissions-catalogue.test.ts',
+  'test/contract/error-codes.test.ts',
   'test/api/unavailable.test.ts',
   'test/outbound/client.test.ts',
   'test/outbound/policy.test.ts',

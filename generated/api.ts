@@ -3183,13 +3183,6 @@ export interface components {
             user: components["schemas"]["User"];
             session: components["schemas"]["Session"];
         };
-        /** @description E-forbidden. The caller is authenticated but not permitted; `reason` names the rule. */
-        ForbiddenError: {
-            /** @constant */
-            error: "forbidden";
-            reason: string;
-            message: string;
-        };
         /**
          * @description The `challenge.token` of the sign-in (or reauthentication) that asked for a second factor.
          * @example mfc_2vYgQm1cV3o5dJX0Nf8rLw7hT4kPz9sE6aBqUuIyR0c
@@ -3403,11 +3396,6 @@ export interface components {
             currentMemberTeams: ({
                 [key: string]: unknown;
             } & components["schemas"]["Team"])[];
-        };
-        /** @description The active organization could not be found. */
-        OrgNotFoundError: {
-            error: string;
-            message?: string;
         };
         OrganizationItem: {
             ok: components["schemas"]["OkTrue"];
@@ -3627,11 +3615,6 @@ export interface components {
         };
         /** @description A marketplace as returned by update and delete (no `status`). */
         Marketplace: components["schemas"]["MarketplaceFields"];
-        /** @description Forbidden variant returned by update and delete marketplace; it has no `error` field. */
-        MarketplaceForbiddenError: {
-            reason: string;
-            message: string;
-        };
         /** @enum {string} */
         PluginStatus: "active" | "archived";
         PluginRef: {
@@ -3900,12 +3883,6 @@ export interface components {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["McpConnection"];
         };
-        /** @description The authorization server redirected back with `error`; the message names its code. */
-        OAuthError: {
-            /** @constant */
-            error: "oauth_error";
-            message: string;
-        };
         /** @description Fields given replace the stored ones; the others are kept. `issuer` without endpoints reads them from its metadata again; endpoints given by hand drop what the metadata said of `iss`. */
         OAuthClientPatch: {
             issuer?: components["schemas"]["Issuer"];
@@ -3932,11 +3909,6 @@ export interface components {
             /** @description Send the member's browser here; the provider redirects back to the callback. */
             authorizeUrl: string;
         };
-        ConnectionNotFoundError: {
-            /** @constant */
-            error: "connection_not_found";
-            message: string;
-        };
         /** @enum {string} */
         SuiteFeature: "chatSend";
         /** @description The organization's suite OAuth client; the secret is never returned. */
@@ -3958,16 +3930,6 @@ export interface components {
             clientId: string;
             clientSecret: string;
             features: components["schemas"]["SuiteFeature"][];
-        };
-        NeedsConnectionError: {
-            /** @constant */
-            error: "needs_connection";
-            message: string;
-        };
-        SuiteApiError: {
-            /** @constant */
-            error: "suite_api_error";
-            message: string;
         };
         /** @description The calling member's suite account. */
         SuiteConnection: {
@@ -4125,12 +4087,6 @@ export interface components {
             reachable: true;
             /** @description Model ids the provider lists (Google's without the `models/` prefix). */
             models: string[];
-        };
-        LlmProviderError: {
-            /** @constant */
-            error: "llm_provider_error";
-            /** @description Names the provider's HTTP status (or the timeout); never carries the key. */
-            message: string;
         };
         /** Format: typeid */
         LlmProviderGrantId: string;
@@ -4847,8 +4803,12 @@ export interface components {
                 "application/json": components["schemas"]["GenericError"];
             };
         };
-        /** @description The request failed validation. */
-        BadRequest: {
+        /**
+         * @description The request is refused. `error` is one of:
+         *
+         *     - `invalid_request`: The request failed validation; `details[].path` names each field and `message` says what is allowed.
+         */
+        "400-invalid_request": {
             headers: {
                 [name: string]: unknown;
             };
@@ -4856,8 +4816,12 @@ export interface components {
                 "application/json": components["schemas"]["InvalidRequestError"];
             };
         };
-        /** @description The caller is not authenticated. */
-        Unauthorized: {
+        /**
+         * @description Not authenticated. `error` is one of:
+         *
+         *     - `unauthorized`: No valid credentials were sent (the body is exactly `{"error":"unauthorized"}`).
+         */
+        "401-unauthorized": {
             headers: {
                 [name: string]: unknown;
             };
@@ -4865,59 +4829,2054 @@ export interface components {
                 "application/json": components["schemas"]["UnauthorizedError"];
             };
         };
-        /** @description The request conflicts with the resource's current state. */
-        Conflict: {
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `already_bootstrapped`: The first user and organization exist already.
+         */
+        "409-already_bootstrapped": {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GenericError"];
+                "application/json": {
+                    /** @enum {string} */
+                    error: "already_bootstrapped";
+                    message: string;
+                };
             };
         };
-        /** @description Too many requests; retry after the number of seconds in `Retry-After`. */
-        TooManyRequests: {
+        /**
+         * @description Too many requests. `error` is one of:
+         *
+         *     - `rate_limited`: Too many attempts; retry after the seconds in `Retry-After`.
+         */
+        "429-rate_limited": {
             headers: {
+                /** @description Seconds to wait before retrying. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GenericError"];
+                "application/json": {
+                    /** @enum {string} */
+                    error: "rate_limited";
+                    message: string;
+                };
             };
         };
-        /** @description The caller is authenticated but not permitted. */
-        Forbidden: {
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-sso_required": {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ForbiddenError"];
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "sso_required";
+                    message: string;
+                };
             };
         };
-        /** @description The resource does not exist in the caller's organization. */
-        NotFound: {
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `email_taken`: An account with this e-mail address exists.
+         */
+        "409-email_taken": {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GenericError"];
+                "application/json": {
+                    /** @enum {string} */
+                    error: "email_taken";
+                    message: string;
+                };
             };
         };
-        /** @description `invalid_request`: the request failed validation (`details[].path` names the field); or `invalid_token`: the link's token is unknown, already used, expired or meant for something else (one answer for all four). */
-        BadRequestOrInvalidToken: {
+        /**
+         * @description Not authenticated. `error` is one of:
+         *
+         *     - `invalid_credentials`: The e-mail and password (or the second factor) do not match an account.
+         */
+        "401-invalid_credentials": {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["InvalidRequestError"] | components["schemas"]["GenericError"];
+                "application/json": {
+                    /** @enum {string} */
+                    error: "invalid_credentials";
+                    message: string;
+                };
             };
         };
-        /** @description `plan_limit_reached`: the organization is at its plan's limit for what the request would create (`limit` names it); nothing was written. Plans and limits: `GET /v1/billing`. */
-        PlanLimitReached: {
+        /**
+         * @description Not authenticated. `error` is one of:
+         *
+         *     - `invalid_credentials`: The e-mail and password (or the second factor) do not match an account.
+         *     - `unauthorized`: No valid credentials were sent (the body is exactly `{"error":"unauthorized"}`).
+         */
+        "401-invalid_credentials-unauthorized": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["UnauthorizedError"] | {
+                    /** @enum {string} */
+                    error: "invalid_credentials";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         */
+        "403-fresh_session_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "fresh_session_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `owner_must_transfer`: The account owns an organization: transfer its ownership before deleting the account.
+         */
+        "409-owner_must_transfer": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "owner_must_transfer";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `session_not_found`: The caller has no live session with this id.
+         */
+        "404-session_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "session_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description The request is refused. `error` is one of:
+         *
+         *     - `invalid_request`: The request failed validation; `details[].path` names each field and `message` says what is allowed.
+         *     - `invalid_token`: The link is invalid, already used or expired: ask for a new one.
+         */
+        "400-invalid_request-invalid_token": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["InvalidRequestError"] | {
+                    /** @enum {string} */
+                    error: "invalid_token";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `already_verified`: The e-mail address is verified already.
+         */
+        "409-already_verified": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "already_verified";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_managed_by_identity_provider`: The organization's identity provider manages this address: change it there.
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_managed_by_identity_provider-fresh_session_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_managed_by_identity_provider" | "fresh_session_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_managed_by_identity_provider`: The organization's identity provider manages this address: change it there.
+         */
+        "403-email_managed_by_identity_provider": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_managed_by_identity_provider";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         */
+        "403-email_not_verified": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         */
+        "403-email_not_verified-fresh_session_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `mfa_already_enrolled`: The account has this second factor already.
+         */
+        "409-mfa_already_enrolled": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "mfa_already_enrolled";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `mfa_not_enrolled`: The account has no second factor of the kind the request needs.
+         */
+        "404-mfa_not_enrolled": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "mfa_not_enrolled";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `mfa_not_pending`: No sign-in or enrolment waits for a second factor.
+         */
+        "409-mfa_not_pending": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "mfa_not_pending";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `mfa_not_enrolled`: The account has no second factor of the kind the request needs.
+         */
+        "409-mfa_not_enrolled": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "mfa_not_enrolled";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `passkey_exists`: This passkey is registered already.
+         *     - `passkey_options_required`: Ask for passkey options first; they are good for five minutes and one response.
+         */
+        "409-passkey_exists-passkey_options_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "passkey_exists" | "passkey_options_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `passkey_not_found`: No passkey with this id on the account.
+         */
+        "404-passkey_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "passkey_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `mfa_method_unavailable`: The account has no second factor of this kind: answer with another.
+         */
+        "409-mfa_method_unavailable": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "mfa_method_unavailable";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `passkey_options_required`: Ask for passkey options first; they are good for five minutes and one response.
+         */
+        "409-passkey_options_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "passkey_options_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         */
+        "403-email_not_verified-mfa_enrollment_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_member_required`: The caller needs a member permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_member_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `member_permissions_not_held`: The member holds permissions the caller lacks: only someone holding them may change their role, remove or suspend them.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "member_permissions_not_held" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `member_not_found`: No member with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-member_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "member_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `owner_cannot_be_removed`: The owner cannot be removed; transfer ownership first.
+         */
+        "409-owner_cannot_be_removed": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "owner_cannot_be_removed";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `member_permissions_not_held`: The member holds permissions the caller lacks: only someone holding them may change their role, remove or suspend them.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "member_permissions_not_held" | "mfa_enrollment_required" | "org_admin_required" | "permission_not_held" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `owner_role_immutable`: The owner's role changes only by transferring ownership.
+         */
+        "409-owner_role_immutable": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "owner_role_immutable";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `owner_required`: Only the owner of the organization may do this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-owner_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "owner_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `already_owner`: The member is already the owner.
+         */
+        "409-already_owner": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "already_owner";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "permission_not_held" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `already_member`: The person is already a member of the organization.
+         *     - `invitation_pending`: A pending invitation for this e-mail address exists.
+         */
+        "409-already_member-invitation_pending": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "already_member" | "invitation_pending";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not in the organization's plan. `error` is one of:
+         *
+         *     - `plan_limit_reached`: The organization is at its plan's limit for what the request would create (`limit` names it).
+         */
+        "402-plan_limit_reached": {
             headers: {
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["PlanLimitReachedError"];
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_mismatch`: The invitation was sent to a different e-mail address.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_mismatch-mfa_enrollment_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_mismatch" | "mfa_enrollment_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `invitation_not_found`: No invitation with this id (or link) in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-invitation_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "invitation_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `already_member`: The person is already a member of the organization.
+         *     - `email_taken`: An account with this e-mail address exists.
+         *     - `invitation_not_pending`: The invitation was accepted or cancelled already.
+         */
+        "409-already_member-email_taken-invitation_not_pending": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "already_member" | "email_taken" | "invitation_not_pending";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Gone. `error` is one of:
+         *
+         *     - `invitation_expired`: The invitation has expired.
+         */
+        "410-invitation_expired": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "invitation_expired";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `invitation_not_pending`: The invitation was accepted or cancelled already.
+         */
+        "409-invitation_not_pending": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "invitation_not_pending";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `team_name_taken`: The organization has a team with this name.
+         */
+        "409-team_name_taken": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "team_name_taken";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `team_not_found`: No team with this id in the organization.
+         */
+        "404-organization_not_found-team_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "team_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `team_in_use`: Something still refers to the team.
+         */
+        "409-team_in_use": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "team_in_use";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `org_member_required`: The caller needs a member permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-org_member_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "org_member_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `member_not_found`: No member with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `team_not_found`: No team with this id in the organization.
+         */
+        "404-member_not_found-organization_not_found-team_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "member_not_found" | "organization_not_found" | "team_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "org_admin_required" | "permission_not_held" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `api_key_not_found`: No API key with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-api_key_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "api_key_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "permission_not_held" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `role_not_found`: No role with this key in the organization.
+         */
+        "404-organization_not_found-role_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "role_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `role_key_taken`: The organization has a role with this key.
+         */
+        "409-role_key_taken": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "role_key_taken";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `builtin_role_immutable`: Built-in roles cannot be changed or deleted.
+         *     - `role_in_use`: Members, invitations or SSO connections hold the role: give `reassignTo`.
+         */
+        "409-builtin_role_immutable-role_in_use": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "builtin_role_immutable" | "role_in_use";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `builtin_role_immutable`: Built-in roles cannot be changed or deleted.
+         */
+        "409-builtin_role_immutable": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "builtin_role_immutable";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `marketplace_not_found`: No marketplace with this id visible to the caller.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-marketplace_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "marketplace_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `marketplace_editor_required`: The caller needs the editor role on the marketplace.
+         *     - `marketplace_manager_required`: The caller needs the manager role on the marketplace.
+         *     - `marketplace_viewer_required`: The caller needs the viewer role on the marketplace.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "marketplace_editor_required" | "marketplace_manager_required" | "marketplace_viewer_required" | "mfa_enrollment_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `marketplace_editor_required`: The caller needs the editor role on the marketplace.
+         *     - `marketplace_manager_required`: The caller needs the manager role on the marketplace.
+         *     - `marketplace_viewer_required`: The caller needs the viewer role on the marketplace.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-reason-only-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    reason: "marketplace_editor_required" | "marketplace_manager_required" | "marketplace_viewer_required";
+                    message: string;
+                } | {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `managed_marketplace_cannot_be_deleted`: The built-in marketplace cannot be deleted.
+         */
+        "409-managed_marketplace_cannot_be_deleted": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "managed_marketplace_cannot_be_deleted";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `marketplace_editor_required`: The caller needs the editor role on the marketplace.
+         *     - `marketplace_manager_required`: The caller needs the manager role on the marketplace.
+         *     - `marketplace_viewer_required`: The caller needs the viewer role on the marketplace.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `plugin_editor_required`: The caller needs the editor role on the plugin.
+         *     - `plugin_manager_required`: The caller needs the manager role on the plugin.
+         *     - `plugin_viewer_required`: The caller needs the viewer role on the plugin.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "marketplace_editor_required" | "marketplace_manager_required" | "marketplace_viewer_required" | "mfa_enrollment_required" | "plugin_editor_required" | "plugin_manager_required" | "plugin_viewer_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `marketplace_not_found`: No marketplace with this id visible to the caller.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `plugin_not_found`: No plugin with this id visible to the caller.
+         */
+        "404-marketplace_not_found-organization_not_found-plugin_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "marketplace_not_found" | "organization_not_found" | "plugin_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `marketplace_not_found`: No marketplace with this id visible to the caller.
+         *     - `member_not_found`: No member with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `team_not_found`: No team with this id in the organization.
+         */
+        "404-marketplace_not_found-member_not_found-organization_not_found-team_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "marketplace_not_found" | "member_not_found" | "organization_not_found" | "team_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `grant_not_found`: No grant with this id on this resource.
+         *     - `marketplace_not_found`: No marketplace with this id visible to the caller.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-grant_not_found-marketplace_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "grant_not_found" | "marketplace_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `marketplace_editor_required`: The caller needs the editor role on the marketplace.
+         *     - `marketplace_manager_required`: The caller needs the manager role on the marketplace.
+         *     - `marketplace_viewer_required`: The caller needs the viewer role on the marketplace.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-org_admin_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "marketplace_editor_required" | "marketplace_manager_required" | "marketplace_viewer_required" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `plugin_editor_required`: The caller needs the editor role on the plugin.
+         *     - `plugin_manager_required`: The caller needs the manager role on the plugin.
+         *     - `plugin_viewer_required`: The caller needs the viewer role on the plugin.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "plugin_editor_required" | "plugin_manager_required" | "plugin_viewer_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `plugin_not_found`: No plugin with this id visible to the caller.
+         */
+        "404-organization_not_found-plugin_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "plugin_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `member_not_found`: No member with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `plugin_not_found`: No plugin with this id visible to the caller.
+         *     - `team_not_found`: No team with this id in the organization.
+         */
+        "404-member_not_found-organization_not_found-plugin_not_found-team_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "member_not_found" | "organization_not_found" | "plugin_not_found" | "team_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `grant_not_found`: No grant with this id on this resource.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `plugin_not_found`: No plugin with this id visible to the caller.
+         */
+        "404-grant_not_found-organization_not_found-plugin_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "grant_not_found" | "organization_not_found" | "plugin_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `connector_instance_editor_required`: The caller needs the editor role on the connector instance.
+         *     - `connector_instance_manager_required`: The caller needs the manager role on the connector instance.
+         *     - `connector_instance_viewer_required`: The caller needs the viewer role on the connector instance.
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "connector_instance_editor_required" | "connector_instance_manager_required" | "connector_instance_viewer_required" | "email_not_verified" | "mfa_enrollment_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `connector_instance_not_found`: No connector instance with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-connector_instance_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "connector_instance_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `connector_instance_not_found`: No connector instance with this id in the organization.
+         *     - `member_not_found`: No member with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `team_not_found`: No team with this id in the organization.
+         */
+        "404-connector_instance_not_found-member_not_found-organization_not_found-team_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "connector_instance_not_found" | "member_not_found" | "organization_not_found" | "team_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `connector_instance_not_found`: No connector instance with this id in the organization.
+         *     - `grant_not_found`: No grant with this id on this resource.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-connector_instance_not_found-grant_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "connector_instance_not_found" | "grant_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `connection_not_found`: No MCP connection with this id in the organization.
+         *     - `member_not_found`: No member with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `team_not_found`: No team with this id in the organization.
+         */
+        "404-connection_not_found-member_not_found-organization_not_found-team_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "connection_not_found" | "member_not_found" | "organization_not_found" | "team_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description An upstream service failed. `error` is one of:
+         *
+         *     - `mcp_oauth_error`: The MCP server's authorization server failed or refused.
+         */
+        "502-mcp_oauth_error": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "mcp_oauth_error";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description The request is refused. `error` is one of:
+         *
+         *     - `invalid_request`: The request failed validation; `details[].path` names each field and `message` says what is allowed.
+         *     - `oauth_error`: The authorization server ended the sign-in with an error; the message names its code.
+         */
+        "400-invalid_request-oauth_error": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["InvalidRequestError"] | {
+                    /** @enum {string} */
+                    error: "oauth_error";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `connection_not_found`: No MCP connection with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-connection_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "connection_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `needs_connection`: Connect an account first.
+         */
+        "409-needs_connection": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "needs_connection";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description An upstream service failed. `error` is one of:
+         *
+         *     - `suite_api_error`: The office suite's API failed or refused.
+         */
+        "502-suite_api_error": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "suite_api_error";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `template_not_found`: No template with this id in the organization.
+         */
+        "404-organization_not_found-template_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "template_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description The resource changed since it was read. `error` is one of:
+         *
+         *     - `version_mismatch`: The resource changed since it was read (`version` is the current one): reload and retry.
+         */
+        "412-version_mismatch": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["VersionMismatchError"];
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `llm_provider_not_found`: No LLM provider with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-llm_provider_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "llm_provider_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `llm_provider_editor_required`: The caller needs the editor role on the LLM provider.
+         *     - `llm_provider_manager_required`: The caller needs the manager role on the LLM provider.
+         *     - `llm_provider_viewer_required`: The caller needs the viewer role on the LLM provider.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "llm_provider_editor_required" | "llm_provider_manager_required" | "llm_provider_viewer_required" | "mfa_enrollment_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description An upstream service failed. `error` is one of:
+         *
+         *     - `llm_provider_error`: The LLM provider failed or refused the request.
+         */
+        "502-llm_provider_error": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "llm_provider_error";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `llm_provider_not_found`: No LLM provider with this id in the organization.
+         *     - `member_not_found`: No member with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `team_not_found`: No team with this id in the organization.
+         */
+        "404-llm_provider_not_found-member_not_found-organization_not_found-team_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "llm_provider_not_found" | "member_not_found" | "organization_not_found" | "team_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `grant_not_found`: No grant with this id on this resource.
+         *     - `llm_provider_not_found`: No LLM provider with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-grant_not_found-llm_provider_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "grant_not_found" | "llm_provider_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `worker_stopped`: The worker is stopped; start it to reach its runtime.
+         */
+        "409-worker_stopped": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "worker_stopped";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `worker_not_found`: No worker with this id in the organization.
+         */
+        "404-organization_not_found-worker_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "worker_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         *     - `worker_creator_or_admin_required`: Only the worker's creator or an admin may do this.
+         */
+        "403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "sso_required" | "worker_creator_or_admin_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `worker_runtime_unavailable`: The worker has no runtime URL.
+         */
+        "409-worker_runtime_unavailable": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "worker_runtime_unavailable";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description An upstream service failed. `error` is one of:
+         *
+         *     - `worker_runtime_error`: The worker's runtime failed or refused.
+         */
+        "502-worker_runtime_error": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "worker_runtime_error";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not in the organization's plan. `error` is one of:
+         *
+         *     - `enterprise_plan_required`: The feature (`feature` names it) is not part of the organization's plan.
+         */
+        "402-enterprise_plan_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["EnterprisePlanRequiredError"];
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `platform_admin_required`: Only a platform admin may do this.
+         */
+        "403-email_not_verified-mfa_enrollment_required-platform_admin_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "platform_admin_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `webhook_not_found`: No webhook endpoint with this id in the organization.
+         */
+        "404-organization_not_found-webhook_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "webhook_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `webhook_disabled`: The webhook endpoint is disabled; enable it first.
+         */
+        "409-webhook_disabled": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "webhook_disabled";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `delivery_not_found`: No webhook delivery with this id for this endpoint.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `webhook_not_found`: No webhook endpoint with this id in the organization.
+         */
+        "404-delivery_not_found-organization_not_found-webhook_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "delivery_not_found" | "organization_not_found" | "webhook_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `sso_connection_not_found`: No SSO connection with this id in the organization.
+         */
+        "404-organization_not_found-sso_connection_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "sso_connection_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `sso_connection_not_found`: No SSO connection with this id in the organization.
+         */
+        "404-sso_connection_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "sso_connection_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `domain_exists`: The organization has this domain already.
+         *     - `domain_taken`: Another organization verified this domain.
+         */
+        "409-domain_exists-domain_taken": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "domain_exists" | "domain_taken";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `sso_domain_not_found`: No SSO domain with this id in the organization.
+         */
+        "404-organization_not_found-sso_domain_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "sso_domain_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `domain_taken`: Another organization verified this domain.
+         *     - `domain_verification_failed`: The domain's DNS TXT record was not found.
+         */
+        "409-domain_taken-domain_verification_failed": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "domain_taken" | "domain_verification_failed";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `sso_not_configured`: No SSO connection answers for this organization or e-mail domain.
+         */
+        "404-sso_not_configured": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "sso_not_configured";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description An upstream service failed. `error` is one of:
+         *
+         *     - `sso_provider_error`: The identity provider failed or refused.
+         */
+        "502-sso_provider_error": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "sso_provider_error";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_domain_not_verified`: The identity provider's e-mail is not in a domain the organization verified.
+         *     - `member_suspended`: The member is suspended in the organization.
+         */
+        "403-email_domain_not_verified-member_suspended": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_domain_not_verified" | "member_suspended";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `scim_token_not_found`: No SCIM token with this id in the organization.
+         */
+        "404-organization_not_found-scim_token_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "scim_token_not_found";
+                    message: string;
+                };
             };
         };
         /** @description A SCIM error (RFC 7644 §3.12) with `scimType` where one applies. */
@@ -5134,10 +7093,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            409: components["responses"]["409-already_bootstrapped"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -5168,18 +7127,10 @@ export interface operations {
                     "application/json": components["schemas"]["SignedIn"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            /** @description `sso_required`: the e-mail is in a verified domain of an organization that enforces single sign-on; sign in through `POST /v1/auth/sso/start` (the organization's owner is exempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ForbiddenError"];
-                };
-            };
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            403: components["responses"]["403-sso_required"];
+            409: components["responses"]["409-email_taken"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -5209,26 +7160,10 @@ export interface operations {
                     "application/json": components["schemas"]["SignedIn"] | components["schemas"]["MfaChallenge"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            /** @description Wrong e-mail or password. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
-            /** @description `sso_required`: the e-mail is in a verified domain of an organization that enforces single sign-on; sign in through `POST /v1/auth/sso/start` (the organization's owner is exempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ForbiddenError"];
-                };
-            };
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-invalid_credentials"];
+            403: components["responses"]["403-sso_required"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -5248,7 +7183,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["401-unauthorized"];
             default: components["responses"]["Error"];
         };
     };
@@ -5274,7 +7209,7 @@ export interface operations {
                     };
                 };
             };
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["401-unauthorized"];
             default: components["responses"]["Error"];
         };
     };
@@ -5300,19 +7235,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            /** @description No live session (`unauthorized`), or a wrong password (`invalid_credentials`). */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UnauthorizedError"] | components["schemas"]["GenericError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-invalid_credentials-unauthorized"];
+            403: components["responses"]["403-fresh_session_required"];
+            409: components["responses"]["409-owner_must_transfer"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -5341,8 +7268,8 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
             default: components["responses"]["Error"];
         };
     };
@@ -5373,10 +7300,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -5408,26 +7335,10 @@ export interface operations {
                     } | components["schemas"]["MfaChallenge"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            /** @description No live session (`unauthorized`), or a wrong password (`invalid_credentials`). */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UnauthorizedError"] | components["schemas"]["GenericError"];
-                };
-            };
-            /** @description `sso_required`: the e-mail is in a verified domain of an organization that enforces single sign-on; sign in through `POST /v1/auth/sso/start` (the organization's owner is exempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ForbiddenError"];
-                };
-            };
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-invalid_credentials-unauthorized"];
+            403: components["responses"]["403-sso_required"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -5451,7 +7362,7 @@ export interface operations {
                     };
                 };
             };
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["401-unauthorized"];
             default: components["responses"]["Error"];
         };
     };
@@ -5473,9 +7384,9 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            404: components["responses"]["404-session_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -5500,7 +7411,7 @@ export interface operations {
                     };
                 };
             };
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["401-unauthorized"];
             default: components["responses"]["Error"];
         };
     };
@@ -5531,7 +7442,7 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidToken"];
+            400: components["responses"]["400-invalid_request-invalid_token"];
             default: components["responses"]["Error"];
         };
     };
@@ -5553,17 +7464,9 @@ export interface operations {
                     "application/json": components["schemas"]["Accepted"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            /** @description `already_verified`: the address is verified. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
-            429: components["responses"]["TooManyRequests"];
+            401: components["responses"]["401-unauthorized"];
+            409: components["responses"]["409-already_verified"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -5592,8 +7495,8 @@ export interface operations {
                     "application/json": components["schemas"]["Accepted"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -5622,7 +7525,7 @@ export interface operations {
                     "application/json": components["schemas"]["Accepted"];
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidToken"];
+            400: components["responses"]["400-invalid_request-invalid_token"];
             default: components["responses"]["Error"];
         };
     };
@@ -5651,18 +7554,10 @@ export interface operations {
                     "application/json": components["schemas"]["Accepted"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            /** @description No live session (`unauthorized`), or a wrong current password (`invalid_credentials`). */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UnauthorizedError"] | components["schemas"]["GenericError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-invalid_credentials-unauthorized"];
+            403: components["responses"]["403-fresh_session_required"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -5691,11 +7586,11 @@ export interface operations {
                     "application/json": components["schemas"]["Ok"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_managed_by_identity_provider-fresh_session_required-sso_required"];
+            409: components["responses"]["409-email_taken"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -5726,9 +7621,9 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidToken"];
-            403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request-invalid_token"];
+            403: components["responses"]["403-email_managed_by_identity_provider"];
+            409: components["responses"]["409-email_taken"];
             default: components["responses"]["Error"];
         };
     };
@@ -5750,7 +7645,8 @@ export interface operations {
                     "application/json": components["schemas"]["MfaStatus"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified"];
             default: components["responses"]["Error"];
         };
     };
@@ -5781,9 +7677,9 @@ export interface operations {
                     };
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required"];
+            409: components["responses"]["409-mfa_already_enrolled"];
             default: components["responses"]["Error"];
         };
     };
@@ -5809,10 +7705,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required"];
+            404: components["responses"]["404-mfa_not_enrolled"];
             default: components["responses"]["Error"];
         };
     };
@@ -5843,9 +7739,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified"];
+            409: components["responses"]["409-mfa_not_pending"];
             default: components["responses"]["Error"];
         };
     };
@@ -5870,9 +7767,9 @@ export interface operations {
                     };
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required"];
+            409: components["responses"]["409-mfa_not_enrolled"];
             default: components["responses"]["Error"];
         };
     };
@@ -5894,8 +7791,8 @@ export interface operations {
                     "application/json": components["schemas"]["CreationOptions"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required"];
             default: components["responses"]["Error"];
         };
     };
@@ -5919,7 +7816,8 @@ export interface operations {
                     };
                 };
             };
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified"];
             default: components["responses"]["Error"];
         };
     };
@@ -5952,10 +7850,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required"];
+            409: components["responses"]["409-passkey_exists-passkey_options_required"];
             default: components["responses"]["Error"];
         };
     };
@@ -5977,10 +7875,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required"];
+            404: components["responses"]["404-passkey_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6008,8 +7906,8 @@ export interface operations {
                     "application/json": components["schemas"]["RequestOptions"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            409: components["responses"]["409-mfa_method_unavailable"];
             default: components["responses"]["Error"];
         };
     };
@@ -6048,19 +7946,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            /** @description A wrong answer (`invalid_credentials`). */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-invalid_credentials-unauthorized"];
+            409: components["responses"]["409-passkey_options_required"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -6082,8 +7971,9 @@ export interface operations {
                     "application/json": components["schemas"]["AuthPolicy"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6111,9 +8001,10 @@ export interface operations {
                     "application/json": components["schemas"]["AuthPolicy"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6135,16 +8026,9 @@ export interface operations {
                     "application/json": components["schemas"]["OrganizationContext"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            /** @description The organization could not be found (no active organization, or no longer a member). */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OrgNotFoundError"];
-                };
-            };
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6172,8 +8056,9 @@ export interface operations {
                     "application/json": components["schemas"]["OrganizationItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required"];
             default: components["responses"]["Error"];
         };
     };
@@ -6201,10 +8086,10 @@ export interface operations {
                     "application/json": components["schemas"]["OrganizationItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6231,9 +8116,10 @@ export interface operations {
                     "application/json": components["schemas"]["MemberList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6255,11 +8141,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-member_not_found-organization_not_found"];
+            409: components["responses"]["409-owner_cannot_be_removed"];
             default: components["responses"]["Error"];
         };
     };
@@ -6289,11 +8175,11 @@ export interface operations {
                     "application/json": components["schemas"]["MemberItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required"];
+            404: components["responses"]["404-member_not_found-organization_not_found"];
+            409: components["responses"]["409-owner_role_immutable"];
             default: components["responses"]["Error"];
         };
     };
@@ -6317,10 +8203,10 @@ export interface operations {
                     "application/json": components["schemas"]["MemberPermissions"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required"];
+            404: components["responses"]["404-member_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6344,11 +8230,11 @@ export interface operations {
                     "application/json": components["schemas"]["MemberItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-owner_required-sso_required"];
+            404: components["responses"]["404-member_not_found-organization_not_found"];
+            409: components["responses"]["409-already_owner"];
             default: components["responses"]["Error"];
         };
     };
@@ -6375,10 +8261,10 @@ export interface operations {
                     "application/json": components["schemas"]["InvitationList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6411,11 +8297,11 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            409: components["responses"]["409-already_member-invitation_pending"];
             default: components["responses"]["Error"];
         };
     };
@@ -6464,22 +8350,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            402: components["responses"]["PlanLimitReached"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            /** @description The invitation has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-plan_limit_reached"];
+            403: components["responses"]["403-email_mismatch-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-invitation_not_found-organization_not_found"];
+            409: components["responses"]["409-already_member-email_taken-invitation_not_pending"];
+            410: components["responses"]["410-invitation_expired"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -6503,11 +8381,11 @@ export interface operations {
                     "application/json": components["schemas"]["InvitationItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-invitation_not_found-organization_not_found"];
+            409: components["responses"]["409-invitation_not_pending"];
             default: components["responses"]["Error"];
         };
     };
@@ -6531,12 +8409,12 @@ export interface operations {
                     "application/json": components["schemas"]["InvitationItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-invitation_not_found-organization_not_found"];
+            409: components["responses"]["409-invitation_not_pending"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -6560,8 +8438,8 @@ export interface operations {
                     "application/json": components["schemas"]["InvitationPreview"];
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidToken"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request-invalid_token"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -6588,9 +8466,9 @@ export interface operations {
                     "application/json": components["schemas"]["MyInvitationList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified"];
             default: components["responses"]["Error"];
         };
     };
@@ -6617,9 +8495,10 @@ export interface operations {
                     "application/json": components["schemas"]["TeamList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6648,11 +8527,11 @@ export interface operations {
                     "application/json": components["schemas"]["TeamItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-member_not_found-organization_not_found"];
+            409: components["responses"]["409-team_name_taken"];
             default: components["responses"]["Error"];
         };
     };
@@ -6676,9 +8555,10 @@ export interface operations {
                     "application/json": components["schemas"]["TeamItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6700,11 +8580,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-team_not_found"];
+            409: components["responses"]["409-team_in_use"];
             default: components["responses"]["Error"];
         };
     };
@@ -6734,11 +8614,11 @@ export interface operations {
                     "application/json": components["schemas"]["TeamItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-team_not_found"];
+            409: components["responses"]["409-team_name_taken"];
             default: components["responses"]["Error"];
         };
     };
@@ -6767,10 +8647,10 @@ export interface operations {
                     "application/json": components["schemas"]["MemberList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6795,10 +8675,10 @@ export interface operations {
                     "application/json": components["schemas"]["TeamItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-org_member_required-sso_required"];
+            404: components["responses"]["404-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6821,10 +8701,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6851,10 +8731,10 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6890,10 +8770,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6915,10 +8795,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-api_key_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6940,8 +8820,9 @@ export interface operations {
                     "application/json": components["schemas"]["PermissionList"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6968,9 +8849,10 @@ export interface operations {
                     "application/json": components["schemas"]["RoleList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -6996,11 +8878,11 @@ export interface operations {
                     "application/json": components["schemas"]["RoleItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-role_not_found"];
+            409: components["responses"]["409-role_key_taken"];
             default: components["responses"]["Error"];
         };
     };
@@ -7024,9 +8906,10 @@ export interface operations {
                     "application/json": components["schemas"]["RoleItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-role_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7050,11 +8933,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-role_not_found"];
+            409: components["responses"]["409-builtin_role_immutable-role_in_use"];
             default: components["responses"]["Error"];
         };
     };
@@ -7082,11 +8965,11 @@ export interface operations {
                     "application/json": components["schemas"]["RoleItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-role_not_found"];
+            409: components["responses"]["409-builtin_role_immutable"];
             default: components["responses"]["Error"];
         };
     };
@@ -7116,8 +8999,10 @@ export interface operations {
                     "application/json": components["schemas"]["MarketplaceList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7143,9 +9028,10 @@ export interface operations {
                     "application/json": components["schemas"]["MarketplaceItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7169,10 +9055,10 @@ export interface operations {
                     "application/json": components["schemas"]["MarketplaceItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7208,18 +9094,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description Not permitted (the marketplace variant, without an `error` field). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["MarketplaceForbiddenError"];
-                };
-            };
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-reason-only-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7246,35 +9124,11 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description Not permitted (the marketplace variant, without an `error` field). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["MarketplaceForbiddenError"];
-                };
-            };
-            /** @description `marketplace_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
-            /** @description `managed_marketplace_cannot_be_deleted`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-reason-only-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found"];
+            409: components["responses"]["409-managed_marketplace_cannot_be_deleted"];
             default: components["responses"]["Error"];
         };
     };
@@ -7301,10 +9155,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7328,10 +9182,10 @@ export interface operations {
                     "application/json": components["schemas"]["MarketplaceItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7360,10 +9214,10 @@ export interface operations {
                     "application/json": components["schemas"]["PluginList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7400,10 +9254,10 @@ export interface operations {
                     "application/json": components["schemas"]["PluginItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7426,10 +9280,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7458,10 +9312,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7498,10 +9352,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7529,10 +9383,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-grant_not_found-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7562,8 +9416,10 @@ export interface operations {
                     "application/json": components["schemas"]["PluginList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7592,10 +9448,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7619,9 +9475,10 @@ export interface operations {
                     "application/json": components["schemas"]["PluginItem"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7649,10 +9506,10 @@ export interface operations {
                     "application/json": components["schemas"]["PluginItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7676,9 +9533,10 @@ export interface operations {
                     "application/json": components["schemas"]["PluginItem"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7702,9 +9560,10 @@ export interface operations {
                     "application/json": components["schemas"]["PluginItem"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7733,10 +9592,10 @@ export interface operations {
                     "application/json": components["schemas"]["PluginComponentList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7765,10 +9624,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7805,10 +9664,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            404: components["responses"]["404-member_not_found-organization_not_found-plugin_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7833,9 +9692,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantItem"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            404: components["responses"]["404-grant_not_found-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7862,8 +9722,10 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectorInstanceList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7889,9 +9751,10 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectorInstanceItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7915,10 +9778,10 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectorInstanceItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-connector_instance_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7940,10 +9803,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-connector_instance_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -7971,10 +9834,10 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectorInstanceItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-connector_instance_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8003,10 +9866,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-connector_instance_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8043,10 +9906,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-connector_instance_not_found-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8071,10 +9934,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-connector_instance_not_found-grant_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8101,9 +9964,10 @@ export interface operations {
                     "application/json": components["schemas"]["McpConnectionList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8129,19 +9993,11 @@ export interface operations {
                     "application/json": components["schemas"]["McpConnectionItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            /** @description The authorization server's metadata (`oauthClient.issuer` given alone) could not be read (`mcp_oauth_error`). */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-connection_not_found-member_not_found-organization_not_found-team_not_found"];
+            502: components["responses"]["502-mcp_oauth_error"];
             default: components["responses"]["Error"];
         };
     };
@@ -8172,24 +10028,8 @@ export interface operations {
                     "application/json": components["schemas"]["Ok"];
                 };
             };
-            /** @description `invalid_request` (a bad, expired or reused `state`, a missing `code`, an `iss` that is not the flow's issuer) or `oauth_error` when the provider redirected with `error` (its code is in the message; the `state` is consumed). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvalidRequestError"] | components["schemas"]["OAuthError"];
-                };
-            };
-            /** @description The token endpoint refused or failed the exchange. */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request-oauth_error"];
+            502: components["responses"]["502-mcp_oauth_error"];
             default: components["responses"]["Error"];
         };
     };
@@ -8213,17 +10053,10 @@ export interface operations {
                     "application/json": components["schemas"]["McpConnectionItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description No such connection the caller may use (`connection_not_found`). */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8245,10 +10078,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8276,19 +10109,11 @@ export interface operations {
                     "application/json": components["schemas"]["McpConnectionItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            /** @description The authorization server's metadata (`oauthClient.issuer` given alone) could not be read (`mcp_oauth_error`). */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-connection_not_found-member_not_found-organization_not_found-team_not_found"];
+            502: components["responses"]["502-mcp_oauth_error"];
             default: components["responses"]["Error"];
         };
     };
@@ -8318,9 +10143,10 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectedAt"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8344,9 +10170,10 @@ export interface operations {
                     "application/json": components["schemas"]["AuthorizeUrl"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8370,17 +10197,10 @@ export interface operations {
                     "application/json": components["schemas"]["Ok"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The connection does not exist, or the caller has nothing connected. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ConnectionNotFoundError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8402,8 +10222,9 @@ export interface operations {
                     "application/json": components["schemas"]["SuiteOAuthClientItem"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8429,10 +10250,10 @@ export interface operations {
                     "application/json": components["schemas"]["SuiteOAuthClientItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8454,17 +10275,10 @@ export interface operations {
                     "application/json": components["schemas"]["AuthorizeUrl"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
-            /** @description The organization has no suite OAuth client. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NeedsConnectionError"];
-                };
-            };
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            409: components["responses"]["409-needs_connection"];
             default: components["responses"]["Error"];
         };
     };
@@ -8495,24 +10309,9 @@ export interface operations {
                     "application/json": components["schemas"]["Ok"];
                 };
             };
-            /** @description `invalid_request` (a bad, expired or reused `state`, a missing `code`, an `iss` that is not the flow's issuer) or `oauth_error` when the provider redirected with `error` (its code is in the message; the `state` is consumed). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvalidRequestError"] | components["schemas"]["OAuthError"];
-                };
-            };
-            /** @description The token endpoint refused or failed the exchange. */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SuiteApiError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request-oauth_error"];
+            409: components["responses"]["409-needs_connection"];
+            502: components["responses"]["502-suite_api_error"];
             default: components["responses"]["Error"];
         };
     };
@@ -8534,8 +10333,9 @@ export interface operations {
                     "application/json": components["schemas"]["SuiteConnection"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8555,8 +10355,9 @@ export interface operations {
                 };
                 content?: never;
             };
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8589,26 +10390,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The organization has no client, `chatSend` is off, or the caller has no account. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NeedsConnectionError"];
-                };
-            };
-            /** @description The chat product rejected or failed the call (status in the message). */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SuiteApiError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            409: components["responses"]["409-needs_connection"];
+            502: components["responses"]["502-suite_api_error"];
             default: components["responses"]["Error"];
         };
     };
@@ -8630,7 +10417,9 @@ export interface operations {
                     "application/json": components["schemas"]["CapabilitySourceList"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8661,8 +10450,10 @@ export interface operations {
                     "application/json": components["schemas"]["TemplateList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8689,8 +10480,10 @@ export interface operations {
                     "application/json": components["schemas"]["TemplateItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             413: components["responses"]["Error"];
             default: components["responses"]["Error"];
         };
@@ -8716,9 +10509,10 @@ export interface operations {
                     "application/json": components["schemas"]["TemplateItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-template_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8743,19 +10537,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            /** @description The template is not at the version `If-Match` names. */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["VersionMismatchError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-template_not_found"];
+            412: components["responses"]["412-version_mismatch"];
             default: components["responses"]["Error"];
         };
     };
@@ -8787,19 +10573,11 @@ export interface operations {
                     "application/json": components["schemas"]["TemplateItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            /** @description The template is not at the version `If-Match` names. */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["VersionMismatchError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-template_not_found"];
+            412: components["responses"]["412-version_mismatch"];
             413: components["responses"]["Error"];
             default: components["responses"]["Error"];
         };
@@ -8827,8 +10605,10 @@ export interface operations {
                     "application/json": components["schemas"]["LlmProviderList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8854,10 +10634,11 @@ export interface operations {
                     "application/json": components["schemas"]["LlmProviderItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            402: components["responses"]["Error"];
-            403: components["responses"]["Forbidden"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-plan_limit_reached"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8881,10 +10662,10 @@ export interface operations {
                     "application/json": components["schemas"]["LlmProviderItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8906,10 +10687,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8937,10 +10718,10 @@ export interface operations {
                     "application/json": components["schemas"]["LlmProviderItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8968,10 +10749,10 @@ export interface operations {
                     "application/json": components["schemas"]["LlmProviderItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -8995,19 +10776,11 @@ export interface operations {
                     "application/json": components["schemas"]["LlmProviderTestResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            /** @description The provider failed (its HTTP status, a timeout, an unreadable reply, or an address the egress policy refuses). */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["LlmProviderError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
+            502: components["responses"]["502-llm_provider_error"];
             default: components["responses"]["Error"];
         };
     };
@@ -9036,10 +10809,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9076,10 +10849,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-llm_provider_not_found-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9104,10 +10877,10 @@ export interface operations {
                     "application/json": components["schemas"]["AccessGrantItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-grant_not_found-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9131,17 +10904,9 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerLlmConfig"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description `worker_stopped`: a member stopped the worker; start it first. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            409: components["responses"]["409-worker_stopped"];
             default: components["responses"]["Error"];
         };
     };
@@ -9168,9 +10933,10 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9196,10 +10962,11 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerCreated"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            402: components["responses"]["PlanLimitReached"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-plan_limit_reached"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9223,17 +10990,10 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description `worker_not_found`: no such worker in the caller's organization. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9255,18 +11015,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description Reason `worker_creator_or_admin_required`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ForbiddenError"];
-                };
-            };
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9294,18 +11046,10 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description Reason `worker_creator_or_admin_required`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ForbiddenError"];
-                };
-            };
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9331,44 +11075,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description Reason `worker_creator_or_admin_required`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ForbiddenError"];
-                };
-            };
-            /** @description `worker_not_found`: no such worker in the caller's organization. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
-            /** @description `worker_runtime_unavailable`: the worker has no runtime URL, or it is stopped. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
-            /** @description `worker_runtime_error`: the runtime refused the connection, timed out, answered non-2xx, or its reply was not a JSON object (text, an array, more than 1 MiB). */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            404: components["responses"]["404-organization_not_found-worker_not_found"];
+            409: components["responses"]["409-worker_runtime_unavailable"];
+            502: components["responses"]["502-worker_runtime_error"];
             default: components["responses"]["Error"];
         };
     };
@@ -9397,17 +11109,9 @@ export interface operations {
                     "application/json": components["schemas"]["HeartbeatAccepted"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description `worker_stopped`: a member stopped the worker; start it first. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            409: components["responses"]["409-worker_stopped"];
             default: components["responses"]["Error"];
         };
     };
@@ -9431,18 +11135,10 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description Reason `worker_creator_or_admin_required`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ForbiddenError"];
-                };
-            };
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9466,18 +11162,10 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description Reason `worker_creator_or_admin_required`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ForbiddenError"];
-                };
-            };
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9501,18 +11189,10 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerTokenRotated"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description Reason `worker_creator_or_admin_required`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ForbiddenError"];
-                };
-            };
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9541,9 +11221,10 @@ export interface operations {
                     "application/json": components["schemas"]["WorkerActivityList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9571,17 +11252,9 @@ export interface operations {
                     "application/json": components["schemas"]["ActivityAccepted"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description `worker_stopped`: a member stopped the worker; start it first. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            409: components["responses"]["409-worker_stopped"];
             default: components["responses"]["Error"];
         };
     };
@@ -9603,9 +11276,9 @@ export interface operations {
                     "application/json": components["schemas"]["Billing"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9630,10 +11303,10 @@ export interface operations {
                     "application/json": components["schemas"]["BillingUsage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9659,9 +11332,10 @@ export interface operations {
                     "application/json": components["schemas"]["IngestAccepted"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9688,19 +11362,11 @@ export interface operations {
                     "application/json": components["schemas"]["UsageAnalytics"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The organization's plan does not include the `analytics` feature. */
-            402: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9727,9 +11393,9 @@ export interface operations {
                     "application/json": components["schemas"]["AdminOrganizationList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-platform_admin_required"];
             default: components["responses"]["Error"];
         };
     };
@@ -9759,10 +11425,10 @@ export interface operations {
                     "application/json": components["schemas"]["AdminOrganizationItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-platform_admin_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9791,9 +11457,9 @@ export interface operations {
                     "application/json": components["schemas"]["AdminMailMessageList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-platform_admin_required"];
             default: components["responses"]["Error"];
         };
     };
@@ -9821,10 +11487,10 @@ export interface operations {
                     "application/json": components["schemas"]["EventList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9851,10 +11517,10 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9886,10 +11552,10 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookCreated"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9913,10 +11579,10 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9938,10 +11604,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -9974,10 +11640,10 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10004,10 +11670,10 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10035,11 +11701,11 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-webhook_not_found"];
+            409: components["responses"]["409-webhook_disabled"];
             default: components["responses"]["Error"];
         };
     };
@@ -10068,10 +11734,10 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10099,11 +11765,11 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-delivery_not_found-organization_not_found-webhook_not_found"];
+            409: components["responses"]["409-webhook_disabled"];
             default: components["responses"]["Error"];
         };
     };
@@ -10138,10 +11804,10 @@ export interface operations {
                     "application/json": components["schemas"]["AuditEntryList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10170,19 +11836,11 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The organization's plan does not include the `auditLog` feature. */
-            402: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10204,9 +11862,9 @@ export interface operations {
                     "application/json": components["schemas"]["AuditVerification"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10233,10 +11891,10 @@ export interface operations {
                     "application/json": components["schemas"]["SsoConnectionList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10262,19 +11920,11 @@ export interface operations {
                     "application/json": components["schemas"]["SsoConnectionItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The plan lacks the feature `sso`. */
-            402: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10298,10 +11948,10 @@ export interface operations {
                     "application/json": components["schemas"]["SsoConnectionItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-sso_connection_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10323,19 +11973,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The plan lacks the feature `sso`. */
-            402: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-sso_connection_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10363,19 +12005,11 @@ export interface operations {
                     "application/json": components["schemas"]["SsoConnectionItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The plan lacks the feature `sso`. */
-            402: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-sso_connection_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10399,8 +12033,8 @@ export interface operations {
                     "application/samlmetadata+xml": string;
                 };
             };
-            400: components["responses"]["BadRequest"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            404: components["responses"]["404-sso_connection_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10427,10 +12061,10 @@ export interface operations {
                     "application/json": components["schemas"]["SsoDomainList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10458,20 +12092,12 @@ export interface operations {
                     "application/json": components["schemas"]["SsoDomainItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The plan lacks the feature `sso`. */
-            402: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            409: components["responses"]["409-domain_exists-domain_taken"];
             default: components["responses"]["Error"];
         };
     };
@@ -10495,10 +12121,10 @@ export interface operations {
                     "application/json": components["schemas"]["SsoDomainItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-sso_domain_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10520,19 +12146,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The plan lacks the feature `sso`. */
-            402: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-sso_domain_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10556,20 +12174,12 @@ export interface operations {
                     "application/json": components["schemas"]["SsoDomainItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The plan lacks the feature `sso`. */
-            402: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-sso_domain_not_found"];
+            409: components["responses"]["409-domain_taken-domain_verification_failed"];
             default: components["responses"]["Error"];
         };
     };
@@ -10591,9 +12201,9 @@ export interface operations {
                     "application/json": components["schemas"]["SsoPolicyItem"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10621,19 +12231,11 @@ export interface operations {
                     "application/json": components["schemas"]["SsoPolicyItem"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            /** @description The plan lacks the feature `sso`. */
-            402: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EnterprisePlanRequiredError"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10659,18 +12261,10 @@ export interface operations {
                     "application/json": components["schemas"]["StartSsoResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            /** @description The identity provider's discovery document could not be fetched. */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request-oauth_error"];
+            404: components["responses"]["404-sso_not_configured"];
+            429: components["responses"]["429-rate_limited"];
+            502: components["responses"]["502-sso_provider_error"];
             default: components["responses"]["Error"];
         };
     };
@@ -10709,27 +12303,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `invalid_request` (a bad, expired or reused `state`, a missing `code`, a wrong `iss`) or `oauth_error` when the identity provider redirected with `error`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvalidRequestError"] | components["schemas"]["OAuthError"];
-                };
-            };
-            402: components["responses"]["PlanLimitReached"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            /** @description The identity provider's token endpoint failed. */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            400: components["responses"]["400-invalid_request-oauth_error"];
+            402: components["responses"]["402-plan_limit_reached"];
+            403: components["responses"]["403-email_domain_not_verified-member_suspended"];
+            404: components["responses"]["404-organization_not_found"];
+            409: components["responses"]["409-email_taken"];
+            429: components["responses"]["429-rate_limited"];
+            502: components["responses"]["502-sso_provider_error"];
             default: components["responses"]["Error"];
         };
     };
@@ -10763,10 +12343,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            402: components["responses"]["PlanLimitReached"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            402: components["responses"]["402-plan_limit_reached"];
+            403: components["responses"]["403-email_domain_not_verified-member_suspended"];
+            404: components["responses"]["404-organization_not_found"];
+            409: components["responses"]["409-email_taken"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -10792,8 +12374,8 @@ export interface operations {
                     "application/json": components["schemas"]["SignedIn"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            429: components["responses"]["TooManyRequests"];
+            400: components["responses"]["400-invalid_request"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -10820,10 +12402,10 @@ export interface operations {
                     "application/json": components["schemas"]["ScimTokenList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10856,11 +12438,11 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            402: components["responses"]["Error"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10882,10 +12464,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-scim_token_not_found"];
             default: components["responses"]["Error"];
         };
     };
@@ -10913,10 +12495,10 @@ export interface operations {
                     "application/json": components["schemas"]["DirectoryUserList"];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };

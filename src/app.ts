@@ -7,9 +7,9 @@ import type { Settings } from './settings';
 import type { Clock } from './lib/clock';
 import { Cursors } from './lib/pagination';
 import { SecretBox, deriveKey } from './lib/crypto';
-import { Invalid } from './lib/errors';
+import { Invalid, PayloadTooLarge, UnsupportedMediaType, type AppError } from './lib/errors';
 import { createApiRouter, send } from './http/router';
-import { errorToResult, isScimPath } from './http/errors';
+import { errorToResult, isScimPath, resultOf } from './http/errors';
 import { docsRouter } from './http/docs';
 import { scimRouteSpellings } from './scim/route-spellings';
 import { requestLogger } from './http/logging';
@@ -124,21 +124,23 @@ export function createApp(options: AppOptions): express.Express {
 
   // Body-parser failures carry a `type`; everything else goes through the one error mapper.
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const type = (err as { type?: string }).type;
-    if (type === 'entity.parse.failed') {
-      send(res, { status: 400, body: Invalid.at(['body'], 'Malformed JSON body.').body() });
-    } else if (type === 'entity.shape') {
-      const { path, message } = (err as { problem: ShapeProblem }).problem;
-      send(res, { status: 400, body: new Invalid([{ path, message }], `${path.join('.')}: ${message}.`).body() });
-    } else if (type === 'entity.too.large') {
-      send(res, { status: 413, body: { error: 'payload_too_large', message: `Body exceeds ${settings.bodyLimitBytes} bytes.` } });
-    } else if (type === 'unsupported.media.type') {
-      send(res, { status: 415, body: { error: 'unsupported_media_type', message: 'Send the body as application/json.' } });
-    } else if (type && (err as { status?: number }).status && (err as { status: number }).status < 500) {
-      send(res, { status: 400, body: Invalid.at(['body'], 'The body could not be read.').body() });
-    } else {
-      send(res, errorToResult(err, req.log ?? logger));
-    }
+    const refusal = bodyRefusal(err, settings.bodyLimitBytes);
+    send(res, refusal ? resultOf(refusal) : errorToResult(err, req.log ?? logger));
   });
   return app;
+}
+
+/** A body the parser refused, as the error class it is answered with (null: not a body problem). */
+function bodyRefusal(err: unknown, bodyLimitBytes: number): AppError | null {
+  const type = (err as { type?: string }).type;
+  if (type === 'entity.parse.failed') return Invalid.at(['body'], 'Malformed JSON body: send one JSON value.');
+  if (type === 'entity.shape') {
+    const { path, message } = (err as { problem: ShapeProblem }).problem;
+    return new Invalid([{ path, message }], `${path.join('.')}: ${message}.`);
+  }
+  if (type === 'entity.too.large') return new PayloadTooLarge(`Body exceeds ${bodyLimitBytes} bytes.`);
+  if (type === 'unsupported.media.type') return new UnsupportedMediaType();
+  const status = (err as { status?: number }).status;
+  if (type && status && status < 500) return Invalid.at(['body'], 'The body could not be read: send UTF-8 JSON.');
+  return null;
 }

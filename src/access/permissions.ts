@@ -10,10 +10,12 @@
  * (wave-1 clients rely on `org_admin_required` and friends; keys new in wave 2 use
  * `permission_required`).
  */
+import type { CodeWithStatus } from '../lib/error-codes';
+
 export interface PermissionDefinition {
   description: string;
   minimum: 'owner' | 'admin' | 'member';
-  reason: string;
+  reason: CodeWithStatus<403>;
 }
 
 const ADMIN = 'org_admin_required';

@@ -163,7 +163,10 @@ export function visibleTo(ref: GrantTableRef, alias: string, memberId: string): 
  * Throws 403 unless `role` reaches `needed`. The reason is stable: `<resource>_<needed>_required`
  * (e.g. `marketplace_manager_required`).
  */
-export function requireRole(role: ResourceRole | null, needed: ResourceRole, resource: string, label = resource.replace(/_/g, ' ')): void {
+/** The kinds of resource members hold roles on (the 403 reasons of src/lib/error-codes.ts name them). */
+export type RoleResource = 'marketplace' | 'plugin' | 'connector_instance' | 'llm_provider';
+
+export function requireRole(role: ResourceRole | null, needed: ResourceRole, resource: RoleResource, label: string = resource.replace(/_/g, ' ')): void {
   if (!hasRole(role, needed)) {
     throw new Forbidden(`${resource}_${needed}_required`, `This action needs the ${needed} role on the ${label}.`);
   }

@@ -60,3 +60,15 @@ export function assertSessionGates(principal: AnyPrincipal | null, operation: { 
     throw new Forbidden('sso_required', 'This organization requires single sign-on through its own identity provider: sign in through SSO (POST /v1/auth/sso/start).');
   }
 }
+
+/**
+ * The 403 reasons the gates above can answer on an operation a session may call: the contract
+ * lists them with the operation's other codes (scripts/error-contract.ts).
+ */
+export function gateReasons(operation: { path: string; operationId?: string }): Array<'email_not_verified' | 'mfa_enrollment_required' | 'sso_required'> {
+  const reasons: Array<'email_not_verified' | 'mfa_enrollment_required' | 'sso_required'> = [];
+  if (!unverifiedMayUse(operation.path)) reasons.push('email_not_verified');
+  if (!isUsersOwn(operation)) reasons.push('mfa_enrollment_required');
+  if (!isUsersOwn(operation) && !OUTSIDE_THE_ORGANIZATION.has(operation.operationId ?? '') && !operation.path.startsWith('/v1/admin/')) reasons.push('sso_required');
+  return reasons;
+}

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ErrorObject } from 'ajv';
-import { AppError, Invalid, Unavailable, type ErrorDetail } from '../lib/errors';
+import { AppError, InternalError, Invalid, Unavailable, type ErrorDetail } from '../lib/errors';
 import { isBadValue, isUnavailable } from '../db/errors';
 import type { HttpResult } from './types';
 import { isScimErrorBody, scimErrorBody } from '../scim/errors';
@@ -10,22 +10,24 @@ import { isScimErrorBody, scimErrorBody } from '../scim/errors';
  * outages become 503; everything else is a 500 without internals, logged with its stack.
  */
 export function errorToResult(err: unknown, logger: Logger): HttpResult {
-  if (err instanceof AppError) {
-    return { status: err.status, body: err.body(), headers: err.headers() };
-  }
+  if (err instanceof AppError) return resultOf(err);
   if (isUnavailable(err)) {
     logger.warn({ err: describe(err) }, 'database unavailable');
-    const unavailable = new Unavailable();
-    return { status: unavailable.status, body: unavailable.body(), headers: { 'Retry-After': '5' } };
+    return resultOf(new Unavailable());
   }
   if (isBadValue(err)) {
     // The validator should have refused this value; answer 400 and log so the spec gets a limit.
     logger.warn({ err: describe(err) }, 'database refused a value the validator let through');
-    const invalid = Invalid.at(['body'], 'A value is out of range or malformed.');
-    return { status: 400, body: invalid.body() };
+    return resultOf(Invalid.at(['body'], 'A value is out of range or malformed.'));
   }
   logger.error({ err }, 'unhandled error');
-  return { status: 500, body: { error: 'internal_error', message: 'An unexpected error occurred.' } };
+  return resultOf(new InternalError());
+}
+
+/** An error class as the answer it gives. */
+export function resultOf(err: AppError): HttpResult {
+  const headers = err.headers();
+  return Object.keys(headers).length > 0 ? { status: err.status, body: err.body(), headers } : { status: err.status, body: err.body() };
 }
 
 function describe(err: unknown): { message: string; code?: string } {
@@ -43,8 +45,12 @@ export function validationDetails(errors: ErrorObject[] | null | undefined): Err
   const details: ErrorDetail[] = [];
   for (const error of errors ?? []) {
     const segments = error.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-    const params = error.params as { missingProperty?: string; additionalProperty?: string };
+    const params = error.params as { missingProperty?: string; additionalProperty?: string; allowedValues?: unknown[]; allowedValue?: unknown };
     let message = error.message ?? 'is invalid';
+    // Say what is allowed: AJV's "must be equal to one of the allowed values" names none.
+    if (error.keyword === 'enum' && params.allowedValues) message = `must be one of: ${params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+    else if (error.keyword === 'const') message = `must be ${JSON.stringify(params.allowedValue)}`;
+    else if (error.keyword === 'not' && typeof error.parentSchema?.['x-not-message'] === 'string') message = error.parentSchema['x-not-message'] as string;
     if (params.missingProperty) {
       segments.push(params.missingProperty);
       message = 'is required';

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Context } from 'openapi-backend';
-import { Invalid, Unauthorized } from '../lib/errors';
+import { Invalid, MethodNotAllowed, ResponseValidationFailed, RouteNotFound, Unauthorized } from '../lib/errors';
 import { isUnavailable } from '../db/errors';
 import { assertSessionGates } from '../access/session-gates';
 import { CREDENTIAL_RESOLVERS, credentialReader, type SchemeDefinition } from '../principal';
@@ -13,7 +13,7 @@ import { installFastParsing, installFastRouting } from './fast-router';
 import { createDispatcher } from './dispatch';
 import { nulInRequest } from '../protection/nul';
 import { malformedEncoding } from './encoding';
-import { errorToResult, shapeForRoute, validationDetails } from './errors';
+import { errorToResult, resultOf, shapeForRoute, validationDetails } from './errors';
 import { serializeBody } from '../lib/json-text';
 import { deferredCredentials, sessionLoaders } from './registry';
 import { contextOfRequest } from '../audit';
@@ -57,25 +57,17 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       res.locals.operationId = c.operation.operationId;
     },
     validationFail: (c: Context): HttpResult => {
-      const details = validationDetails(c.validation.errors);
-      return { status: 400, body: new Invalid(details).body() };
+      return resultOf(new Invalid(validationDetails(c.validation.errors)));
     },
-    notFound: (c: Context): HttpResult => ({
-      status: 404,
-      body: { error: 'not_found', message: `No route for ${c.request.method.toUpperCase()} ${c.request.path}.` },
-    }),
-    methodNotAllowed: (c: Context): HttpResult => ({
-      status: 405,
-      body: { error: 'method_not_allowed', message: `${c.request.method.toUpperCase()} is not allowed on ${c.request.path}.` },
-    }),
+    notFound: (c: Context): HttpResult => resultOf(new RouteNotFound(c.request.method, c.request.path)),
+    methodNotAllowed: (c: Context): HttpResult => resultOf(new MethodNotAllowed(c.request.method, c.request.path)),
     unauthorizedHandler: (c: Context): HttpResult => {
       // A security handler that failed because the database is down is not an auth failure.
       for (const result of Object.values(c.security ?? {})) {
         const error = (result as { error?: unknown } | undefined)?.error;
         if (error && isUnavailable(error)) throw error;
       }
-      const unauthorized = new Unauthorized();
-      return { status: unauthorized.status, body: unauthorized.body() };
+      return resultOf(new Unauthorized());
     },
   });
 
@@ -120,26 +112,29 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       } catch (err) {
         result = errorToResult(err, req.log ?? deps.logger);
       }
-      result = shapeForRoute(c.request.path, result);
       return options.validateResponses ? checkResponse(operationId, result, req) : result;
     });
   }
 
-  /** Test/development guard: a response the spec does not declare is a bug in the service. */
-  function checkResponse(operationId: OperationId, result: HttpResult, req: Request): HttpResult {
-    if (result.status === 500 || result.stream) return result;
+  /**
+   * Test/development guard: a response the spec does not declare is a bug in the service. What is
+   * checked is what `send` will send (SCIM routes shaped there, once).
+   */
+  function checkResponse(operationId: OperationId, answer: HttpResult, req: Request): HttpResult {
+    if (answer.status === 500 || answer.stream) return answer;
+    const result = shapeForRoute(req.path, answer);
     const operation = api.getOperation(operationId);
     const declared = operation?.responses ?? {};
     const known = String(result.status) in declared || 'default' in declared;
     const declaredResponse = declared[String(result.status)] as { content?: unknown } | undefined;
-    if (known && result.body === undefined && declaredResponse && !declaredResponse.content) return result;
+    if (known && result.body === undefined && declaredResponse && !declaredResponse.content) return answer;
     // What is checked is what is sent: the serialised body, parsed (JSON text spliced in, dates as strings).
     const sent: unknown = result.body === undefined ? undefined : JSON.parse(serializeBody(result.body));
     const check = known ? api.validateResponse(sent, operationId, result.status) : undefined;
-    if (known && !check?.errors?.length) return result;
+    if (known && !check?.errors?.length) return answer;
     const problem = known ? JSON.stringify(check?.errors) : `status ${result.status} is not declared`;
     (req.log ?? deps.logger).error({ operationId, status: result.status, problem }, 'response does not match the spec');
-    return { status: 500, body: { error: 'response_validation_failed', message: `${operationId} ${result.status}: ${problem}` } };
+    return resultOf(new ResponseValidationFailed(`${operationId} ${result.status}: ${problem}`));
   }
 
   const ready = initBackend(api, {
@@ -155,7 +150,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       .then((dispatch) => {
         const matched = api.router.matchOperation({ method: req.method, path: req.path } as never);
         const malformed = matched ? malformedEncoding(req.path, matched.path, req.originalUrl) : null;
-        if (malformed) return { status: 400, body: new Invalid([malformed], `${malformed.path.join('.')} is not valid percent-encoding.`).body() };
+        if (malformed) return resultOf(new Invalid([malformed], `${malformed.path.join('.')} is not valid percent-encoding.`));
         const request = toBackendRequest(req);
         // OAuth callbacks ignore response parameters they do not know (RFC 6749 §4.1.2).
         if (matched && (matched as unknown as Record<string, unknown>)['x-unknown-query-parameters'] === 'ignore') {

@@ -9,7 +9,8 @@ import { isTypeId } from '../lib/ids';
  * validator is built on Ajv2020 with the standard formats and our `typeid` format.
  */
 export function createAjv(options: Options): Ajv {
-  const ajv = new Ajv2020({ ...options, strict: false, allErrors: true });
+  // verbose: an error carries its schema, so a `not` can say what is allowed (`x-not-message`).
+  const ajv = new Ajv2020({ ...options, strict: false, allErrors: true, verbose: true });
   addFormats(ajv);
   ajv.addFormat('typeid', { type: 'string', validate: isTypeId });
   // OpenAPI keywords AJV does not know; harmless annotations.

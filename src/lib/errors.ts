@@ -1,6 +1,9 @@
+import type { CodeWithStatus, ErrorCode } from './error-codes';
+
 /**
- * The few error classes services throw. Each carries its HTTP status and the spec's body; one
- * middleware (src/http/errors.ts) turns them into responses, so no handler builds an error body.
+ * The error classes: every error answer of the service is one of these. Each carries its HTTP
+ * status and the spec's body; one mapper (src/http/errors.ts) turns them into responses, so no
+ * handler, router hook or middleware builds an error body. Codes come from ./error-codes.ts.
  */
 export interface ErrorDetail {
   message: string;
@@ -30,8 +33,8 @@ export class Invalid extends AppError {
 }
 
 /**
- * 401 E-unauth. The body is exactly `{error: 'unauthorized'}` (interface-spec §7); the message
- * stays on the error for logs and is never sent.
+ * 401 without credentials. The body is exactly `{error: 'unauthorized'}`; the message stays on the
+ * error for logs and is never sent.
  */
 export class Unauthorized extends AppError {
   readonly status = 401;
@@ -46,7 +49,7 @@ export class Unauthorized extends AppError {
 /** 401 with a specific code (e.g. `invalid_credentials`). */
 export class Unauthenticated extends AppError {
   readonly status = 401;
-  constructor(readonly code: string, message: string) {
+  constructor(readonly code: CodeWithStatus<401>, message: string) {
     super(message);
   }
   body() {
@@ -55,12 +58,12 @@ export class Unauthenticated extends AppError {
 }
 
 /**
- * 403. `variant: 'reason-only'` gives the `{reason, message}` body that the interface
- * specification fixes for update and delete marketplace.
+ * 403; the code is the body's `reason`. `variant: 'reason-only'` gives the `{reason, message}`
+ * body update and delete marketplace answer.
  */
 export class Forbidden extends AppError {
   readonly status = 403;
-  constructor(readonly reason: string, message: string, readonly variant: 'standard' | 'reason-only' = 'standard') {
+  constructor(readonly reason: CodeWithStatus<403>, message: string, readonly variant: 'standard' | 'reason-only' = 'standard') {
     super(message);
   }
   withVariant(variant: 'standard' | 'reason-only'): Forbidden {
@@ -74,8 +77,8 @@ export class Forbidden extends AppError {
 }
 
 /** A status with a `{error: code, message}` body: 404 not found, 409 conflict, 410 gone, ... */
-export class CodedError extends AppError {
-  constructor(readonly status: number, readonly code: string, message: string, private readonly extra: Record<string, unknown> = {}) {
+export class CodedError<S extends number = number> extends AppError {
+  constructor(readonly status: S, readonly code: CodeWithStatus<S>, message: string, private readonly extra: Record<string, unknown> = {}) {
     super(message);
   }
   body() {
@@ -83,33 +86,36 @@ export class CodedError extends AppError {
   }
 }
 
-export class NotFound extends CodedError {
-  constructor(code: string, message: string) {
+export class NotFound extends CodedError<404> {
+  constructor(code: CodeWithStatus<404>, message: string) {
     super(404, code, message);
   }
 }
 
-export class Conflict extends CodedError {
-  constructor(code: string, message: string) {
+export class Conflict extends CodedError<409> {
+  constructor(code: CodeWithStatus<409>, message: string) {
     super(409, code, message);
   }
 }
 
 /** 502: an upstream (suite chat, worker runtime, OAuth server) failed. */
-export class Upstream extends CodedError {
-  constructor(code: string, message: string) {
+export class Upstream extends CodedError<502> {
+  constructor(code: CodeWithStatus<502>, message: string) {
     super(502, code, message);
   }
 }
 
 /** 503: the database (or another dependency we cannot work without) is unreachable. */
-export class Unavailable extends CodedError {
+export class Unavailable extends CodedError<503> {
   constructor(message = 'The service is temporarily unavailable; retry shortly.') {
     super(503, 'service_unavailable', message);
   }
+  override headers() {
+    return { 'Retry-After': '5' };
+  }
 }
 
-export class RateLimited extends CodedError {
+export class RateLimited extends CodedError<429> {
   constructor(readonly retryAfterSeconds: number, message = 'Too many requests; retry later.') {
     super(429, 'rate_limited', message);
   }
@@ -118,8 +124,49 @@ export class RateLimited extends CodedError {
   }
 }
 
-export class NotImplemented extends CodedError {
+export class NotImplemented extends CodedError<501> {
   constructor(operationId: string) {
     super(501, 'not_implemented', `${operationId} is declared in the contract but not built yet.`);
   }
 }
+
+/** 404 for a path no operation has (the router's answer before any operation runs). */
+export class RouteNotFound extends CodedError<404> {
+  constructor(method: string, path: string) {
+    super(404, 'not_found', `No route for ${method.toUpperCase()} ${path}.`);
+  }
+}
+
+export class MethodNotAllowed extends CodedError<405> {
+  constructor(method: string, path: string) {
+    super(405, 'method_not_allowed', `${method.toUpperCase()} is not allowed on ${path}.`);
+  }
+}
+
+export class PayloadTooLarge extends CodedError<413> {
+  constructor(message: string) {
+    super(413, 'payload_too_large', message);
+  }
+}
+
+export class UnsupportedMediaType extends CodedError<415> {
+  constructor(message = 'Send the body as application/json.') {
+    super(415, 'unsupported_media_type', message);
+  }
+}
+
+/** 500 with nothing about the cause (the mapper logs it). */
+export class InternalError extends CodedError<500> {
+  constructor() {
+    super(500, 'internal_error', 'An unexpected error occurred.');
+  }
+}
+
+/** Development and test only: the answer does not match the contract (src/http/router.ts). */
+export class ResponseValidationFailed extends CodedError<500> {
+  constructor(message: string) {
+    super(500, 'response_validation_failed', message);
+  }
+}
+
+export type { ErrorCode };

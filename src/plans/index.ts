@@ -33,13 +33,13 @@ type Gating = Pick<Settings, 'planGating'>;
 const LIMIT_WORDS: Record<LimitName, string> = { members: 'members', workers: 'workers', llmProviders: 'LLM providers' };
 const FEATURE_WORDS: Record<FeatureName, string> = { analytics: 'Usage analytics', sso: 'Single sign-on', scim: 'SCIM provisioning', auditLog: 'The audit log' };
 
-export class PlanLimitReached extends CodedError {
+export class PlanLimitReached extends CodedError<402> {
   constructor(readonly limit: LimitName, max: number, plan: string) {
     super(402, 'plan_limit_reached', `The ${plan} plan allows at most ${max} ${LIMIT_WORDS[limit]}; upgrade the plan to add more.`, { limit });
   }
 }
 
-export class FeatureNotInPlan extends CodedError {
+export class FeatureNotInPlan extends CodedError<402> {
   constructor(readonly feature: FeatureName) {
     super(402, 'enterprise_plan_required', `${FEATURE_WORDS[feature]} is not part of the organization's plan.`, { feature });
   }

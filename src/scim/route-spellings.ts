@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { SCIM_BASE_PATH } from '../http/errors';
+import { SCIM_BASE_PATH, resultOf } from '../http/errors';
+import { MethodNotAllowed } from '../lib/errors';
 import { send } from '../http/router';
 
 /**
@@ -33,7 +34,7 @@ export function scimRouteSpellings(req: Request, res: Response, next: NextFuncti
     if (canonical !== path) req.url = at === -1 ? canonical : `${canonical}${req.url.slice(at)}`;
     const endpoint = canonical.slice(PREFIX.length).split('/')[0]!;
     if (READ_ONLY.has(endpoint) && req.method !== 'GET' && req.method !== 'HEAD') {
-      send(res, { status: 405, body: { error: 'method_not_allowed', message: `${req.method} is not allowed on ${canonical}.` } });
+      send(res, resultOf(new MethodNotAllowed(req.method, canonical)));
       return;
     }
   }

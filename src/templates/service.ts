@@ -14,7 +14,7 @@ export const MAX_CONTENT_BYTES = 256 * 1024;
 
 const templateNotFound = () => new NotFound('template_not_found', 'The template could not be found.');
 
-export class VersionMismatch extends CodedError {
+export class VersionMismatch extends CodedError<412> {
   constructor(current: number) {
     super(412, 'version_mismatch', `The template is at version ${current}; reload it and apply the change again.`, { version: current });
   }

@@ -1,0 +1,152 @@
+// npm run spec:errors: lists, per operation and status, the error codes the code can answer, and
+// writes them into the contract: each error response of an operation becomes a reference to the
+// answer for its set of codes in openapi/components/error-answers.yaml (written here too, with
+// each code's meaning from src/lib/error-codes.ts). `--check` only prints the differences.
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Document, parseDocument, isMap, isPair, isScalar, type Pair, type YAMLMap } from 'yaml';
+import { ERROR_CODES, isErrorCode } from '../src/lib/error-codes';
+import { codeSide, contractSide, differences, loadBundle, DEFAULT_STATUSES, type CodesByStatus } from './error-contract';
+
+const ROOT = path.resolve(__dirname, '..');
+const GATE_REASONS = new Set(['email_not_verified', 'mfa_enrollment_required', 'sso_required']);
+const ANSWERS = 'openapi/components/error-answers.yaml';
+
+/** Codes whose body carries more than `error` and `message`: their own schema in errors.yaml. */
+const SHAPED: Record<string, string> = {
+  invalid_request: 'errors.yaml#/InvalidRequestError',
+  unauthorized: 'errors.yaml#/UnauthorizedError',
+  plan_limit_reached: 'errors.yaml#/PlanLimitReachedError',
+  enterprise_plan_required: 'errors.yaml#/EnterprisePlanRequiredError',
+  version_mismatch: 'templates.yaml#/VersionMismatchError',
+};
+
+const TITLES: Record<number, string> = {
+  400: 'The request is refused.',
+  401: 'Not authenticated.',
+  402: "Not in the organization's plan.",
+  403: 'Not permitted.',
+  404: 'Not found in the caller\'s organization.',
+  409: "Conflicts with the resource's current state.",
+  410: 'Gone.',
+  412: 'The resource changed since it was read.',
+  429: 'Too many requests.',
+  502: 'An upstream service failed.',
+};
+
+function answerName(status: number, codes: string[], reasonOnly: boolean): string {
+  return `${status}${reasonOnly ? '-reason-only' : ''}-${codes.join('-')}`;
+}
+
+function answer(status: number, codes: string[], reasonOnly: boolean): Record<string, unknown> {
+  const lines = codes.map((c) => `- \`${c}\`: ${isErrorCode(c) ? ERROR_CODES[c].description : '?'}`);
+  const description = `${TITLES[status] ?? 'Refused.'} ${status === 403 ? '`reason`' : '`error`'} is one of:\n\n${lines.join('\n')}`;
+  let schema: Record<string, unknown>;
+  if (status === 403) {
+    const standard = (reasons: string[]) => ({ type: 'object', required: ['error', 'reason', 'message'], properties: { error: { type: 'string', const: 'forbidden' }, reason: { type: 'string', enum: reasons }, message: { type: 'string' } } });
+    if (reasonOnly) {
+      // The handler's refusals have no `error`; the session gate answers before it, in the standard body.
+      const gate: string[] = codes.filter((c) => GATE_REASONS.has(c));
+      const own = { type: 'object', required: ['reason', 'message'], additionalProperties: false, properties: { reason: { type: 'string', enum: codes.filter((c) => !gate.includes(c)) }, message: { type: 'string' } } };
+      schema = gate.length > 0 ? { oneOf: [own, standard(gate)] } : own;
+    } else {
+      schema = standard(codes);
+    }
+  } else {
+    const plain = codes.filter((c) => !SHAPED[c]);
+    const branches: Record<string, unknown>[] = codes.filter((c) => SHAPED[c]).map((c) => ({ $ref: `./${SHAPED[c]}` }));
+    if (plain.length > 0) branches.push({ type: 'object', required: ['error', 'message'], properties: { error: { type: 'string', enum: plain }, message: { type: 'string' } } });
+    schema = branches.length === 1 ? branches[0]! : { oneOf: branches };
+  }
+  const result: Record<string, unknown> = { description, content: { 'application/json': { schema } } };
+  if (status === 429) result.headers = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
+  return result;
+}
+
+interface Edit {
+  start: number;
+  end: number;
+  text: string;
+}
+
+function lineStart(text: string, offset: number): number {
+  return text.lastIndexOf('\n', offset - 1) + 1;
+}
+
+function lineEnd(text: string, offset: number): number {
+  const at = text.indexOf('\n', offset);
+  return at === -1 ? text.length : at + 1;
+}
+
+function main(): void {
+  const check = process.argv.includes('--check');
+  const doc = loadBundle();
+  const { expected, unresolved } = codeSide(doc);
+  const problems = differences(expected, contractSide(doc));
+  for (const u of unresolved) console.log(`unresolved: ${u}`);
+  for (const p of problems) console.log(p);
+  if (check) {
+    process.exit(problems.length > 0 || unresolved.length > 0 ? 1 : 0);
+  }
+
+  const answers = new Map<string, Record<string, unknown>>();
+  const dir = path.join(ROOT, 'openapi', 'paths');
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml'))) {
+    const full = path.join(dir, file);
+    const text = readFileSync(full, 'utf8');
+    const ydoc = parseDocument(text);
+    const edits: Edit[] = [];
+    for (const pathPair of (ydoc.contents as YAMLMap).items as Pair[]) {
+      if (!isMap(pathPair.value)) continue;
+      for (const methodPair of pathPair.value.items as Pair[]) {
+        if (!isMap(methodPair.value)) continue;
+        const operationId = methodPair.value.get('operationId');
+        const want: CodesByStatus | undefined = typeof operationId === 'string' ? expected.get(operationId) : undefined;
+        if (!want) continue;
+        const responses = methodPair.value.get('responses', true);
+        if (!isMap(responses)) continue;
+        const pairs = (responses.items as Pair[]).filter(isPair);
+        const errorPairs = pairs.filter((p) => isScalar(p.key) && /^[45]\d\d$/.test(String(p.key.value)) && !DEFAULT_STATUSES.has(Number(p.key.value)));
+        const reasonOnly = errorPairs.some((p) => /MarketplaceForbiddenError|#\/403-reason-only-/.test(JSON.stringify((p.value as { toJSON?: () => unknown } | null)?.toJSON?.() ?? '')));
+        if (errorPairs.length === 0 && want.size === 0) continue;
+        const anchorPair = errorPairs[0] ?? pairs.find((p) => isScalar(p.key) && String(p.key.value) === 'default');
+        if (!anchorPair || !isScalar(anchorPair.key) || !anchorPair.key.range) throw new Error(`${file}: ${String(operationId)} has no error responses nor default`);
+        const keyStart = anchorPair.key.range[0];
+        const indent = ' '.repeat(keyStart - lineStart(text, keyStart));
+        const block = [...want]
+          .sort(([a], [b]) => a - b)
+          .map(([status, codes]) => {
+            const sorted = [...codes].sort();
+            const name = answerName(status, sorted, reasonOnly && status === 403);
+            answers.set(name, answer(status, sorted, reasonOnly && status === 403));
+            return `${indent}'${status}':\n${indent}  $ref: ../components/error-answers.yaml#/${name}\n`;
+          })
+          .join('');
+        if (errorPairs.length === 0) {
+          edits.push({ start: lineStart(text, keyStart), end: lineStart(text, keyStart), text: block });
+          continue;
+        }
+        for (const [i, p] of errorPairs.entries()) {
+          const start = lineStart(text, (p.key as { range: [number, number, number] }).range[0]);
+          const valueEnd = (p.value as { range?: [number, number, number] } | null)?.range?.[1] ?? start;
+          edits.push({ start, end: lineEnd(text, Math.max(start, valueEnd - 1)), text: i === 0 ? block : '' });
+        }
+      }
+    }
+    if (edits.length === 0) continue;
+    let out = text;
+    for (const e of edits.sort((a, b) => b.start - a.start)) out = out.slice(0, e.start) + e.text + out.slice(e.end);
+    if (out !== text) writeFileSync(full, out);
+  }
+
+  const header =
+    '# Error answers by the set of codes an operation can answer, referenced from openapi/paths/.\n' +
+    '# Written by `npm run spec:errors` from the code (src/lib/error-codes.ts has each meaning);\n' +
+    '# do not edit by hand.\n';
+  const sorted = [...answers].sort(([a], [b]) => a.localeCompare(b));
+  const body = new Document(Object.fromEntries(sorted));
+  writeFileSync(path.join(ROOT, ANSWERS), header + body.toString({ lineWidth: 100 }));
+  console.log(`${problems.length} difference(s) written; ${answers.size} answers in ${ANSWERS}. Run npm run generate.`);
+}
+
+main();
