@@ -17,6 +17,7 @@ import { enableMetrics, addScrapeGauges } from './observability/metrics';
 import { startMetricsServer } from './observability/metrics-server';
 import { processGauges } from './observability/outbox';
 import { markShuttingDown } from './system/lifecycle';
+import { settleResetWork } from './auth/passwords';
 
 /** The job runner runs one statement at a time (claim, record outcomes, maintenance); two leave room for a reconnect. */
 const JOB_POOL_MAX = 2;
@@ -94,6 +95,8 @@ async function main(): Promise<void> {
     const requestsDone = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     Promise.all([requestsDone, runner.stop()])
+      // Reset requests answered just before the stop queue their message after the reply.
+      .then(() => settleResetWork())
       .then(async () => {
         metricsServer?.close();
         await jobDatabase?.close();
