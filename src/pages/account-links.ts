@@ -2,15 +2,16 @@ import { CodedError, Invalid } from '../lib/errors';
 import { LINK_PATHS } from '../mail/templates';
 import { verifyEmail } from '../auth/verification';
 import { confirmPasswordReset } from '../auth/passwords';
+import { confirmEmailChange } from '../account/email-change';
 import { findUser, peekAccountToken, type TokenPurpose } from '../users/service';
 import { html, messagePage, page, problemText } from './layout';
 import type { PageContext, PageResult } from './router';
 
 /**
- * /verify-email and /reset-password (accounts-and-email §2, §3): the page checks the link's token
- * without using it, shows one button (verification: a mail scanner that fetches the link proves
- * nothing) or the new-password form, and its POST calls what POST /v1/auth/verify-email and
- * POST /v1/auth/password-reset/confirm call.
+ * /verify-email, /reset-password and /confirm-email-change (accounts-and-email §2, §3, §4): the
+ * page checks the link's token without using it, shows one button (a mail scanner that fetches
+ * the link proves nothing) or the new-password form, and its POST calls what
+ * POST /v1/auth/verify-email, /v1/auth/password-reset/confirm and /v1/auth/confirm-email-change call.
  */
 function deadLink(ctx: PageContext, what: string): PageResult {
   return { status: 400, html: messagePage('This link cannot be used', 'error', ['This link is invalid, already used or expired.', what], ctx.productName) };
@@ -96,4 +97,39 @@ export async function submitResetPassword(ctx: PageContext, input: Record<string
     throw err;
   }
   return { status: 200, html: messagePage('Password changed', 'ok', ['Your new password is set, and every session of the account was signed out.', `Sign in to the application as ${email} with it.`], ctx.productName) };
+}
+
+const ASK_CHANGE = 'Sign in and ask for the change again.';
+
+export async function confirmEmailChangePage(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
+  const token = input.token ?? '';
+  const pending = token && token.length <= 512 ? await peekAccountToken(ctx.deps.db, 'email_change', token, ctx.deps.clock.now()) : null;
+  const user = pending?.newEmail ? await findUser(ctx.deps.db, pending.userId) : undefined;
+  if (!pending?.newEmail || !user) return deadLink(ctx, ASK_CHANGE);
+  return {
+    status: 200,
+    html: page(
+      'Confirm your new e-mail address',
+      html`<h1>Confirm your new e-mail address</h1>
+<p>Your account's address changes from <strong>${user.email}</strong> to <strong>${pending.newEmail}</strong>. You sign in with the new one from then on.</p>
+<form method="post" action="${LINK_PATHS.confirmEmailChange}">
+<input type="hidden" name="token" value="${token}">
+<button type="submit">Change my address</button>
+</form>`,
+      ctx.productName,
+    ),
+  };
+}
+
+export async function submitConfirmEmailChange(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
+  try {
+    const user = await confirmEmailChange(ctx.deps, input.token ?? '');
+    return { status: 200, html: messagePage('Address changed', 'ok', [`Your account's address is now ${user.email}.`, 'Sign in to the application with it.'], ctx.productName) };
+  } catch (err) {
+    if (isInvalidToken(err)) return deadLink(ctx, ASK_CHANGE);
+    if (err instanceof CodedError && err.code === 'email_taken') {
+      return { status: 409, html: messagePage('That address is taken', 'error', ['Another account has used this address since you asked for the change.', 'Your address stays as it was.'], ctx.productName) };
+    }
+    throw err;
+  }
 }

@@ -5,7 +5,7 @@ import { AppError, Invalid } from '../lib/errors';
 import { templateContext } from '../mail/queue';
 import { LINK_PATHS } from '../mail/templates';
 import { acceptInvitationPage, submitAcceptInvitation } from './accept-invitation';
-import { resetPasswordPage, submitResetPassword, submitVerifyEmail, verifyEmailPage } from './account-links';
+import { confirmEmailChangePage, resetPasswordPage, submitConfirmEmailChange, submitResetPassword, submitVerifyEmail, verifyEmailPage } from './account-links';
 import { PAGE_HEADERS, messagePage, problemText } from './layout';
 
 /** What a page handler gets: the services' dependencies with this request's audit context. */
@@ -63,6 +63,8 @@ export function pagesRouter(deps: AppDeps): Router {
   router.post(LINK_PATHS.verifyEmail, serve(submitVerifyEmail, ['token'], 'body'));
   router.get(LINK_PATHS.resetPassword, serve(resetPasswordPage, ['token'], 'query'));
   router.post(LINK_PATHS.resetPassword, serve(submitResetPassword, ['token', 'password'], 'body'));
+  router.get(LINK_PATHS.confirmEmailChange, serve(confirmEmailChangePage, ['token'], 'query'));
+  router.post(LINK_PATHS.confirmEmailChange, serve(submitConfirmEmailChange, ['token'], 'body'));
   return router;
 }
 

@@ -53,11 +53,11 @@ export async function endPendingTokens(db: Db, userId: string, purpose: TokenPur
   return (await query.returning('id').execute()).length;
 }
 
-export async function findPendingToken(db: Db, purpose: TokenPurpose, tokenHash: string, now: Date): Promise<{ userId: string } | null> {
+export async function findPendingToken(db: Db, purpose: TokenPurpose, tokenHash: string, now: Date): Promise<{ userId: string; newEmail: string | null } | null> {
   const row = await db
     .selectFrom('account_tokens')
-    .select('user_id')
+    .select(['user_id', 'new_email'])
     .where((eb) => pending(eb, purpose, tokenHash, now))
     .executeTakeFirst();
-  return row ? { userId: row.user_id } : null;
+  return row ? { userId: row.user_id, newEmail: row.new_email } : null;
 }

@@ -62,7 +62,7 @@ export function invalidToken(): CodedError {
 }
 
 /** Whether the token would be accepted now, without using it (checks that must run before the change). */
-export async function peekAccountToken(db: Db, purpose: TokenPurpose, raw: string, now: Date): Promise<{ userId: string } | null> {
+export async function peekAccountToken(db: Db, purpose: TokenPurpose, raw: string, now: Date): Promise<{ userId: string; newEmail: string | null } | null> {
   if (!raw.startsWith(`${TOKEN_PREFIX}_`)) return null;
   return store.findPendingToken(db, purpose, sha256Hex(raw), now);
 }

@@ -193,3 +193,30 @@ describe('reset-password', () => {
     await page.close();
   });
 });
+
+describe('confirm-email-change', () => {
+  it('a user who asked to change their address opens the link at the new one and confirms it', async () => {
+    const owner = await createOrganization(t, 'Movers');
+    const newEmail = uniqueEmail('moved');
+    expect((await t.http.post('/v1/me/email').set(...bearer(owner.token)).send({ email: newEmail })).status).toBe(202);
+    const link = linkIn(await receive(newEmail, /Confirm your new e-mail address/), '/confirm-email-change');
+
+    const page = await browser.newPage();
+    const opened = await page.goto(link.href);
+    expect(opened!.status()).toBe(200);
+    expect(opened!.headers()['referrer-policy']).toBe('no-referrer');
+    expect(await text(page)).toContain(`from ${owner.email} to ${newEmail}`);
+    // Opening the link changes nothing yet.
+    expect((await t.http.get('/v1/me').set(...bearer(owner.token))).body.user.email).toBe(owner.email);
+    await shoot(page, 'confirm-email-change-1-form');
+
+    const done = await submit(page);
+    expect(done.status()).toBe(200);
+    expect(await text(page)).toContain(`now ${newEmail}`);
+    await shoot(page, 'confirm-email-change-2-done');
+    expect((await t.http.get('/v1/me').set(...bearer(owner.token))).body.user).toMatchObject({ email: newEmail, emailVerified: true });
+    expect((await t.http.post('/v1/auth/sign-in').send({ email: newEmail, password: PASSWORD })).status).toBe(200);
+    expect((await page.goto(link.href))!.status()).toBe(400);
+    await page.close();
+  });
+});
