@@ -3081,7 +3081,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description E-generic. Any other failure; `error` is a stable machine-readable code. */
+        /** @description Any other failure; `error` is a stable machine-readable code. */
         GenericError: {
             error: string;
             message: string;
@@ -3162,7 +3162,7 @@ export interface components {
             token: string;
             expiresAt: components["schemas"]["Timestamp"];
         };
-        /** @description E-invalid. The request failed validation; each detail names the location by path. */
+        /** @description The request failed validation; each detail names the location by path. */
         InvalidRequestError: {
             /** @constant */
             error: "invalid_request";
@@ -3173,7 +3173,7 @@ export interface components {
                 path: string[];
             }[];
         };
-        /** @description E-unauth. The caller is not authenticated. The body is exactly `{"error":"unauthorized"}` (no message, whatever the reason). */
+        /** @description The caller is not authenticated. The body is exactly `{"error":"unauthorized"}` (no message, whatever the reason). */
         UnauthorizedError: {
             /** @constant */
             error: "unauthorized";
@@ -3385,17 +3385,11 @@ export interface components {
             memberCount: number;
             createdAt: components["schemas"]["Timestamp"];
         };
-        /** @description The active organization of the current session (interface-spec §2.2). */
+        /** @description The active organization of the current session, the caller's member in it and the caller's teams. */
         OrganizationContext: {
-            organization: {
-                [key: string]: unknown;
-            } & WithRequired<components["schemas"]["Organization"], "owner">;
-            currentMember: {
-                [key: string]: unknown;
-            } & components["schemas"]["Member"];
-            currentMemberTeams: ({
-                [key: string]: unknown;
-            } & components["schemas"]["Team"])[];
+            organization: components["schemas"]["Organization"];
+            currentMember: components["schemas"]["Member"];
+            currentMemberTeams: components["schemas"]["Team"][];
         };
         OrganizationItem: {
             ok: components["schemas"]["OkTrue"];
@@ -3581,7 +3575,7 @@ export interface components {
         MarketplaceStatus: "active" | "archived" | "deleted";
         /** Format: typeid */
         MarketplaceId: string;
-        /** @description Marketplace (interface-spec §2.5) without `status`. */
+        /** @description A marketplace, without `status`. */
         MarketplaceFields: {
             id: components["schemas"]["MarketplaceId"];
             organizationId: string;
@@ -3650,7 +3644,7 @@ export interface components {
             sourceFormat: string;
             manifest: components["schemas"]["Manifest"];
         };
-        /** @description A plugin (interface-spec §2.4). */
+        /** @description A plugin. */
         Plugin: {
             id: string;
             organizationId: string;
@@ -3685,7 +3679,7 @@ export interface components {
          * @enum {string}
          */
         GrantRole: "viewer" | "editor" | "manager";
-        /** @description An access grant on a marketplace, plugin or connector instance (interface-spec §2.6). Exactly one target is set: `orgMembershipId` (direct), `teamId` (team) or `orgWide: true`. */
+        /** @description An access grant on a marketplace, plugin or connector instance. Exactly one target is set: `orgMembershipId` (direct), `teamId` (team) or `orgWide: true`. */
         AccessGrant: {
             id: string;
             orgMembershipId: string | null;
@@ -3937,7 +3931,7 @@ export interface components {
             connectedAt: components["schemas"]["NullableTimestamp"];
             scopes: string[];
         };
-        /** @description A message sent to an office-suite chat (interface-spec §2.8). */
+        /** @description A message sent to an office-suite chat. */
         ChatMessage: {
             id: string;
             createdDateTime: string;
@@ -4291,7 +4285,7 @@ export interface components {
             /** @description Number of `task.failed` events in the week. */
             tasksFailed: number;
         };
-        /** @description Usage analytics of the active organization (interface-spec §2.7). Windows are rolling and taken from the service's clock: the 7-day window holds events with `now − 7 days < timestamp ≤ now`, the 30-day window `now − 30 days < timestamp ≤ now` (events stamped after now are not counted yet). An event belongs to the member who ingested it. With a dimension filter, only events that carry a `sessionId` whose session is tagged with the dimension count towards the active-member, session and task figures (`members` and `pendingInvites` are never filtered). */
+        /** @description Usage analytics of the active organization. Windows are rolling and taken from the service's clock: the 7-day window holds events with `now − 7 days < timestamp ≤ now`, the 30-day window `now − 30 days < timestamp ≤ now` (events stamped after now are not counted yet). An event belongs to the member who ingested it. With a dimension filter, only events that carry a `sessionId` whose session is tagged with the dimension count towards the active-member, session and task figures (`members` and `pendingInvites` are never filtered). */
         UsageAnalytics: {
             /** @description Current members of the organization (removed members excluded). */
             members: number;
@@ -4347,7 +4341,7 @@ export interface components {
          */
         MailStatus: "pending" | "sent" | "failed";
         /**
-         * @description What a message is: `invitation` (§5), `verify_email` (§2), `password_reset`, `password_reset_unavailable` (a reset asked for an account without a password), `password_changed` (§3), `email_change_confirm`, `email_change_notice` (§4), `security_notice`.
+         * @description What a message is: `invitation`, `verify_email`, `password_reset`, `password_reset_unavailable` (a reset asked for an account without a password), `password_changed`, `email_change_confirm`, `email_change_notice`, `security_notice`.
          * @enum {string}
          */
         MailKind: "invitation" | "verify_email" | "password_reset" | "password_reset_unavailable" | "password_changed" | "email_change_confirm" | "email_change_notice" | "security_notice";
@@ -12914,6 +12908,3 @@ export interface operations {
         };
     };
 }
-type WithRequired<T, K extends keyof T> = T & {
-    [P in K]-?: T[P];
-};

@@ -1,0 +1,33 @@
+/**
+ * Compile-time checks of the generated types (`npm run typecheck` compiles this file; nothing
+ * runs it): a misspelt field of a declared shape must not compile, and error codes are unions.
+ */
+import type { components, operations } from '../../generated/api';
+
+type OrgContext = components['schemas']['OrganizationContext'];
+
+export function misspelt(ctx: OrgContext): unknown[] {
+  return [
+    // @ts-expect-error a field the organization does not declare
+    ctx.organization.nmae,
+    // @ts-expect-error a field the member does not declare
+    ctx.currentMember.roel,
+    // @ts-expect-error a field a team does not declare
+    ctx.currentMemberTeams[0]?.nmae,
+    ctx.organization.name,
+  ];
+}
+
+type TeamConflict = operations['createTeam']['responses'][409]['content']['application/json']['error'];
+
+export function exhaustive(code: TeamConflict): string {
+  switch (code) {
+    case 'team_name_taken':
+      return code;
+    default: {
+      // Every code of the union is handled above: a new one makes this assignment fail.
+      const none: never = code;
+      return none;
+    }
+  }
+}
