@@ -4,7 +4,7 @@ import { verifyEmail } from '../auth/verification';
 import { confirmPasswordReset } from '../auth/passwords';
 import { confirmEmailChange } from '../account/email-change';
 import { findUser, peekAccountToken, type TokenPurpose } from '../users/service';
-import { html, messagePage, page, problemText } from './layout';
+import { html, messagePage, page, problemText, type Html } from './layout';
 import type { PageContext, PageResult } from './router';
 
 /**
@@ -25,6 +25,23 @@ async function addressOf(ctx: PageContext, purpose: TokenPurpose, token: string)
   return (await findUser(ctx.deps.db, pending.userId))?.email ?? null;
 }
 
+/** A page whose one button posts the link's token back (what the link is for happens only then). */
+function buttonPage(ctx: PageContext, title: string, intro: Html, action: string, token: string, label: string): PageResult {
+  return {
+    status: 200,
+    html: page(
+      title,
+      html`<h1>${title}</h1>
+<p>${intro}</p>
+<form method="post" action="${action}">
+<input type="hidden" name="token" value="${token}">
+<button type="submit">${label}</button>
+</form>`,
+      ctx.productName,
+    ),
+  };
+}
+
 const isInvalidToken = (err: unknown) => err instanceof CodedError && err.code === 'invalid_token';
 
 const ASK_VERIFY = 'Sign in and ask for a new confirmation message.';
@@ -34,19 +51,7 @@ export async function verifyEmailPage(ctx: PageContext, input: Record<string, st
   const token = input.token ?? '';
   const email = await addressOf(ctx, 'verify_email', token);
   if (!email) return deadLink(ctx, ASK_VERIFY);
-  return {
-    status: 200,
-    html: page(
-      'Confirm your e-mail address',
-      html`<h1>Confirm your e-mail address</h1>
-<p>Confirm that <strong>${email}</strong> is your address.</p>
-<form method="post" action="${LINK_PATHS.verifyEmail}">
-<input type="hidden" name="token" value="${token}">
-<button type="submit">Confirm my address</button>
-</form>`,
-      ctx.productName,
-    ),
-  };
+  return buttonPage(ctx, 'Confirm your e-mail address', html`Confirm that <strong>${email}</strong> is your address.`, LINK_PATHS.verifyEmail, token, 'Confirm my address');
 }
 
 export async function submitVerifyEmail(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
@@ -106,19 +111,14 @@ export async function confirmEmailChangePage(ctx: PageContext, input: Record<str
   const pending = token && token.length <= 512 ? await peekAccountToken(ctx.deps.db, 'email_change', token, ctx.deps.clock.now()) : null;
   const user = pending?.newEmail ? await findUser(ctx.deps.db, pending.userId) : undefined;
   if (!pending?.newEmail || !user) return deadLink(ctx, ASK_CHANGE);
-  return {
-    status: 200,
-    html: page(
-      'Confirm your new e-mail address',
-      html`<h1>Confirm your new e-mail address</h1>
-<p>Your account's address changes from <strong>${user.email}</strong> to <strong>${pending.newEmail}</strong>. You sign in with the new one from then on.</p>
-<form method="post" action="${LINK_PATHS.confirmEmailChange}">
-<input type="hidden" name="token" value="${token}">
-<button type="submit">Change my address</button>
-</form>`,
-      ctx.productName,
-    ),
-  };
+  return buttonPage(
+    ctx,
+    'Confirm your new e-mail address',
+    html`Your account's address changes from <strong>${user.email}</strong> to <strong>${pending.newEmail}</strong>. You sign in with the new one from then on.`,
+    LINK_PATHS.confirmEmailChange,
+    token,
+    'Change my address',
+  );
 }
 
 export async function submitConfirmEmailChange(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {

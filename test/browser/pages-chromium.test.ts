@@ -1,10 +1,10 @@
 import http from 'node:http';
-import net from 'node:net';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { createTestApp, type TestApp } from '../support/app';
+import { freePort } from '../support/service-process';
 import { bearer, createOrganization, PASSWORD, uniqueEmail } from '../support/factories';
 import { INVITATION_SUBJECT, linkIn, mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
 
@@ -20,15 +20,6 @@ let server: http.Server;
 let browser: Browser;
 let origin: string;
 const shots = process.env.PAGE_SHOTS_DIR ?? path.join(tmpdir(), 'cp-page-shots');
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true });

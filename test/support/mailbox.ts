@@ -56,6 +56,21 @@ function addressOf(field: ParsedMail['to'] | ParsedMail['from']): string {
   return list.flatMap((a) => a.value.map((v) => v.address ?? '')).join(', ');
 }
 
+/** A raw RFC 5322 message, parsed with mailparser. */
+async function receive(raw: Buffer): Promise<ReceivedMail> {
+  const parsed = await simpleParser(raw);
+  return {
+    to: addressOf(parsed.to),
+    from: addressOf(parsed.from),
+    subject: parsed.subject ?? '',
+    text: parsed.text ?? '',
+    html: typeof parsed.html === 'string' ? parsed.html : '',
+    messageId: parsed.messageId ?? '',
+    raw: raw.toString('utf8'),
+    parsed,
+  };
+}
+
 export async function startMailbox(): Promise<Mailbox> {
   const received: ReceivedMail[] = [];
   const sockets = new Set<Socket>();
@@ -84,18 +99,9 @@ export async function startMailbox(): Promise<Mailbox> {
           const raw = Buffer.concat(chunks);
           // Parsing can take a while on a busy machine; the reply is not held up by it (a slow reply
           // would make the client time out after the message was taken: a duplicate by design).
-          void simpleParser(raw).then(
-            (parsed) => {
-              received.push({
-                to: addressOf(parsed.to),
-                from: addressOf(parsed.from),
-                subject: parsed.subject ?? '',
-                text: parsed.text ?? '',
-                html: typeof parsed.html === 'string' ? parsed.html : '',
-                messageId: parsed.messageId ?? '',
-                raw: raw.toString('utf8'),
-                parsed,
-              });
+          void receive(raw).then(
+            (mail) => {
+              received.push(mail);
               for (const w of waiters) w();
             },
             () => undefined,
@@ -230,20 +236,7 @@ export async function deliverToFolder(t: TestApp): Promise<ReceivedMail[]> {
   // Message ids are TypeIDs: their names sort in the order the messages were queued.
   const files = (await readdir(dir)).filter((f) => f.endsWith('.eml')).sort();
   return Promise.all(
-    files.map(async (f) => {
-      const raw = await readFile(path.join(dir, f));
-      const parsed = await simpleParser(raw);
-      return {
-        to: addressOf(parsed.to),
-        from: addressOf(parsed.from),
-        subject: parsed.subject ?? '',
-        text: parsed.text ?? '',
-        html: typeof parsed.html === 'string' ? parsed.html : '',
-        messageId: parsed.messageId ?? '',
-        raw: raw.toString('utf8'),
-        parsed,
-      };
-    }),
+    files.map(async (f) => receive(await readFile(path.join(dir, f)))),
   );
 }
 
