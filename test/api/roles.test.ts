@@ -281,8 +281,10 @@ describe('no escalation (403 permission_not_held, nothing written)', () => {
     await roleOf(owner, 'role-changer', ['members.changeRole', 'members.read']);
     await roleOf(owner, 'strong', ['members.changeRole', 'members.read', 'teams.manage']);
     await roleOf(owner, 'weak', ['members.read']);
+    await roleOf(owner, 'weakest', []);
     const changer = await memberWithRole(owner, 'role-changer');
-    const other = await addMember(t, owner.organizationId);
+    // A member whose permissions are all the changer's (else no role change at all: 403 member_permissions_not_held).
+    const other = await memberWithRole(owner, 'weak');
     await unchanged(async () => {
       for (const role of ['strong', 'admin']) {
         const res = await t.http.post(`/v1/members/${other.memberId}/role`).set(...bearer(changer.token)).send({ role });
@@ -291,7 +293,7 @@ describe('no escalation (403 permission_not_held, nothing written)', () => {
       const invite = await t.http.post('/v1/invitations').set(...bearer(changer.token)).send({ email: 'x@example.test', role: 'weak' });
       expect([invite.status, invite.body.reason]).toEqual([403, 'org_admin_required']);
     });
-    expect((await t.http.post(`/v1/members/${other.memberId}/role`).set(...bearer(changer.token)).send({ role: 'weak' })).status).toBe(200);
+    expect((await t.http.post(`/v1/members/${other.memberId}/role`).set(...bearer(changer.token)).send({ role: 'weakest' })).status).toBe(200);
   });
 
   it('a role cannot edit itself to add what its holder lacks', async () => {
