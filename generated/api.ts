@@ -5276,6 +5276,51 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
         "403-email_not_verified-mfa_enrollment_required-sso_required": {
@@ -5296,28 +5341,6 @@ export interface components {
          * @description Not permitted. `reason` is one of:
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
-         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
-         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
-         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
-         */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-sso_required": {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": {
-                    /** @constant */
-                    error: "forbidden";
-                    /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "sso_required";
-                    message: string;
-                };
-            };
-        };
-        /**
-         * @description Not permitted. `reason` is one of:
-         *
-         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          */
         "403-email_not_verified-mfa_enrollment_required": {
@@ -5330,28 +5353,6 @@ export interface components {
                     error: "forbidden";
                     /** @enum {string} */
                     reason: "email_not_verified" | "mfa_enrollment_required";
-                    message: string;
-                };
-            };
-        };
-        /**
-         * @description Not permitted. `reason` is one of:
-         *
-         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
-         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
-         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
-         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
-         */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required": {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": {
-                    /** @constant */
-                    error: "forbidden";
-                    /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
                     message: string;
                 };
             };
@@ -7966,7 +7967,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -7997,7 +7998,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };

@@ -56,10 +56,10 @@ export const mfaHandlers: HandlerMap<MfaOperations> = {
       : { status: 200, body: { ok: true, authenticatedAt: verified.authenticatedAt } };
   },
 
-  getAuthPolicy: async (ctx) => ({ status: 200, body: await mfa.getPolicy(ctx.deps, membershipOf(ctx).organizationId) }),
+  getAuthPolicy: async (ctx) => ({ status: 200, body: await mfa.getPolicy(ctx.deps, membershipOf(ctx)) }),
 
   putAuthPolicy: async (ctx) => ({
     status: 200,
-    body: await mfa.putPolicy(ctx.deps, principalOf(ctx), membershipOf(ctx).organizationId, ctx.body.requireMfa),
+    body: await mfa.putPolicy(ctx.deps, principalOf(ctx), membershipOf(ctx), ctx.body.requireMfa),
   }),
 };

@@ -2,8 +2,9 @@ import type { Transaction } from 'kysely';
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
-import type { Principal } from '../domain/principal';
+import type { Membership, Principal } from '../domain/principal';
 import { requireFreshSession } from '../access/role-permissions';
+import { authorize } from '../access/roles';
 import { Conflict, Forbidden, Invalid, NotFound, Unauthenticated, Unauthorized } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';
@@ -293,12 +294,15 @@ export async function verify(deps: AppDeps, challengeToken: string, answer: Answ
 
 // ---- The organization's policy ------------------------------------------------------------------
 
-export async function getPolicy(deps: AppDeps, organizationId: string) {
-  const policy = await store.findPolicy(deps.db, organizationId);
+export async function getPolicy(deps: AppDeps, membership: Membership) {
+  authorize(membership, 'org.update');
+  const policy = await store.findPolicy(deps.db, membership.organizationId);
   return { requireMfa: policy.requireMfa, updatedAt: policy.updatedAt?.toISOString() ?? null };
 }
 
-export async function putPolicy(deps: AppDeps, principal: Principal, organizationId: string, requireMfa: boolean) {
+export async function putPolicy(deps: AppDeps, principal: Principal, membership: Membership, requireMfa: boolean) {
+  authorize(membership, 'org.update');
+  const { organizationId } = membership;
   const { userId } = sessionUser(principal);
   fresh(deps, principal);
   if (requireMfa && (await methodsOf(deps, deps.db, userId)).length === 0) {
@@ -312,5 +316,5 @@ export async function putPolicy(deps: AppDeps, principal: Principal, organizatio
       await recordPolicyChange(trx, deps.audit, organizationId, before.requireMfa, requireMfa);
     }
   });
-  return getPolicy(deps, organizationId);
+  return getPolicy(deps, membership);
 }

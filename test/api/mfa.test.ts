@@ -314,6 +314,11 @@ describe('the organization\'s require-MFA policy', () => {
   it('may be switched on only by someone holding a factor; then a session without one is 403 mfa_enrollment_required outside /v1/me', async () => {
     const owner = await createOrganization(t, 'Strict');
     const member = await addMember(t, owner.organizationId, 'member');
+    // Read and changed only by those who may update the organization.
+    for (const res of [await t.http.get('/v1/org/auth-policy').set(...bearer(member.token)), await t.http.put('/v1/org/auth-policy').set(...bearer(member.token)).send({ requireMfa: false })]) {
+      expect({ status: res.status, error: res.body.error }).toEqual({ status: 403, error: 'forbidden' });
+    }
+    expect((await t.http.get('/v1/org/auth-policy').set(...bearer(owner.token))).body).toEqual({ requireMfa: false, updatedAt: null });
     const refused = await t.http.put('/v1/org/auth-policy').set(...bearer(owner.token)).send({ requireMfa: true });
     expect(refused.status).toBe(403);
     expect(refused.body.reason).toBe('mfa_enrollment_required');
