@@ -3623,6 +3623,10 @@ export interface components {
             origin: string;
             reference?: string;
         };
+        /** @description A component's payload as its creator gave it (`normalizedPayloadJson`): any JSON object. */
+        ManifestPayload: {
+            [key: string]: unknown;
+        };
         /** @description Derived from the plugin's components. */
         Manifest: {
             /** @constant */
@@ -3631,10 +3635,14 @@ export interface components {
             name: string;
             description: string;
             source: components["schemas"]["ManifestSource"];
-            resources: Record<string, never>[];
-            contributions: Record<string, never>[];
-            setup: Record<string, never>;
-            lifecycle: Record<string, never>;
+            /** @description The `normalizedPayloadJson` of each resource component, in order. */
+            resources: components["schemas"]["ManifestPayload"][];
+            /** @description The `normalizedPayloadJson` of each contribution component, in order. */
+            contributions: components["schemas"]["ManifestPayload"][];
+            /** @description The setup components' payloads merged into one object. */
+            setup: components["schemas"]["ManifestPayload"];
+            /** @description The lifecycle components' payloads merged into one object. */
+            lifecycle: components["schemas"]["ManifestPayload"];
         };
         Extension: {
             id: string;
@@ -4696,6 +4704,16 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description How a client authenticates (RFC 7643 §5). */
+        ScimAuthenticationScheme: {
+            /** @description e.g. `oauthbearertoken`. */
+            type: string;
+            name: string;
+            description: string;
+            specUri?: string;
+            documentationUri?: string;
+            primary?: boolean;
+        };
         ScimServiceProviderConfig: {
             schemas: string[];
             patch: components["schemas"]["ScimSupported"];
@@ -4704,7 +4722,7 @@ export interface components {
             changePassword: components["schemas"]["ScimSupported"];
             sort: components["schemas"]["ScimSupported"];
             etag: components["schemas"]["ScimSupported"];
-            authenticationSchemes: Record<string, never>[];
+            authenticationSchemes: components["schemas"]["ScimAuthenticationScheme"][];
         } & {
             [key: string]: unknown;
         };
@@ -4714,7 +4732,10 @@ export interface components {
             startIndex: number;
             /** @description The number of resources on this page. */
             itemsPerPage: number;
-            Resources: Record<string, never>[];
+            /** @description The resources of this page (each list below names their schema). */
+            Resources: {
+                [key: string]: unknown;
+            }[];
         };
         ScimResourceType: {
             schemas: string[];
@@ -4725,10 +4746,28 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description One attribute of a SCIM schema (RFC 7643 §7). */
+        ScimAttribute: {
+            name: string;
+            /** @enum {string} */
+            type: "string" | "boolean" | "decimal" | "integer" | "dateTime" | "reference" | "complex" | "binary";
+            multiValued: boolean;
+            description: string;
+            required: boolean;
+            caseExact: boolean;
+            /** @enum {string} */
+            mutability: "readOnly" | "readWrite" | "immutable" | "writeOnly";
+            /** @enum {string} */
+            returned: "always" | "never" | "default" | "request";
+            /** @enum {string} */
+            uniqueness: "none" | "server" | "global";
+            subAttributes?: components["schemas"]["ScimAttribute"][];
+            referenceTypes?: string[];
+        };
         ScimSchema: {
             schemas: string[];
             id: string;
-            attributes: Record<string, never>[];
+            attributes: components["schemas"]["ScimAttribute"][];
         } & {
             [key: string]: unknown;
         };

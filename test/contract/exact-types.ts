@@ -31,3 +31,11 @@ export function exhaustive(code: TeamConflict): string {
     }
   }
 }
+
+type Manifest = components['schemas']['Manifest'];
+type ScimSchema = components['schemas']['ScimSchema'];
+
+/** Manifest sections and SCIM discovery fields read without a cast. */
+export function readable(manifest: Manifest, schema: ScimSchema): unknown[] {
+  return [manifest.setup['onInstall'], manifest.resources[0]?.['kind'], manifest.lifecycle['onInstall'], schema.attributes[0]?.mutability];
+}
