@@ -63,7 +63,8 @@ maybe('compose.yaml wiring, without containers', () => {
       const metricsPort = await freePort();
       // Host `postgres` and the ports are the containers'; here: the test's server and free ports.
       const { DATABASE_URL: _url, PORT: _port, ...rest } = env;
-      const service = await startService(database, { ...rest, METRICS_PORT: String(metricsPort), ...LOCAL_FAKES });
+      // The test's user acts right after signing up: no mailbox here to verify the address through.
+      const service = await startService(database, { ...rest, METRICS_PORT: String(metricsPort), EMAIL_VERIFICATION: 'optional', ...LOCAL_FAKES });
       replicas.push({ name, service, metricsPort });
     }
     // Round robin, as deploy/Caddyfile's lb_policy; one X-Forwarded-For hop (TRUST_PROXY=1).

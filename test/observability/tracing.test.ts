@@ -72,6 +72,8 @@ maybe('OpenTelemetry traces', () => {
     const [collectorPort] = await Promise.all([listen(collector), listen(receiver), adminSql(`CREATE DATABASE ${database}`)]);
     service = await startService(database, {
       ...LOCAL_FAKES,
+      // The traced user acts right after signing up (verification is tested in verify-email.test.ts).
+      EMAIL_VERIFICATION: 'optional',
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       OTEL_BSP_SCHEDULE_DELAY: '100',
