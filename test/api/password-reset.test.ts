@@ -210,6 +210,14 @@ describe('POST /v1/me/password', () => {
     await mailbox.waitFor(user.email, { subject: CHANGED });
   });
 
+  it('audits the change in the organization of the user, without the password', async () => {
+    const owner = await createOrganization(t, 'Change Org');
+    expect((await t.http.post('/v1/me/password').set(...bearer(owner.token)).send({ currentPassword: PASSWORD, newPassword: NEW_PASSWORD })).status).toBe(200);
+    const entries = await t.http.get('/v1/audit-logs').query({ action: 'member.password_changed' }).set(...bearer(owner.token));
+    expect(entries.body.items).toEqual([expect.objectContaining({ action: 'member.password_changed', target: { type: 'member', id: owner.memberId } })]);
+    expect(JSON.stringify(entries.body)).not.toContain(NEW_PASSWORD);
+  });
+
   it('refuses a wrong current password (401, counted like sign-in failures: 429 past the limit), a stale session and a weak new password', async () => {
     const user = await signUp(t, 'wrong');
     const change = (currentPassword: string, newPassword = NEW_PASSWORD) => t.http.post('/v1/me/password').set(...bearer(user.token)).send({ currentPassword, newPassword });

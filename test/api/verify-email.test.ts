@@ -61,6 +61,16 @@ describe('sign-up and the link', () => {
     expect(again.body).toEqual({ error: 'invalid_token', message: expect.any(String) });
   });
 
+  it('audits the verification in the organizations the user belongs to', async () => {
+    const owner = await createOrganization(t, 'Verifying Org');
+    const joiner = await signUpUnverified(t, 'joiner');
+    const memberId = newId('member');
+    await insertMember(t.db, { id: memberId, organizationId: owner.organizationId, userId: joiner.userId, role: 'member', now: clock().now() });
+    expect((await verify(await verificationToken(joiner.email))).status).toBe(200);
+    const entries = await t.http.get('/v1/audit-logs').query({ action: 'member.email_verified' }).set(...bearer(owner.token));
+    expect(entries.body.items).toEqual([expect.objectContaining({ action: 'member.email_verified', target: { type: 'member', id: memberId }, changes: { emailVerified: { from: false, to: true } } })]);
+  });
+
   it('answers invalid_token alike for an unknown, an expired and a wrong-purpose token; bad bodies name the field', async () => {
     const unknown = await verify(`cpa_${'A'.repeat(43)}`);
     expect(unknown.status).toBe(400);
