@@ -2995,7 +2995,7 @@ export interface paths {
         };
         /**
          * Get a SCIM User
-         * @description One member as a User.
+         * @description One directory user as a User. `attributes` and `excludedAttributes` name attribute paths (400 `invalidPath` otherwise).
          */
         get: operations["scimGetUser"];
         /**
@@ -12712,6 +12712,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["User"];
+            400: components["responses"]["ScimError"];
             401: components["responses"]["ScimError"];
             403: components["responses"]["ScimError"];
             404: components["responses"]["ScimError"];
@@ -12863,6 +12864,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["Group"];
+            400: components["responses"]["ScimError"];
             401: components["responses"]["ScimError"];
             403: components["responses"]["ScimError"];
             404: components["responses"]["ScimError"];
