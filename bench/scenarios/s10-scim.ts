@@ -89,7 +89,7 @@ export async function scenarioScim(ctx: BenchContext): Promise<ScenarioResult> {
     );
 
     // A full initial sync in an organization of its own, as Entra sends it.
-    const fresh = await seedOrganization(db, { name: 'SCIM sync', members: 1, teams: 0, plan: 'enterprise' });
+    const fresh = await seedOrganization(db, { name: 'SCIM sync', members: 2, teams: 0, plan: 'enterprise' });
     const syncToken = randomSecret('cpscim');
     await db
       .insertInto('scim_tokens')
