@@ -81,13 +81,19 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
       if (await store.isMemberByEmail(trx, organizationId, emailNormalized)) throw alreadyMember();
       await store.cancelExpiredPending(trx, organizationId, emailNormalized, now);
       const id = newId('invitation');
-      await recordChange(trx, deps.audit, { action: 'invitation.created', target: { type: 'invitation', id }, changes: created({ email, role: input.role }) });
       const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS);
       // The message commits with the invitation, or neither does (accounts-and-email.md §1). The
       // token leaves only in it (§5), never in the reply.
       const mailMessageId = await mailInvitation(trx, deps, { organizationId, inviterMemberId: membership.memberId, email, role, token, expiresAt });
       await store.insertInvitation(trx, { id, organizationId, email, emailNormalized, role, tokenHash: sha256Hex(token), invitedByMemberId: membership.memberId, mailMessageId, now, expiresAt });
-      return toInvitation((await store.findInvitation(trx, organizationId, id))!, now);
+      // The audit entry last: it takes the organization's chain-head lock, held until commit, so
+      // concurrent writes of the organization wait only for the commit, not for the mail's work.
+      await recordChange(trx, deps.audit, { action: 'invitation.created', target: { type: 'invitation', id }, changes: created({ email, role: input.role }) });
+      // What was just written, with its message as queued (no re-read inside the locked section).
+      return toInvitation(
+        { id, organization_id: organizationId, email, role, status: 'pending', invited_by_member_id: membership.memberId, created_at: now, expires_at: expiresAt, accepted_at: null, cancelled_at: null, delivery_status: 'pending', delivery_last_attempt_at: null, delivery_last_error: null },
+        now,
+      );
     });
   } catch (err) {
     if (isUniqueViolation(err, 'invitations_pending_email_key')) {
