@@ -1,10 +1,9 @@
-import http from 'node:http';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { createTestApp, type TestApp } from '../support/app';
-import { freePort } from '../support/service-process';
+import type { Browser, Page } from 'puppeteer-core';
+import type { TestApp } from '../support/app';
+import { startBrowserHarness, type BrowserHarness } from '../support/browser';
 import { bearer, createOrganization, PASSWORD, uniqueEmail } from '../support/factories';
 import { INVITATION_SUBJECT, linkIn, mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
 
@@ -16,7 +15,7 @@ import { INVITATION_SUBJECT, linkIn, mailEnv, startMailbox, testMailer, type Mai
  */
 let mailbox: Mailbox;
 let t: TestApp;
-let server: http.Server;
+let harness: BrowserHarness;
 let browser: Browser;
 let origin: string;
 const shots = process.env.PAGE_SHOTS_DIR ?? path.join(tmpdir(), 'cp-page-shots');
@@ -24,17 +23,11 @@ const shots = process.env.PAGE_SHOTS_DIR ?? path.join(tmpdir(), 'cp-page-shots')
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true });
   mailbox = await startMailbox();
-  const port = await freePort();
-  origin = `http://127.0.0.1:${port}`;
-  t = await createTestApp({ env: { ...mailEnv(mailbox), PUBLIC_BASE_URL: origin } });
-  server = http.createServer(t.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  browser = await puppeteer.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+  harness = await startBrowserHarness('127.0.0.1', mailEnv(mailbox));
+  ({ t, origin, browser } = harness);
 });
 afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
-  await t?.close();
+  await harness?.close();
   await mailbox?.close();
 });
 

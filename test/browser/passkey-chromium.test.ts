@@ -1,7 +1,6 @@
-import http from 'node:http';
-import net from 'node:net';
-import puppeteer, { type Browser } from 'puppeteer-core';
-import { createTestApp, type TestApp } from '../support/app';
+import type { Browser } from 'puppeteer-core';
+import type { TestApp } from '../support/app';
+import { startBrowserHarness, type BrowserHarness } from '../support/browser';
 import { PASSWORD, signUp } from '../support/factories';
 
 /**
@@ -19,32 +18,16 @@ interface BrowserGlobals {
 }
 
 let t: TestApp;
-let server: http.Server;
+let harness: BrowserHarness;
 let browser: Browser;
 let origin: string;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 beforeAll(async () => {
-  const port = await freePort();
-  origin = `http://localhost:${port}`;
-  t = await createTestApp({ env: { PUBLIC_BASE_URL: origin } });
-  server = http.createServer(t.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  browser = await puppeteer.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+  // A WebAuthn relying party id is a domain: the origin is localhost.
+  harness = await startBrowserHarness('localhost');
+  ({ t, origin, browser } = harness);
 });
-afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
-  await t?.close();
-});
+afterAll(() => harness?.close());
 
 it('registers a passkey with navigator.credentials.create and signs in with navigator.credentials.get', async () => {
   const user = await signUp(t, 'chromium');

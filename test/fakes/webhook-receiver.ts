@@ -108,11 +108,4 @@ export function verifyWith(secret: string, received: Received, now?: Date): unkn
   }
 }
 
-/** A port nothing listens on (yet). */
-export async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
+export { freePort } from '../support/service-process';
