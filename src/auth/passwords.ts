@@ -85,24 +85,35 @@ export async function confirmPasswordReset(deps: AppDeps, input: { token: string
 }
 
 /**
+ * The signed-in user proves their password again (password change, fresh-session renewal). Wrong
+ * ones count against the sign-in limits of the user's e-mail and of the IP, as sign-in failures
+ * do; a user without a password (provisioned by SCIM or SSO) cannot prove one. Clearing the
+ * e-mail's failures is left to the caller, after its own further checks.
+ */
+export async function provePassword(deps: AppDeps, userId: string, password: string, ip: string, wrong: string) {
+  const user = await users.findUser(deps.db, userId);
+  if (!user) throw new Unauthorized();
+  const email = users.normalizeEmail(user.email);
+  await limits.assertNotLimited(deps, 'signInEmail', email);
+  await limits.assertNotLimited(deps, 'signInIp', ip);
+  const credentials = await users.findCredentials(deps.db, user.email);
+  if (!credentials?.password_hash || !(await verifyPassword(credentials.password_hash, password))) {
+    await limits.recordFailure(deps, 'signInEmail', email);
+    await limits.recordFailure(deps, 'signInIp', ip);
+    throw new Unauthenticated('invalid_credentials', wrong);
+  }
+  return user;
+}
+
+/**
  * POST /v1/me/password (session only, fresh): the current password proves the user again (wrong
  * ones count against the sign-in limits); every other session ends, and a notice is sent.
  */
 export async function changePassword(deps: AppDeps, principal: Principal, input: { currentPassword: string; newPassword: string }, ip: string): Promise<void> {
   requireSession(principal);
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
-  const user = await users.findUser(deps.db, principal.userId);
-  if (!user) throw new Unauthorized();
-  const email = users.normalizeEmail(user.email);
-  await limits.assertNotLimited(deps, 'signInEmail', email);
-  await limits.assertNotLimited(deps, 'signInIp', ip);
-  const credentials = await users.findCredentials(deps.db, user.email);
-  if (!credentials?.password_hash || !(await verifyPassword(credentials.password_hash, input.currentPassword))) {
-    await limits.recordFailure(deps, 'signInEmail', email);
-    await limits.recordFailure(deps, 'signInIp', ip);
-    throw new Unauthenticated('invalid_credentials', 'The current password is incorrect.');
-  }
-  await limits.clear(deps, 'signInEmail', email);
+  const user = await provePassword(deps, principal.userId, input.currentPassword, ip, 'The current password is incorrect.');
+  await limits.clear(deps, 'signInEmail', users.normalizeEmail(user.email));
   checkNewPassword(input.newPassword, { email: user.email, field: ['body', 'newPassword'] });
   const passwordHash = await hashPassword(input.newPassword, deps.settings.passwordHashCost);
   const now = deps.clock.now();

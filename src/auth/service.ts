@@ -16,6 +16,7 @@ import { refusePasswordUnderSso, refuseSignUpUnderSso, refuseSwitchOutsideSso } 
 import * as mfa from '../mfa/service';
 import { openSession, openSignInSession, recordSignIn } from './sign-in';
 import { queueVerification } from './verification';
+import { provePassword } from './passwords';
 
 export async function bootstrapStatus(deps: AppDeps): Promise<boolean> {
   return (await users.countUsers(deps.db)) > 0;
@@ -110,21 +111,11 @@ async function passwordSignIn(deps: AppDeps, input: { email: string; password: s
  */
 export async function reauthenticate(deps: AppDeps, principal: Principal, password: string, ip = ''): Promise<{ authenticatedAt: string } | { mfaRequired: true; challenge: mfa.Challenge }> {
   if (principal.kind !== 'session' || !principal.sessionId) throw new Unauthorized('This route needs a signed-in session.');
-  const user = await users.findUser(deps.db, principal.userId);
-  if (!user) throw new Unauthorized();
-  const email = users.normalizeEmail(user.email);
-  await limits.assertNotLimited(deps, 'signInEmail', email);
-  await limits.assertNotLimited(deps, 'signInIp', ip);
-  const credentials = await users.findCredentials(deps.db, user.email);
   // A user provisioned by SCIM has no password: they renew through SSO, never here.
-  if (!credentials?.password_hash || !(await verifyPassword(credentials.password_hash, password))) {
-    await limits.recordFailure(deps, 'signInEmail', email);
-    await limits.recordFailure(deps, 'signInIp', ip);
-    throw new Unauthenticated('invalid_credentials', 'The password is incorrect.');
-  }
+  const user = await provePassword(deps, principal.userId, password, ip, 'The password is incorrect.');
   // An SSO session renews by signing in through SSO again.
   await refusePasswordUnderSso(deps.db, user);
-  await limits.clear(deps, 'signInEmail', email);
+  await limits.clear(deps, 'signInEmail', users.normalizeEmail(user.email));
   // With a second factor the session is renewed only once the challenge is answered.
   const challenge = await mfa.challengeFor(deps, user.id, 'reauthenticate', principal.sessionId);
   if (challenge) return { mfaRequired: true, challenge };
