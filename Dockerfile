@@ -8,6 +8,8 @@ WORKDIR /app
 # No install-time analytics ping from @scarf/scarf (pulled in by swagger-ui-express).
 ENV SCARF_ANALYTICS=false
 COPY package.json package-lock.json ./
+# The root's npm workspaces include the client package (packages/client): npm ci needs its manifest.
+COPY packages/client/package.json ./packages/client/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -21,6 +23,7 @@ ENV NODE_ENV=production \
     PORT=3000
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/client/package.json ./packages/client/
 # --ignore-scripts: the only production install script is @scarf/scarf's analytics ping (via
 # swagger-ui-express); native modules (@node-rs/argon2) come as prebuilt optional packages.
 RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force

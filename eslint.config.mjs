@@ -38,7 +38,7 @@ const storeZones = areas.map((area) => ({
 }));
 
 export default defineConfig(
-  { ignores: ['dist/', 'generated/', 'node_modules/', 'data/', 'coverage/', 'bench/results/'] },
+  { ignores: ['dist/', 'generated/', 'node_modules/', 'data/', 'coverage/', 'bench/results/', 'packages/*/dist/', 'packages/*/src/generated/'] },
   js.configs.recommended,
   tseslint.configs.recommended,
   {

@@ -48,6 +48,7 @@ const PG_ONLY = [
   'test/deploy/compose-wiring.test.ts',
   'test/observability/shutdown.test.ts',
   'test/api/telemetry-concurrent-tags.test.ts',
+  'test/client/client.test.ts',
 ];
 const skipOnPglite = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';
 
@@ -60,6 +61,8 @@ module.exports = {
   // openid-client, oidc-provider and their jose/oauth4webapi are ESM-only (and otplib's @scure/base, @noble/hashes): jest (CommonJS) must
   // transform them with the same swc transform (checked with a full login flow under jest 30).
   transformIgnorePatterns: ['/node_modules/(?!(openid-client|oauth4webapi|jose|oidc-provider|otplib|@otplib|@scure/base|@noble/hashes)/)'],
+  // The client package is tested from its source (what `npm run build` compiles to dist/).
+  moduleNameMapper: { '^@org-control-plane/client$': '<rootDir>/packages/client/src/index.ts' },
   testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', ...(skipOnPglite ? PG_ONLY.map((file) => `<rootDir>/${file.replace(/\./g, '\\.')}$`) : [])],
   globalSetup: '<rootDir>/test/support/global-setup.ts',

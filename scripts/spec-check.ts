@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { apiCompare } from 'api-smart-diff';
 import { parse } from 'yaml';
+import { OUTPUTS as CLIENT_OUTPUTS, packageVersion as clientPackageVersion, render as renderClient } from '../packages/client/scripts/generate';
 import {
   BUNDLE_FILE,
   PUBLISHED_FILE,
@@ -43,6 +44,24 @@ async function checkDrift(doc: OpenApiDoc): Promise<string[]> {
   return failures;
 }
 
+/** packages/client's generated files are rendered from openapi/published.yaml, and it carries its version. */
+async function checkClient(): Promise<string[]> {
+  const { types, errors, version } = await renderClient();
+  const failures: string[] = [];
+  for (const [file, text] of [
+    [CLIENT_OUTPUTS.types, types],
+    [CLIENT_OUTPUTS.errors, errors],
+  ] as const) {
+    const actual = existsSync(file) ? await readFile(file, 'utf8') : null;
+    if (actual !== text) {
+      failures.push(`${path.relative(ROOT, file)} is ${actual === null ? 'missing' : 'stale'} against ${PUBLISHED_FILE}: run npm run spec:publish (or npm run generate in packages/client) and commit the result`);
+    }
+  }
+  const own = await clientPackageVersion();
+  if (own !== version) failures.push(`packages/client/package.json version ${own} is not the contract's info.version ${version}`);
+  return failures;
+}
+
 function formatPath(p: (string | number)[]): string {
   return p.map(String).join(' › ');
 }
@@ -74,6 +93,7 @@ async function main(): Promise<void> {
     ['lint', checkLint()],
     ['generated drift', checkDrift(doc)],
     ['breaking changes', checkBreaking(doc)],
+    ['client package', checkClient()],
   ];
   let failed = false;
   for (const [name, pending] of checks) {

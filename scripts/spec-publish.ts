@@ -3,6 +3,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { generateClient } from '../packages/client/scripts/generate';
 import { PUBLISHED_FILE, ROOT, bundleSpec } from './spec-tools';
 
 const HEADER = [
@@ -17,6 +18,8 @@ async function main(): Promise<void> {
   // lineWidth 0: no folding, so diffs of this file stay line-per-value.
   await writeFile(path.join(ROOT, PUBLISHED_FILE), HEADER + stringify(doc, { lineWidth: 0 }));
   console.log(`wrote ${PUBLISHED_FILE}`);
+  // The client package is built from the published contract: its types follow each publication.
+  await generateClient();
 }
 
 main().catch((err: unknown) => {
