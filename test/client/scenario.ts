@@ -48,6 +48,14 @@ export async function fullScenario(world: World): Promise<ScenarioResult> {
   expect(team.name).toBe(teamName);
   expect(team.memberCount).toBe(0);
 
+  // An API key acts as its creator: the same list through it (sent as x-api-key).
+  const key = await unwrap(admin.POST('/v1/api-keys', { body: { name: 'Dogfood CI' } }));
+  expect(key.item.name).toBe('Dogfood CI');
+  const byKey = anonymous.withCredential({ apiKey: key.key });
+  const teamNames: string[] = [];
+  for await (const listed of paginate(byKey, '/v1/teams')) teamNames.push(listed.name);
+  expect(teamNames).toEqual([teamName]);
+
   // Invite a person; the token reaches only their mailbox.
   const inviteeEmail = 'grace@dogfood.example';
   const invitation = (await unwrap(admin.POST('/v1/invitations', { body: { email: inviteeEmail, role: 'member' } }))).item;
