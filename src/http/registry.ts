@@ -4,6 +4,7 @@ import { systemHandlers } from '../system/handlers';
 import { authHandlers } from '../auth/handlers';
 import { orgHandlers } from '../org/handlers';
 import { loadSessionWithOrganization } from '../org/service';
+import { loadSessionWithMembersPage } from '../members/service';
 import { marketplaceHandlers } from '../marketplaces/handlers';
 import { pluginHandlers } from '../plugins/handlers';
 import { connectorHandlers } from '../connectors/handlers';
@@ -72,6 +73,7 @@ export const handlers: Handlers = {
  */
 export const sessionLoaders: Partial<Record<OperationId, SessionLoader>> = {
   getOrg: loadSessionWithOrganization,
+  listMembers: loadSessionWithMembersPage,
 };
 
 /**

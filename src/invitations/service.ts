@@ -7,7 +7,7 @@ import { newId } from '../lib/ids';
 import { hashPassword, randomSecret, sha256Hex } from '../lib/crypto';
 import type { PageRequest } from '../lib/pagination';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors';
-import { assignableRole } from '../roles/service';
+import { requireAssignable } from '../roles/service';
 import { authorize } from '../access/roles';
 import { createSession, createUser, findUser, findUserByEmail, markEmailVerified, normalizeEmail, setPasswordHash, setSessionOrganization, takeOverUnverifiedAccount, type Origin } from '../users/service';
 import { toUser } from '../users/mappers';
@@ -17,9 +17,10 @@ import { toMember } from '../members/mappers';
 import { enforceLimit } from '../plans';
 import * as store from './store';
 import type { InvitationRow } from './store';
-import { changed, created, recordChange } from '../audit';
+import { changeCtes, changed, created, recordChange, type Change } from '../audit';
 import { refuseAcceptOutsideSso, refuseSignUpUnderSso } from '../sso/enforcement';
-import { queueMail } from '../mail/queue';
+import { mailCtes, prepareMail, queueMail } from '../mail/queue';
+import type { MailInput } from '../mail/templates';
 import * as limits from '../protection/rate-limit';
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
@@ -54,10 +55,9 @@ export function toInvitation(row: InvitationRow, now: Date): Invitation {
   };
 }
 
-/** Queues the invitation message (a new token inside) in the caller's transaction; returns the message id. */
-async function mailInvitation(trx: Transaction<DB>, deps: AppDeps, invitation: { organizationId: string; inviterMemberId: string | null; email: string; role: string; token: string; expiresAt: Date }) {
-  const context = await store.invitationContext(trx, invitation.organizationId, invitation.inviterMemberId);
-  return queueMail(trx, deps, {
+/** The invitation message (a new token inside): what it says, given the organization's and inviter's names. */
+function invitationMail(context: { organization_name: string; inviter_name: string | null }, invitation: { email: string; role: string; token: string; expiresAt: Date }): MailInput {
+  return {
     kind: 'invitation',
     to: invitation.email,
     organizationName: context.organization_name,
@@ -65,36 +65,66 @@ async function mailInvitation(trx: Transaction<DB>, deps: AppDeps, invitation: {
     role: invitation.role,
     token: invitation.token,
     expiresAt: invitation.expiresAt,
-  });
+  };
 }
 
+/** Queues the invitation message in the caller's transaction; returns the message id. */
+async function mailInvitation(trx: Transaction<DB>, deps: AppDeps, invitation: { organizationId: string; inviterMemberId: string | null; email: string; role: string; token: string; expiresAt: Date }) {
+  return queueMail(trx, deps, invitationMail(await store.invitationContext(trx, invitation.organizationId, invitation.inviterMemberId), invitation));
+}
+
+/**
+ * Two round trips after the session check: one read (the role, whether the address is a member's,
+ * the names the message shows) and one statement that writes the rest, atomic by itself: expired
+ * pending invitations of the address cancelled, the message queued, the invitation, and its audit
+ * entry and event, the entry last (it takes the organization's chain-head lock, held to commit).
+ * The member check is a read before the write, as it was inside a READ COMMITTED transaction: a
+ * membership committed between the two is not seen either way.
+ */
 export async function createInvitation(deps: AppDeps, membership: Membership, input: { email: string; role: Role }) {
   authorize(membership, 'invitations.manage');
   const { organizationId } = membership;
-  const role = await assignableRole(deps.db, membership, input.role, ['body', 'role']);
   const email = input.email.trim();
   const emailNormalized = normalizeEmail(email);
+  const checked = await store.invitationPrecheck(deps.db, organizationId, membership.memberId, input.role, emailNormalized);
+  if (!checked) throw new NotFound('organization_not_found', 'The organization could not be found.');
+  const role = requireAssignable(membership, input.role, checked.role, ['body', 'role']);
+  if (checked.already_member) throw alreadyMember();
   const token = randomSecret(TOKEN_PREFIX);
   const now = deps.clock.now();
+  const invitation: store.NewInvitation = {
+    id: newId('invitation'),
+    organizationId,
+    email,
+    emailNormalized,
+    role,
+    tokenHash: sha256Hex(token),
+    invitedByMemberId: membership.memberId,
+    now,
+    expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
+  };
+  // The message commits with the invitation, or neither does (accounts-and-email.md §1). The
+  // token leaves only in it (§5), never in the reply.
+  const message = mailCtes(prepareMail(deps, invitationMail(checked, { email, role, token, expiresAt: invitation.expiresAt })));
+  const change: Change = { action: 'invitation.created', target: { type: 'invitation', id: invitation.id }, changes: created({ email, role: input.role }) };
   try {
-    return await deps.db.transaction().execute(async (trx) => {
-      if (await store.isMemberByEmail(trx, organizationId, emailNormalized)) throw alreadyMember();
-      await store.cancelExpiredPending(trx, organizationId, emailNormalized, now);
-      const id = newId('invitation');
-      const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS);
-      // The message commits with the invitation, or neither does (accounts-and-email.md §1). The
-      // token leaves only in it (§5), never in the reply.
-      const mailMessageId = await mailInvitation(trx, deps, { organizationId, inviterMemberId: membership.memberId, email, role, token, expiresAt });
-      await store.insertInvitation(trx, { id, organizationId, email, emailNormalized, role, tokenHash: sha256Hex(token), invitedByMemberId: membership.memberId, mailMessageId, now, expiresAt });
-      // The audit entry last: it takes the organization's chain-head lock, held until commit, so
-      // concurrent writes of the organization wait only for the commit, not for the mail's work.
-      await recordChange(trx, deps.audit, { action: 'invitation.created', target: { type: 'invitation', id }, changes: created({ email, role: input.role }) });
-      // What was just written, with its message as queued (no re-read inside the locked section).
-      return toInvitation(
-        { id, organization_id: organizationId, email, role, status: 'pending', invited_by_member_id: membership.memberId, created_at: now, expires_at: expiresAt, accepted_at: null, cancelled_at: null, delivery_status: 'pending', delivery_last_attempt_at: null, delivery_last_error: null },
-        now,
-      );
-    });
+    const audited = changeCtes(deps.audit, change, 'invitation');
+    let written = false;
+    if (audited) {
+      try {
+        await store.insertInvitationWithMessage(deps.db, invitation, message, audited.ctes);
+        written = true;
+      } catch (err) {
+        if (!audited.overflowed(err)) throw err;
+      }
+    }
+    // Auditing off, or more webhook endpoints to queue than one statement carries.
+    if (!written) {
+      await deps.db.transaction().execute(async (trx) => {
+        await store.insertInvitationWithMessage(trx, invitation, message);
+        await recordChange(trx, deps.audit, change);
+      });
+    }
   } catch (err) {
     if (isUniqueViolation(err, 'invitations_pending_email_key')) {
       throw new Conflict('invitation_pending', 'A pending invitation for this e-mail already exists.');
@@ -103,6 +133,11 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
     if (isForeignKeyViolation(err, 'invitations_role_fkey')) throw Invalid.at(['body', 'role'], `the organization has no role ${role}`);
     throw err;
   }
+  // What was just written, with its message as queued (no re-read).
+  return toInvitation(
+    { id: invitation.id, organization_id: organizationId, email, role, status: 'pending', invited_by_member_id: membership.memberId, created_at: now, expires_at: invitation.expiresAt, accepted_at: null, cancelled_at: null, delivery_status: 'pending', delivery_last_attempt_at: null, delivery_last_error: null },
+    now,
+  );
 }
 
 /**

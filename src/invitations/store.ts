@@ -1,4 +1,6 @@
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/schema';
+import { preparedAs } from '../db/connect';
 import { before, type Position } from '../lib/pagination';
 import type { MailStatus } from '../mail/tables';
 
@@ -41,53 +43,77 @@ function invitations(db: Db) {
   return db.selectFrom('invitations as i').leftJoin('mail_messages as mm', 'mm.id', 'i.mail_message_id').select(COLUMNS);
 }
 
-export async function insertInvitation(
-  db: Db,
-  invitation: { id: string; organizationId: string; email: string; emailNormalized: string; role: string; tokenHash: string; invitedByMemberId: string; mailMessageId: string; now: Date; expiresAt: Date },
-): Promise<void> {
-  await db
-    .insertInto('invitations')
-    .values({
-      id: invitation.id,
-      organization_id: invitation.organizationId,
-      email: invitation.email,
-      email_normalized: invitation.emailNormalized,
-      role: invitation.role,
-      token_hash: invitation.tokenHash,
-      status: 'pending',
-      invited_by_member_id: invitation.invitedByMemberId,
-      created_at: invitation.now,
-      expires_at: invitation.expiresAt,
-      accepted_at: null,
-      cancelled_at: null,
-      mail_message_id: invitation.mailMessageId,
-    })
-    .execute();
+export interface NewInvitation {
+  id: string;
+  organizationId: string;
+  email: string;
+  emailNormalized: string;
+  role: string;
+  tokenHash: string;
+  invitedByMemberId: string;
+  now: Date;
+  expiresAt: Date;
 }
 
-/** Whether a user with this (normalized) e-mail is an active member of the organization. */
-export async function isMemberByEmail(db: Db, organizationId: string, emailNormalized: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('members as m')
-    .innerJoin('users as u', 'u.id', 'm.user_id')
-    .select('m.id')
-    .where('m.organization_id', '=', organizationId)
-    .where('m.removed_at', 'is', null)
-    .where('u.email_normalized', '=', emailNormalized)
-    .executeTakeFirst();
-  return row !== undefined;
+/** What creating an invitation checks and its message says, read in one round trip before the write. */
+export interface InvitationPrecheck {
+  organization_name: string;
+  inviter_name: string | null;
+  /** The organization's role of the asked key (undefined: it has none). */
+  role: { key: string; built_in: boolean; permissions: string[] } | undefined;
+  /** A user with the address is an active member already. */
+  already_member: boolean;
 }
 
-/** An expired pending invitation no longer blocks a new one for the same e-mail. */
-export async function cancelExpiredPending(db: Db, organizationId: string, emailNormalized: string, now: Date): Promise<void> {
-  await db
-    .updateTable('invitations')
-    .set({ status: 'cancelled', cancelled_at: now })
-    .where('organization_id', '=', organizationId)
-    .where('email_normalized', '=', emailNormalized)
-    .where('status', '=', 'pending')
-    .where('expires_at', '<=', now)
-    .execute();
+/**
+ * The organization's and the inviter's names (as `invitationContext`), the asked role, and whether
+ * the address is an active member's, in one statement; undefined when there is no such organization.
+ */
+export async function invitationPrecheck(db: Db, organizationId: string, inviterMemberId: string, roleKey: string, emailNormalized: string): Promise<InvitationPrecheck | undefined> {
+  const { rows } = await sql<{ organization_name: string; inviter_name: string | null; role_key: string | null; role_built_in: boolean | null; role_permissions: string[] | null; already_member: boolean }>`
+    ${preparedAs('invitation_precheck')}
+    SELECT o.name AS organization_name,
+      (SELECT coalesce(u.name, u.email) FROM members m JOIN users u ON u.id = m.user_id WHERE m.organization_id = o.id AND m.id = ${inviterMemberId}) AS inviter_name,
+      r.key AS role_key, r.built_in AS role_built_in, r.permissions AS role_permissions,
+      EXISTS (SELECT 1 FROM members m JOIN users u ON u.id = m.user_id
+        WHERE m.organization_id = o.id AND m.removed_at IS NULL AND u.email_normalized = ${emailNormalized}) AS already_member
+    FROM organizations o
+    LEFT JOIN organization_roles r ON r.organization_id = o.id AND r.key = ${roleKey}
+    WHERE o.id = ${organizationId}`.execute(db);
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    organization_name: row.organization_name,
+    inviter_name: row.inviter_name,
+    role: row.role_key === null ? undefined : { key: row.role_key, built_in: row.role_built_in === true, permissions: row.role_permissions ?? [] },
+    already_member: row.already_member,
+  };
+}
+
+/**
+ * A new invitation with its queued message, in ONE statement (atomic by itself, one round trip):
+ * the address's expired pending invitations cancelled first (they no longer block it), the message
+ * (`mail`: `mailCtes` of src/mail/queue.ts, defining `mail_queued` and `mail_announced`) and the
+ * invitation naming it. `audit`: the change's audit entry and event as
+ * CTEs (`changeCtes(context, change, 'invitation')` of src/audit), written by the same statement
+ * after the rest, so the organization's chain-head lock is taken by its last step.
+ */
+export async function insertInvitationWithMessage(db: Db, invitation: NewInvitation, mail: RawBuilder<unknown>, audit?: RawBuilder<unknown>): Promise<void> {
+  const i = invitation;
+  await sql`${preparedAs(audit ? 'invitation_create_audited' : 'invitation_create')}
+    WITH cancelled AS (
+      UPDATE invitations SET status = 'cancelled', cancelled_at = ${i.now}::timestamptz
+      WHERE organization_id = ${i.organizationId} AND email_normalized = ${i.emailNormalized} AND status = 'pending' AND expires_at <= ${i.now}::timestamptz
+      RETURNING id
+    ), ${mail}, invitation AS (
+      INSERT INTO invitations (id, organization_id, email, email_normalized, role, token_hash, status, invited_by_member_id, created_at, expires_at, accepted_at, cancelled_at, mail_message_id)
+      SELECT ${i.id}, ${i.organizationId}, ${i.email}, ${i.emailNormalized}, ${i.role}, ${i.tokenHash}, 'pending', ${i.invitedByMemberId},
+        ${i.now}::timestamptz, ${i.expiresAt}::timestamptz, NULL::timestamptz, NULL::timestamptz, q.id
+      -- Reading the cancellation's count makes it run first: the unique index of pending addresses then no longer holds the expired one.
+      FROM mail_queued q, (SELECT count(*) FROM cancelled) AS c
+      RETURNING id
+    )${audit ? sql`, ${audit}` : sql``}
+    SELECT (SELECT count(*) FROM invitation) AS written, (SELECT count(*) FROM mail_announced) AS announced`.execute(db);
 }
 
 export async function listInvitations(db: Db, organizationId: string, after: Position | null, take: number): Promise<InvitationRow[]> {

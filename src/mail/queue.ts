@@ -5,7 +5,7 @@ import type { SecretBox } from '../lib/crypto';
 import { newId } from '../lib/ids';
 import type { MailSettings } from '../settings';
 import { tracing } from '../observability/tracing';
-import { insertMessage } from './store';
+import { insertMessage, type NewMessage } from './store';
 import { renderMail, type MailInput, type RenderedMail, type TemplateContext } from './templates';
 
 /** What queueing needs from the app's dependency bag (AppDeps has all of it). */
@@ -32,23 +32,34 @@ export function templateContext(settings: MailSettings): TemplateContext {
 }
 
 /**
- * Queues a message inside the caller's transaction (accounts-and-email.md §1): the change and its
- * message commit together or not at all, and the job runner sends it afterwards (at least once,
- * with retries). The caller keeps only the hash of any link token it passes in; the rendered body,
- * which carries the link, is sealed here and erased once sent or given up. Returns the message id.
+ * A message ready to be queued: rendered, its body sealed (it carries the link; the caller keeps
+ * only the hash of any link token it passes in, and the body is erased once sent or given up).
+ * For a statement that writes it together with its change (`messageCtes` of ./store).
  */
-export async function queueMail(trx: Transaction<DB>, deps: MailDeps, input: MailInput, options: { traceContext?: string | null } = {}): Promise<string> {
+export function prepareMail(deps: MailDeps, input: MailInput, options: { traceContext?: string | null } = {}): NewMessage {
   const rendered: RenderedMail = renderMail(input, templateContext(deps.settings.mail));
   const body: MailBody = { text: rendered.text, html: rendered.html };
-  const id = newId('mailMessage');
-  await insertMessage(trx, {
-    id,
+  return {
+    id: newId('mailMessage'),
     kind: input.kind,
     recipient: input.to,
     subject: rendered.subject,
     bodySealed: deps.secrets.encrypt(JSON.stringify(body)),
     traceContext: options.traceContext ?? tracing?.current() ?? null,
     now: deps.clock.now(),
-  });
-  return id;
+  };
+}
+
+/** A prepared message as CTEs of the statement that writes the change causing it (see messageCtes). */
+export { messageCtes as mailCtes } from './store';
+
+/**
+ * Queues a message inside the caller's transaction (accounts-and-email.md §1): the change and its
+ * message commit together or not at all, and the job runner sends it afterwards (at least once,
+ * with retries). Returns the message id.
+ */
+export async function queueMail(trx: Transaction<DB>, deps: MailDeps, input: MailInput, options: { traceContext?: string | null } = {}): Promise<string> {
+  const message = prepareMail(deps, input, options);
+  await insertMessage(trx, message);
+  return message.id;
 }

@@ -17,18 +17,24 @@ export interface NewMessage {
 }
 
 /**
- * Inserts a pending message, due now, and announces it in the same statement: Postgres sends the
- * NOTIFY only when the caller's transaction commits, so a change that rolls back sends nothing.
+ * The message's CTEs for a statement that writes it with the change causing it: `mail_queued`
+ * (the pending row, due now, RETURNING id) and `mail_announced` (its NOTIFY, which the statement
+ * must read; Postgres sends it only when the transaction commits, so a change that rolls back
+ * sends nothing).
  */
-export async function insertMessage(db: Db, m: NewMessage): Promise<void> {
-  await sql`
-    WITH queued AS (
+export function messageCtes(m: NewMessage) {
+  return sql`mail_queued AS (
       INSERT INTO mail_messages (id, kind, recipient, subject, body_sealed, status, attempts, next_attempt_at, trace_context, created_at, updated_at)
       VALUES (${m.id}, ${m.kind}, ${m.recipient}, ${m.subject}, ${m.bodySealed}, 'pending', 0, ${m.now}::timestamptz, ${m.traceContext}, ${m.now}::timestamptz, ${m.now}::timestamptz)
       RETURNING id
-    )
-    SELECT pg_notify(${MAIL_CHANNEL}, '') FROM queued
-  `.execute(db);
+    ), mail_announced AS (
+      SELECT pg_notify(${MAIL_CHANNEL}, '') AS notified FROM mail_queued
+    )`;
+}
+
+/** Inserts a pending message, due now, and announces it in the same statement (`messageCtes`). */
+export async function insertMessage(db: Db, m: NewMessage): Promise<void> {
+  await sql`WITH ${messageCtes(m)} SELECT count(*) FROM mail_announced`.execute(db);
 }
 
 export interface ClaimedMessage {

@@ -4,7 +4,10 @@ import { positioned } from '../lib/pagination';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, PermissionSet, Principal } from '../domain/principal';
 import { Conflict, Forbidden, Invalid, NotFound } from '../lib/errors';
-import type { PageRequest } from '../lib/pagination';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type PageRequest } from '../lib/pagination';
+import { jsonText } from '../lib/json-text';
+import { RequestPreload } from '../principal/preload';
+import { principalFromSession, principalFromSessionWith, type LoaderRequest } from '../principal';
 import { authorize } from '../access/roles';
 import { requireFreshSession, requireOwner } from '../access/role-permissions';
 import { isForeignKeyViolation } from '../db/errors';
@@ -17,15 +20,48 @@ import { recordChange } from '../audit';
 
 const memberNotFound = () => new NotFound('member_not_found', 'The member could not be found.');
 
+/** First pages read together with the session that asked for them (src/principal/preload.ts). */
+const prefetched = new RequestPreload<store.PreloadedMembersPage>();
+
+/** The first page's size a query asks for, as sent; null for any other page or a query validation will refuse. */
+function firstPageLimit(query: Record<string, unknown>): number | null {
+  if (query.cursor !== undefined) return null;
+  if (query.limit === undefined) return DEFAULT_PAGE_SIZE;
+  if (typeof query.limit !== 'string' || !/^[1-9][0-9]{0,2}$/.test(query.limit)) return null;
+  const limit = Number(query.limit);
+  return limit <= MAX_PAGE_SIZE ? limit : null;
+}
+
+/**
+ * GET /v1/members' session check and, for a first page, the page in the same round trip
+ * (registered as its session loader in src/http/registry.ts): the same principal as
+ * principalFromSession; listMembers takes the page.
+ */
+export async function loadSessionWithMembersPage(db: AppDeps['db'], token: string, now: Date, request: LoaderRequest): Promise<Principal | null> {
+  const limit = firstPageLimit(request.query);
+  if (limit === null) return principalFromSession(db, token, now);
+  const found = await principalFromSessionWith(db, token, now, store.membersPagePreload(limit));
+  if (!found) return null;
+  const { principal, preloaded } = found;
+  if (principal.membership && preloaded) prefetched.keep(principal.membership, preloaded);
+  return principal;
+}
+
 export async function listMembers(deps: AppDeps, membership: Membership, page: PageRequest) {
   authorize(membership, 'members.read');
+  const ready = prefetched.take(membership);
+  if (ready && page.cursor === undefined && ready.limit === (page.limit ?? DEFAULT_PAGE_SIZE)) {
+    return { items: jsonText<ReturnType<typeof toListedMember>[]>(ready.itemsJson), nextCursor: ready.next ? deps.cursors.encode('members', ready.next) : null };
+  }
   return deps.cursors.page(
     'members',
     page,
     async (after, take) => positioned(await store.listMembers(deps.db, membership.organizationId, after, take)),
-    (row) => ({ ...toMember(row), directoryUserId: row.directory_user_id }),
+    (row) => toListedMember(row),
   );
 }
+
+const toListedMember = (row: store.ListedMemberRow) => ({ ...toMember(row), directoryUserId: row.directory_user_id });
 
 /**
  * Any role of the organization but `owner`, whose permissions the caller holds (no escalation);

@@ -3,6 +3,7 @@ import type { Db } from '../db/schema';
 import type { Role } from '../domain/principal';
 import type { MemberRow } from './mappers';
 import { before, type Position } from '../lib/pagination';
+import type { SessionPreload } from '../principal/session';
 
 /** An active member with their user's public fields; removed members are never returned. */
 function memberQuery(db: Db, organizationId: string) {
@@ -25,8 +26,11 @@ function memberQuery(db: Db, organizationId: string) {
     .where('m.removed_at', 'is', null);
 }
 
-/** The page of GET /v1/members, with each member's directory user (at most one: a unique index). */
-export async function listMembers(db: Db, organizationId: string, after: Position | null, take: number): Promise<(MemberRow & { directory_user_id: string | null })[]> {
+/** A member as GET /v1/members lists it: with its directory user (at most one: a unique index). */
+export type ListedMemberRow = MemberRow & { directory_user_id: string | null };
+
+/** The page of GET /v1/members. */
+export async function listMembers(db: Db, organizationId: string, after: Position | null, take: number): Promise<ListedMemberRow[]> {
   let query = memberQuery(db, organizationId).select(sql<string | null>`(SELECT d.id FROM directory_users d WHERE d.member_id = m.id)`.as('directory_user_id'));
   if (after) query = query.where(before('m.created_at', 'm.id', after));
   return query.orderBy('m.created_at', 'desc').orderBy('m.id', 'desc').limit(take).execute();
@@ -188,4 +192,58 @@ export async function openMembershipsOfUser(db: Db, userId: string): Promise<{ o
     .orderBy('created_at')
     .orderBy('id')
     .execute();
+}
+
+/** A first page of GET /v1/members read by the session check (`membersPagePreload`). */
+export interface PreloadedMembersPage {
+  /** The page size it was read for. */
+  limit: number;
+  /** The page's items as the contract's `Member` objects (with `directoryUserId`), JSON text made by Postgres. */
+  itemsJson: string;
+  /** The last item's position when another page follows, else null. */
+  next: Position | null;
+}
+
+/**
+ * The first page of `limit` active members, newest first, read by the session query itself for
+ * member `m` (src/principal/session.ts), so GET /v1/members is one round trip. One row more is
+ * read to learn whether another page follows. The items are JSON text sent as it is
+ * (src/lib/json-text.ts): this SQL is their mapper, the same fields as listMembers' rows through
+ * toMember plus `directoryUserId`, `createdAt` as Date#toISOString writes it (milliseconds, as a
+ * JS Date holds them).
+ */
+export function membersPagePreload(limit: number): SessionPreload<PreloadedMembersPage> {
+  return {
+    name: 'members_page',
+    columns: sql`mp.items_json AS members_page_json, mp.last_created_at AS members_page_last_created_at, mp.last_id AS members_page_last_id`,
+    joins: sql`LEFT JOIN LATERAL (
+      SELECT coalesce(json_agg(json_build_object(
+          'id', p.id, 'organizationId', p.organization_id, 'userId', p.user_id, 'role', p.role,
+          'status', CASE WHEN p.suspended_at IS NULL THEN 'active' ELSE 'suspended' END,
+          'createdAt', to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'user', json_build_object('id', p.user_id, 'name', p.user_name, 'email', p.user_email, 'image', p.user_image),
+          'directoryUserId', p.directory_user_id
+        ) ORDER BY p.created_at DESC, p.id DESC) FILTER (WHERE p.n <= ${limit}::int), '[]'::json)::text AS items_json,
+        max(p.created_at) FILTER (WHERE p.n = ${limit}::int AND p.more) AS last_created_at,
+        max(p.id) FILTER (WHERE p.n = ${limit}::int AND p.more) AS last_id
+      FROM (
+        SELECT q.*, count(*) OVER () > ${limit}::int AS more FROM (
+          SELECT pm.id, pm.organization_id, pu.id AS user_id, pm.role, pm.suspended_at, pm.created_at, pu.name AS user_name, pu.email AS user_email, pu.image AS user_image,
+            (SELECT d.id FROM directory_users d WHERE d.member_id = pm.id) AS directory_user_id,
+            row_number() OVER (ORDER BY pm.created_at DESC, pm.id DESC) AS n
+          FROM members pm JOIN users pu ON pu.id = pm.user_id
+          WHERE pm.organization_id = m.organization_id AND pm.removed_at IS NULL
+          ORDER BY pm.created_at DESC, pm.id DESC
+          LIMIT ${limit + 1}::int
+        ) q
+      ) p
+    ) mp ON true`,
+    read: (row) => {
+      const itemsJson = row.members_page_json as string | null;
+      if (row.principal_member_id === null || itemsJson === null) return undefined;
+      const lastId = row.members_page_last_id as string | null;
+      const lastCreatedAt = row.members_page_last_created_at as Date | null;
+      return { limit, itemsJson, next: lastId !== null && lastCreatedAt !== null ? { id: lastId, createdAt: lastCreatedAt } : null };
+    },
+  };
 }

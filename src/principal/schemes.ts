@@ -11,7 +11,12 @@ import { principalFromScimToken } from './scim-token';
  * registers a handler for each scheme of the spec and refuses to start when one has no resolver
  * here. A new credential (SCIM token, SSO session) is a scheme in the spec plus one entry here.
  */
-export type SessionLoader = (db: Db, token: string, now: Date) => Promise<Principal | null>;
+export type SessionLoader = (db: Db, token: string, now: Date, request: LoaderRequest) => Promise<Principal | null>;
+
+/** What a session loader may read of the request: its query as sent (not yet validated). */
+export interface LoaderRequest {
+  query: Record<string, unknown>;
+}
 
 export interface ResolveInput {
   db: Db;
@@ -20,6 +25,8 @@ export interface ResolveInput {
   now: Date;
   /** For `bearerAuth`: the operation's own session loader, which reads its data in the same query. */
   sessionLoader?: SessionLoader;
+  /** The request's query as sent, for the session loader. */
+  query?: Record<string, unknown>;
   /**
    * The operation verifies the credential in its own statement (`deferredCredentials` in
    * src/http/registry.ts): the resolver answers an unchecked claim without a query. Only the
@@ -31,7 +38,7 @@ export interface ResolveInput {
 export type CredentialResolver = (input: ResolveInput) => Promise<AnyPrincipal | null>;
 
 export const CREDENTIAL_RESOLVERS: Record<string, CredentialResolver> = {
-  bearerAuth: ({ db, secret, now, sessionLoader }) => (sessionLoader ?? principalFromSession)(db, secret, now),
+  bearerAuth: ({ db, secret, now, sessionLoader, query }) => (sessionLoader ? sessionLoader(db, secret, now, { query: query ?? {} }) : principalFromSession(db, secret, now)),
   orgApiKey: ({ db, secret, now }) => principalFromApiKey(db, secret, now),
   workerToken: ({ db, secret, deferred }) => (deferred ? Promise.resolve(workerClaimFromToken(secret)) : principalFromWorkerToken(db, secret)),
   scimBearer: ({ db, secret, now }) => principalFromScimToken(db, secret, now),

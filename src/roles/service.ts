@@ -154,10 +154,20 @@ async function reassignTarget(db: Db, membership: Membership, key: string, delet
  * (400 naming `path`), whose permissions the caller holds (403 `permission_not_held`).
  */
 export async function assignableRole(db: Db, membership: Membership, key: string, path: string[]): Promise<string> {
-  if (key === 'owner') throw Invalid.at(path, 'owner is never assigned this way; transfer ownership instead');
-  const role = await store.findRoleByKey(db, membership.organizationId, key);
+  if (key === 'owner') throw ownerNotAssignable(path);
+  return requireAssignable(membership, key, await store.findRoleGrant(db, membership.organizationId, key), path);
+}
+
+const ownerNotAssignable = (path: string[]) => Invalid.at(path, 'owner is never assigned this way; transfer ownership instead');
+
+/**
+ * assignableRole's checks on a role already read (`role`: the organization's role of that key, as
+ * `findRoleGrant` reads it, e.g. in a query that also reads other things; undefined: none).
+ */
+export function requireAssignable(membership: Membership, key: string, role: store.RoleGrant | undefined, path: string[]): string {
+  if (key === 'owner') throw ownerNotAssignable(path);
   if (!role) throw Invalid.at(path, `the organization has no role ${key}`);
-  requireHeld(membership, permissionsOf(role));
+  requireHeld(membership, permissionsOfRole({ key: role.key, builtIn: role.built_in, permissions: role.permissions }));
   return role.key;
 }
 

@@ -45,6 +45,17 @@ export async function findRole(db: Db, organizationId: string, roleId: string): 
   return roleQuery(db, organizationId).where('r.id', '=', roleId).executeTakeFirst();
 }
 
+/** What assigning a role needs of it: its key and permissions (no member count). */
+export interface RoleGrant {
+  key: string;
+  built_in: boolean;
+  permissions: string[];
+}
+
+export async function findRoleGrant(db: Db, organizationId: string, key: string): Promise<RoleGrant | undefined> {
+  return db.selectFrom('organization_roles').select(['key', 'built_in', 'permissions']).where('organization_id', '=', organizationId).where('key', '=', key).executeTakeFirst();
+}
+
 export async function findRoleByKey(db: Db, organizationId: string, key: string): Promise<RoleRow | undefined> {
   return roleQuery(db, organizationId).where('r.key', '=', key).executeTakeFirst();
 }

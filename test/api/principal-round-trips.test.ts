@@ -58,3 +58,52 @@ describe('permission checks cost no round trip', () => {
     expect([res!.status, res!.body.reason]).toEqual([403, 'org_admin_required']);
   });
 });
+
+describe('hot paths in few round trips', () => {
+  it('GET /v1/members: a first page is one statement (read with the session), the same page as read alone; a later page two', async () => {
+    const owner = await createOrganization(t, 'Paged');
+    const members = [await addMember(t, owner.organizationId), await addMember(t, owner.organizationId, 'admin'), await addMember(t, owner.organizationId)];
+    // A suspended member is listed as such.
+    await t.db.updateTable('members').set({ suspended_at: t.clock.now() }).where('id', '=', members[0]!.memberId).execute();
+    const key = await t.http.post('/v1/api-keys').set(...bearer(owner.token)).send({ name: 'reader' });
+    expect(key.status).toBe(201);
+
+    let res: supertest.Response | undefined;
+    expect(await statements(async () => (res = await http.get('/v1/members?limit=3').set(...bearer(owner.token))))).toBe(1);
+    expect(res!.status).toBe(200);
+    // An API key has no session loader: the page it reads is the plain query's, and must be the same.
+    const plain = await http.get('/v1/members?limit=3').set('x-api-key', key.body.key);
+    expect(plain.status).toBe(200);
+    expect(res!.body.items).toEqual(plain.body.items);
+    expect(res!.body.items.map((m: { status: string }) => m.status)).toContain('suspended');
+    expect(res!.body.items).toHaveLength(3);
+    expect(typeof res!.body.nextCursor).toBe('string');
+
+    // The cursor the preloaded page made leads where the plain one's does.
+    const next = await statements(async () => (res = await http.get('/v1/members').query({ limit: 3, cursor: res!.body.nextCursor }).set(...bearer(owner.token))));
+    expect(next).toBe(2);
+    const plainNext = await http.get('/v1/members').query({ limit: 3, cursor: plain.body.nextCursor }).set('x-api-key', key.body.key);
+    expect(res!.body).toEqual(plainNext.body);
+    expect(res!.body.items).toHaveLength(1);
+    expect(res!.body.nextCursor).toBeNull();
+
+    // The default page size, and a page that is the whole list (no cursor).
+    expect(await statements(async () => (res = await http.get('/v1/members').set(...bearer(owner.token))))).toBe(1);
+    expect([res!.body.items.length, res!.body.nextCursor]).toEqual([4, null]);
+    // A limit validation refuses is refused as before.
+    expect((await http.get('/v1/members?limit=101').set(...bearer(owner.token))).status).toBe(400);
+  });
+
+  it('POST /v1/invitations: the session, one read and one write statement', async () => {
+    const owner = await createOrganization(t, 'Inviting');
+    let res: supertest.Response | undefined;
+    expect(await statements(async () => (res = await http.post('/v1/invitations').set(...bearer(owner.token)).send({ email: 'someone@example.com', role: 'member' })))).toBe(3);
+    expect(res!.status).toBe(201);
+    // The message, the invitation, the audit entry and the event were all written.
+    const invitation = await t.db.selectFrom('invitations').select(['mail_message_id', 'status']).where('id', '=', res!.body.item.id).executeTakeFirstOrThrow();
+    expect(invitation.status).toBe('pending');
+    expect(await t.db.selectFrom('mail_messages').select('kind').where('id', '=', invitation.mail_message_id!).executeTakeFirst()).toEqual({ kind: 'invitation' });
+    expect(await t.db.selectFrom('audit_logs').select('action').where('target_id', '=', res!.body.item.id).execute()).toEqual([{ action: 'invitation.created' }]);
+    expect(await t.db.selectFrom('events').select('type').where('organization_id', '=', owner.organizationId).where('type', '=', 'invitation.created').execute()).toHaveLength(1);
+  });
+});
