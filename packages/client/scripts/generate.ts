@@ -142,7 +142,9 @@ export async function generateClient(): Promise<void> {
   const { types, errors, version } = await render();
   const own = await packageVersion();
   if (own !== version) {
-    throw new Error(`packages/client/package.json version ${own} is not the contract's info.version ${version}: set it to ${version}`);
+    throw new Error(
+      `packages/client/package.json version ${own} is not the contract's info.version ${version}: set it to ${version} and run npm install (the lock records it)`,
+    );
   }
   await writeFile(OUTPUTS.types, types);
   await writeFile(OUTPUTS.errors, errors);
