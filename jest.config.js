@@ -24,6 +24,7 @@ const PG_ONLY = [
   'src/http/logging.test.ts',
   'test/api/permissions-catalogue.test.ts',
   'test/contract/error-codes.test.ts',
+  'test/contract/examples.test.ts',
   'test/api/unavailable.test.ts',
   'test/outbound/client.test.ts',
   'test/outbound/policy.test.ts',

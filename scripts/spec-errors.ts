@@ -2,9 +2,10 @@
 // writes them into the contract: each error response of an operation becomes a reference to the
 // answer for its set of codes in openapi/components/error-answers.yaml (written here too, with
 // each code's meaning from src/lib/error-codes.ts). `--check` only prints the differences.
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Document, parseDocument, isMap, isPair, isScalar, type Pair, type YAMLMap } from 'yaml';
+import { PERMISSION_CATALOGUE } from '../src/access/permissions';
 import { ERROR_CODES, isErrorCode } from '../src/lib/error-codes';
 import { codeSide, contractSide, differences, loadBundle, DEFAULT_STATUSES, type CodesByStatus } from './error-contract';
 
@@ -34,6 +35,118 @@ const TITLES: Record<number, string> = {
   502: 'An upstream service failed.',
 };
 
+/**
+ * Values for the expressions of template-literal messages, so an example reads as the service's
+ * answer would (`${domain} is verified by another organization.` → `example.com is …`). An
+ * expression not listed here is shown as `…`.
+ */
+const EXPRESSION_SAMPLES: Record<string, string> = {
+  'resource.label': 'marketplace',
+  domain: 'example.com',
+  'body.key': 'support',
+  why: 'no TXT record _cp-challenge.example.com holds the token',
+  current: '4',
+  plan: 'free',
+  max: '5',
+  'LIMIT_WORDS[limit]': 'members',
+  'FEATURE_WORDS[feature]': 'Single sign-on',
+  seconds: '30',
+  'missing.slice(0, 5).join(\', \')': 'roles.manage',
+  'holders.members': '2',
+  'holders.invitations': '1',
+  'holders.connections': '0',
+  'err.message': 'could not be reached (connect ETIMEDOUT)',
+  url: 'https://mcp.example.com/.well-known/oauth-authorization-server',
+  'res.status': '404',
+  what: 'Exchanging the authorization code',
+  'members[0]': 'om_01m5zvjhhrebha7y5r3map2at2',
+  'teams[0]': 'tem_01m5tngtfre7vvqsmghcgqpjqj',
+  'reply.status': '500',
+  'describeFailure(reply)': 'the suite answered 503',
+  'failure(reply)': 'The LLM provider answered HTTP 401: invalid API key.',
+};
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) return sourceFiles(full);
+    return name.endsWith('.ts') && !name.endsWith('.test.ts') ? [full] : [];
+  });
+}
+
+function unquote(quote: string, body: string): { text: string; literal: boolean } {
+  if (quote !== '`') return { text: body.replace(/\\(.)/g, '$1'), literal: true };
+  return { text: body.replace(/\$\{([^}]*)\}/g, (_m, expr: string) => EXPRESSION_SAMPLES[expr.trim()] ?? '…').replace(/\\(.)/g, '$1'), literal: false };
+}
+
+/**
+ * The message the service answers with, per code, read from src/: the first plain string thrown
+ * with the code (`new NotFound('team_not_found', 'The team could not be found.')`, or through a
+ * one-line wrapper such as `suiteError('…')`), else the first template with its expressions filled
+ * in from EXPRESSION_SAMPLES. Permission and resource-role refusals are built from their key.
+ */
+function serviceMessages(): Map<string, string> {
+  const literal = new Map<string, string>();
+  const template = new Map<string, string>();
+  const note = (code: string, quote: string, body: string) => {
+    if (!isErrorCode(code)) return;
+    const { text, literal: isLiteral } = unquote(quote, body);
+    const into = isLiteral ? literal : template;
+    if (!into.has(code)) into.set(code, text);
+  };
+  const texts = sourceFiles(path.join(ROOT, 'src')).map((file) => readFileSync(file, 'utf8'));
+  // A quoted string or template (no `${` nesting of quotes); `q` is its quote.
+  const STRING = String.raw`(?<q>['"\`])((?:\\.|(?!\k<q>)[^\\])*)\k<q>`;
+  for (const text of texts) {
+    for (const m of text.matchAll(new RegExp(String.raw`'([a-z][a-z0-9_]+)',\s*` + STRING, 'g'))) note(m[1]!, m[2]!, m[3]!);
+    for (const m of text.matchAll(new RegExp(String.raw`new RateLimited\(\w+,\s*` + STRING, 'g'))) note('rate_limited', m[1]!, m[2]!);
+    for (const w of text.matchAll(/const (\w+) = \(message: string\) => new \w+\('([a-z_]+)', message\)/g)) {
+      for (const m of text.matchAll(new RegExp(String.raw`\b${w[1]}\(` + STRING, 'g'))) note(w[2]!, m[1]!, m[2]!);
+    }
+  }
+  const messages = new Map([...template, ...literal]);
+  const roles = readFileSync(path.join(ROOT, 'src/access/roles.ts'), 'utf8');
+  const permissionMessage = /PERMISSION_CATALOGUE\[permission\]\.reason, `([^`]*)`/.exec(roles)?.[1];
+  for (const [key, entry] of Object.entries(PERMISSION_CATALOGUE)) {
+    if (permissionMessage && !messages.has(entry.reason)) messages.set(entry.reason, permissionMessage.replace('${permission}', key));
+  }
+  const resourceRoles = readFileSync(path.join(ROOT, 'src/access/resource-roles.ts'), 'utf8');
+  const roleMessage = /_required`, `([^`]*)`/.exec(resourceRoles)?.[1];
+  for (const code of Object.keys(ERROR_CODES)) {
+    const m = /^(.+)_(viewer|editor|manager)_required$/.exec(code);
+    if (m && roleMessage && !messages.has(code)) {
+      const label = m[1] === 'llm_provider' ? 'LLM provider' : m[1]!.replace(/_/g, ' ');
+      messages.set(code, roleMessage.replace('${needed}', m[2]!).replace('${label}', label));
+    }
+  }
+  return messages;
+}
+
+let messagesCache: Map<string, string> | undefined;
+
+/** An example body for one code, as the service sends it. */
+function exampleBody(status: number, code: string, reasonOnly: boolean): Record<string, unknown> {
+  messagesCache ??= serviceMessages();
+  const message = messagesCache.get(code) ?? (isErrorCode(code) ? ERROR_CODES[code].description : code);
+  if (code === 'invalid_request') return { error: code, message: 'The request is invalid.', details: [{ message: 'is required', path: ['body', 'name'] }] };
+  if (code === 'unauthorized') return { error: code };
+  if (status === 403) return reasonOnly && !GATE_REASONS.has(code) ? { reason: code, message } : { error: 'forbidden', reason: code, message };
+  if (code === 'plan_limit_reached') return { error: code, limit: 'members', message };
+  if (code === 'enterprise_plan_required') return { error: code, feature: 'sso', message };
+  if (code === 'version_mismatch') return { error: code, message, version: 4 };
+  return { error: code, message };
+}
+
+/**
+ * One example per code, the operation's own refusals first: a 403's permission or role before the
+ * session gates every route has, a 404 of the resource before `organization_not_found`.
+ */
+function examplesFor(status: number, codes: string[], reasonOnly: boolean): Record<string, { summary: string; value: unknown }> {
+  const generic = new Set([...GATE_REASONS, 'organization_not_found']);
+  const ordered = [...codes.filter((c) => !generic.has(c)), ...codes.filter((c) => generic.has(c))];
+  return Object.fromEntries(ordered.map((code) => [code, { summary: code, value: exampleBody(status, code, reasonOnly) }]));
+}
+
 function answerName(status: number, codes: string[], reasonOnly: boolean): string {
   return `${status}${reasonOnly ? '-reason-only' : ''}-${codes.join('-')}`;
 }
@@ -58,7 +171,7 @@ function answer(status: number, codes: string[], reasonOnly: boolean): Record<st
     if (plain.length > 0) branches.push({ type: 'object', required: ['error', 'message'], properties: { error: { type: 'string', enum: plain }, message: { type: 'string' } } });
     schema = branches.length === 1 ? branches[0]! : { oneOf: branches };
   }
-  const result: Record<string, unknown> = { description, content: { 'application/json': { schema } } };
+  const result: Record<string, unknown> = { description, content: { 'application/json': { schema, examples: examplesFor(status, codes, reasonOnly) } } };
   if (status === 429) result.headers = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
   return result;
 }

@@ -645,6 +645,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
@@ -667,6 +668,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
@@ -689,6 +691,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
@@ -711,6 +714,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
@@ -777,6 +781,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example inv_01m5qhvbzrf299e2jg6gdvht1q */
                 invitationId: components["schemas"]["InvitationId"];
             };
             cookie?: never;
@@ -799,6 +804,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example inv_01m5qhvbzrf299e2jg6gdvht1q */
                 invitationId: components["schemas"]["InvitationId"];
             };
             cookie?: never;
@@ -885,6 +891,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example tem_01m5tngtfre7vvqsmghcgqpjqj */
                 teamId: components["schemas"]["TeamId"];
             };
             cookie?: never;
@@ -909,6 +916,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example tem_01m5tngtfre7vvqsmghcgqpjqj */
                 teamId: components["schemas"]["TeamId"];
             };
             cookie?: never;
@@ -931,7 +939,9 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example tem_01m5tngtfre7vvqsmghcgqpjqj */
                 teamId: components["schemas"]["TeamId"];
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
@@ -982,6 +992,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example apk_01m61gaztgfq9sfgpq4x7qxac2 */
                 apiKeyId: components["schemas"]["ApiKeyId"];
             };
             cookie?: never;
@@ -1048,6 +1059,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example rol_01m5nhm2erey08fj9wxpstmkpm */
                 roleId: components["schemas"]["RoleId"];
             };
             cookie?: never;
@@ -1099,6 +1111,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -1122,6 +1135,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -1144,6 +1158,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -1166,6 +1181,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -1188,6 +1204,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -1211,7 +1228,9 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -1234,6 +1253,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -1257,7 +1277,9 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
+                /** @example mag_01m60sfjhrfy38gn9rqphddq0d */
                 grantId: components["schemas"]["MarketplaceGrantId"];
             };
             cookie?: never;
@@ -1304,6 +1326,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -1324,6 +1347,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -1346,6 +1370,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -1368,6 +1393,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -1387,6 +1413,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -1410,7 +1437,9 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
+                /** @example mag_01m60sfjhrfy38gn9rqphddq0d */
                 grantId: components["schemas"]["PluginGrantId"];
             };
             cookie?: never;
@@ -1457,6 +1486,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example cin_01m5kwt87rfm38bz7gs7fqpssf */
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
             };
             cookie?: never;
@@ -1481,6 +1511,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example cin_01m5kwt87rfm38bz7gs7fqpssf */
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
             };
             cookie?: never;
@@ -1504,7 +1535,9 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example cin_01m5kwt87rfm38bz7gs7fqpssf */
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
+                /** @example mag_01m60sfjhrfy38gn9rqphddq0d */
                 grantId: components["schemas"]["ConnectorInstanceGrantId"];
             };
             cookie?: never;
@@ -1571,6 +1604,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
                 connectionId: components["schemas"]["ConnectionId"];
             };
             cookie?: never;
@@ -1595,6 +1629,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
                 connectionId: components["schemas"]["ConnectionId"];
             };
             cookie?: never;
@@ -1617,6 +1652,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
                 connectionId: components["schemas"]["ConnectionId"];
             };
             cookie?: never;
@@ -1639,6 +1675,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
                 connectionId: components["schemas"]["ConnectionId"];
             };
             cookie?: never;
@@ -1743,6 +1780,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example 19:3f2a8c1e7b4d4e9a@thread.v2 */
                 chatId: string;
             };
             cookie?: never;
@@ -1809,6 +1847,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example tpl_01m6930gwrerxvst6mxqrcthqz */
                 templateId: components["schemas"]["TemplateId"];
             };
             cookie?: never;
@@ -1863,6 +1902,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -1890,6 +1930,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -1912,6 +1953,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -1934,6 +1976,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -1960,7 +2003,9 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
+                /** @example lpg_01m6215p3gff28fkebqt9nfnyn */
                 grantId: components["schemas"]["LlmProviderGrantId"];
             };
             cookie?: never;
@@ -1983,6 +2028,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -2029,6 +2075,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -2053,6 +2100,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -2075,6 +2123,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -2097,6 +2146,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -2119,6 +2169,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -2141,6 +2192,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -2163,6 +2215,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -2289,6 +2342,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example org_01m5dmffprft3rsd2w0ppkh7ar */
                 organizationId: components["schemas"]["OrganizationId"];
             };
             cookie?: never;
@@ -2372,6 +2426,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
             };
             cookie?: never;
@@ -2402,6 +2457,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
             };
             cookie?: never;
@@ -2424,6 +2480,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
             };
             cookie?: never;
@@ -2446,6 +2503,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
             };
             cookie?: never;
@@ -2468,7 +2526,9 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
+                /** @example whd_01m5pe81zgebtvq3kvv5ntcqt5 */
                 deliveryId: components["schemas"]["WebhookDeliveryId"];
             };
             cookie?: never;
@@ -2575,6 +2635,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example ssc_01m5z57rg8ftptxp9tjj6db2hk */
                 connectionId: components["schemas"]["SsoConnectionId"];
             };
             cookie?: never;
@@ -2602,6 +2663,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example ssc_01m5z57rg8ftptxp9tjj6db2hk */
                 connectionId: components["schemas"]["SsoConnectionId"];
             };
             cookie?: never;
@@ -2648,6 +2710,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example dom_01m67qyp2gezkax63qzzrdqk2q */
                 domainId: components["schemas"]["SsoDomainId"];
             };
             cookie?: never;
@@ -2671,6 +2734,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example dom_01m67qyp2gezkax63qzzrdqk2q */
                 domainId: components["schemas"]["SsoDomainId"];
             };
             cookie?: never;
@@ -2818,6 +2882,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example sct_01m66v07k0e1jtpgz13c50wxne */
                 tokenId: components["schemas"]["ScimTokenId"];
             };
             cookie?: never;
@@ -2900,6 +2965,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example Platform */
                 name: string;
             };
             cookie?: never;
@@ -2942,6 +3008,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @example urn:ietf:params:scim:schemas:core:2.0:User */
                 schemaId: string;
             };
             cookie?: never;
@@ -2988,7 +3055,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The directory user's id; any other value is 404. */
+                /**
+                 * @description The directory user's id; any other value is 404.
+                 * @example usr_01m5qbd6arezqa9gzc1d7e7efx
+                 */
                 userId: string;
             };
             cookie?: never;
@@ -3047,7 +3117,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The team id; any other value is 404. */
+                /**
+                 * @description The team id; any other value is 404.
+                 * @example tem_01m5tngtfre7vvqsmghcgqpjqj
+                 */
                 groupId: string;
             };
             cookie?: never;
@@ -3088,7 +3161,10 @@ export interface components {
         };
         /** @constant */
         OkTrue: true;
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example usr_01m5qbd6arezqa9gzc1d7e7efx
+         */
         UserId: string;
         /**
          * Format: date-time
@@ -3106,11 +3182,17 @@ export interface components {
             emailVerifiedAt: components["schemas"]["Timestamp"] | null;
             createdAt: components["schemas"]["Timestamp"];
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example org_01m5dmffprft3rsd2w0ppkh7ar
+         */
         OrganizationId: string;
         /** @enum {string} */
         Plan: "free" | "team" | "enterprise";
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example om_01m5zvjhhrebha7y5r3map2at2
+         */
         MemberId: string;
         OrganizationOwner: {
             memberId: components["schemas"]["MemberId"];
@@ -3178,6 +3260,24 @@ export interface components {
             /** @constant */
             error: "unauthorized";
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "user": {
+         *         "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *         "email": "ada@example.com",
+         *         "name": "Ada Lovelace",
+         *         "image": "https://cdn.example.com/avatars/ada.png",
+         *         "emailVerified": true,
+         *         "emailVerifiedAt": "2026-11-02T09:14:03.000Z",
+         *         "createdAt": "2026-11-02T09:14:03.000Z"
+         *       },
+         *       "session": {
+         *         "token": "cps_L4NIQDjL3TiAVBy24oI6YL1ITMPHx57UFCNpiQjBiOA",
+         *         "expiresAt": "2026-11-09T09:14:03.000Z"
+         *       }
+         *     }
+         */
         SignedIn: {
             ok: components["schemas"]["OkTrue"];
             user: components["schemas"]["User"];
@@ -3207,6 +3307,12 @@ export interface components {
             name: string;
             role: components["schemas"]["Role"];
         };
+        /**
+         * @example {
+         *       "name": "Ada Lovelace",
+         *       "image": "https://cdn.example.com/avatars/ada.png"
+         *     }
+         */
         UpdateProfileRequest: {
             name?: string;
             /** @description The picture's URL, shown to browsers (the service never fetches it): https, or http only when the host is an address inside `OUTBOUND_ALLOWED_NETWORKS`; no credentials. Null removes it. */
@@ -3215,6 +3321,7 @@ export interface components {
         /**
          * Format: typeid
          * @description A session's id (never its token; it cannot be used as a credential).
+         * @example ses_01m5szp33rez9snxs07t6nd2jv
          */
         SessionId: string;
         /** @description One of the caller's live sessions (never its token or the token's hash). */
@@ -3238,12 +3345,32 @@ export interface components {
         };
         /** @description The token of a link a message carried (`?token=` of the link). */
         LinkToken: string;
+        /**
+         * @example {
+         *       "ok": true
+         *     }
+         */
         Accepted: {
             ok: components["schemas"]["OkTrue"];
         };
+        /**
+         * @example {
+         *       "ok": true
+         *     }
+         */
         Ok: {
             ok: components["schemas"]["OkTrue"];
         };
+        /**
+         * @example {
+         *       "methods": [
+         *         "totp"
+         *       ],
+         *       "totp": true,
+         *       "passkeys": 1,
+         *       "recoveryCodesRemaining": 8
+         *     }
+         */
         MfaStatus: {
             /** @description What a sign-in of this user may be answered with (empty without a second factor). */
             methods: components["schemas"]["Method"][];
@@ -3280,7 +3407,50 @@ export interface components {
             type: string;
             transports?: string[];
         };
-        /** @description `PublicKeyCredentialCreationOptionsJSON` (WebAuthn Level 3 §5.4, JSON form): pass it to `PublicKeyCredential.parseCreationOptionsFromJSON` (or decode `challenge` and `user.id` from base64url) and then to `navigator.credentials.create`. Good for five minutes and one response. */
+        /**
+         * @description `PublicKeyCredentialCreationOptionsJSON` (WebAuthn Level 3 §5.4, JSON form): pass it to `PublicKeyCredential.parseCreationOptionsFromJSON` (or decode `challenge` and `user.id` from base64url) and then to `navigator.credentials.create`. Good for five minutes and one response.
+         * @example {
+         *       "challenge": "bSLlDG_spL1orNW87mRBS_QDNZAtfkT-",
+         *       "rp": {
+         *         "id": "control.example.com",
+         *         "name": "Organization Control-Plane"
+         *       },
+         *       "user": {
+         *         "id": "pcd8yivMlKumC8QDscJlAXMTaDovtNWP",
+         *         "name": "Ada Lovelace",
+         *         "displayName": "Ada Lovelace"
+         *       },
+         *       "pubKeyCredParams": [
+         *         {
+         *           "type": "public-key",
+         *           "alg": -7
+         *         }
+         *       ],
+         *       "timeout": 60000,
+         *       "excludeCredentials": [
+         *         {
+         *           "id": "pcd8yivMlKumC8QDscJlAXMTaDovtNWP",
+         *           "type": "public-key",
+         *           "transports": [
+         *             "internal"
+         *           ]
+         *         }
+         *       ],
+         *       "authenticatorSelection": {
+         *         "authenticatorAttachment": "platform",
+         *         "residentKey": "preferred",
+         *         "requireResidentKey": false,
+         *         "userVerification": "preferred"
+         *       },
+         *       "attestation": "none",
+         *       "hints": [
+         *         "client-device"
+         *       ],
+         *       "extensions": {
+         *         "credProps": true
+         *       }
+         *     }
+         */
         CreationOptions: {
             challenge: components["schemas"]["Base64Url"];
             rp: {
@@ -3311,7 +3481,10 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example pky_01m5x0w9fgfn18zcsvrcpwg4wc
+         */
         PasskeyId: string;
         Passkey: {
             id: components["schemas"]["PasskeyId"];
@@ -3340,7 +3513,27 @@ export interface components {
                 publicKey?: components["schemas"]["Base64Url"];
             };
         };
-        /** @description `PublicKeyCredentialRequestOptionsJSON` (WebAuthn Level 3 §5.5, JSON form) for `navigator.credentials.get`. Good for the challenge's life and one response. */
+        /**
+         * @description `PublicKeyCredentialRequestOptionsJSON` (WebAuthn Level 3 §5.5, JSON form) for `navigator.credentials.get`. Good for the challenge's life and one response.
+         * @example {
+         *       "challenge": "bSLlDG_spL1orNW87mRBS_QDNZAtfkT-",
+         *       "rpId": "control.example.com",
+         *       "timeout": 60000,
+         *       "allowCredentials": [
+         *         {
+         *           "id": "pcd8yivMlKumC8QDscJlAXMTaDovtNWP",
+         *           "type": "public-key",
+         *           "transports": [
+         *             "internal"
+         *           ]
+         *         }
+         *       ],
+         *       "userVerification": "preferred",
+         *       "hints": [
+         *         "client-device"
+         *       ]
+         *     }
+         */
         RequestOptions: {
             challenge: components["schemas"]["Base64Url"];
             rpId?: string;
@@ -3370,12 +3563,21 @@ export interface components {
                 userHandle?: components["schemas"]["Base64Url"];
             };
         };
+        /**
+         * @example {
+         *       "requireMfa": false,
+         *       "updatedAt": "2026-11-03T16:42:10.000Z"
+         *     }
+         */
         AuthPolicy: {
             /** @description While true, a member whose session has no second factor (a password sign-in of a user who has none) gets 403 `mfa_enrollment_required` everywhere but `/v1/me…`, enrolment, sign-out and switching organization. Sessions made through the organization's SSO satisfy it. */
             requireMfa: boolean;
             updatedAt: components["schemas"]["Timestamp"] | null;
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example tem_01m5tngtfre7vvqsmghcgqpjqj
+         */
         TeamId: string;
         /** @description A team. Its members are read page by page (GET /v1/teams/{teamId}/members); the team object carries only their number, so its size never depends on the team's. */
         Team: {
@@ -3385,34 +3587,146 @@ export interface components {
             memberCount: number;
             createdAt: components["schemas"]["Timestamp"];
         };
-        /** @description The active organization of the current session, the caller's member in it and the caller's teams. */
+        /**
+         * @description The active organization of the current session, the caller's member in it and the caller's teams.
+         * @example {
+         *       "organization": {
+         *         "id": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "name": "Acme",
+         *         "plan": "team",
+         *         "owner": {
+         *           "memberId": "om_01m62g8n60ek38thwxes6xcj47",
+         *           "userId": "usr_01m5fydjhrfgdsx39rrd79xxh7",
+         *           "name": "Grace Hopper",
+         *           "email": "grace@example.com",
+         *           "image": null
+         *         },
+         *         "createdAt": "2026-10-20T08:00:00.000Z",
+         *         "updatedAt": "2026-10-28T13:05:41.000Z"
+         *       },
+         *       "currentMember": {
+         *         "id": "om_01m5zvjhhrebha7y5r3map2at2",
+         *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *         "role": "admin",
+         *         "status": "active",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "user": {
+         *           "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "image": null
+         *         },
+         *         "directoryUserId": null
+         *       },
+         *       "currentMemberTeams": [
+         *         {
+         *           "id": "tem_01m5tngtfre7vvqsmghcgqpjqj",
+         *           "name": "Platform",
+         *           "memberCount": 4,
+         *           "createdAt": "2026-11-02T09:14:03.000Z"
+         *         }
+         *       ]
+         *     }
+         */
         OrganizationContext: {
             organization: components["schemas"]["Organization"];
             currentMember: components["schemas"]["Member"];
             currentMemberTeams: components["schemas"]["Team"][];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "name": "Acme",
+         *         "plan": "free",
+         *         "owner": {
+         *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "image": "https://cdn.example.com/avatars/ada.png"
+         *         },
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z"
+         *       }
+         *     }
+         */
         OrganizationItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Organization"];
         };
         /** @description Opaque cursor for the next page, or null on the last page. */
         NextCursor: string | null;
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *           "role": "member",
+         *           "status": "active",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "user": {
+         *             "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *             "name": "Ada Lovelace",
+         *             "email": "ada@example.com",
+         *             "image": "https://cdn.example.com/avatars/ada.png"
+         *           },
+         *           "directoryUserId": null
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         MemberList: {
             items: components["schemas"]["Member"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
         /** @description The key of a role of the organization that can be given (`admin`, `member` or a custom role); `owner` is never assigned this way (exactly one per organization; ownership moves by transfer). */
         AssignableRole: string;
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "om_01m5zvjhhrebha7y5r3map2at2",
+         *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *         "role": "member",
+         *         "status": "active",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "user": {
+         *           "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "image": "https://cdn.example.com/avatars/ada.png"
+         *         },
+         *         "directoryUserId": null
+         *       }
+         *     }
+         */
         MemberItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Member"];
         };
         /** @description A permission key `area.verb` from `GET /v1/permissions`. */
         PermissionKey: string;
+        /**
+         * @example {
+         *       "items": [
+         *         "teams.read"
+         *       ]
+         *     }
+         */
         MemberPermissions: {
             items: components["schemas"]["PermissionKey"][];
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example inv_01m5qhvbzrf299e2jg6gdvht1q
+         */
         InvitationId: string;
         /**
          * @description `expired` is a pending invitation past its `expiresAt`; it can no longer be accepted.
@@ -3445,6 +3759,29 @@ export interface components {
             /** @description Delivery of the invitation's latest message (a resend sends a new one); null for an invitation made before messages were recorded with it. */
             delivery: components["schemas"]["InvitationDelivery"] | null;
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "inv_01m5qhvbzrf299e2jg6gdvht1q",
+         *           "email": "alan@example.com",
+         *           "role": "member",
+         *           "status": "pending",
+         *           "expiresAt": "2026-11-09T09:14:03.000Z",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "invitedByMemberId": "om_01m62g8n60ek38thwxes6xcj47",
+         *           "acceptedAt": null,
+         *           "cancelledAt": null,
+         *           "delivery": {
+         *             "status": "pending",
+         *             "lastAttemptAt": "2026-11-02T09:14:05.000Z",
+         *             "lastError": null
+         *           }
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         InvitationList: {
             items: components["schemas"]["Invitation"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -3459,10 +3796,44 @@ export interface components {
             limit: "members" | "workers" | "llmProviders";
             message: string;
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "inv_01m5qhvbzrf299e2jg6gdvht1q",
+         *         "email": "alan@example.com",
+         *         "role": "member",
+         *         "status": "pending",
+         *         "expiresAt": "2026-11-09T09:14:03.000Z",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "invitedByMemberId": "om_01m62g8n60ek38thwxes6xcj47",
+         *         "acceptedAt": null,
+         *         "cancelledAt": null,
+         *         "delivery": {
+         *           "status": "pending",
+         *           "lastAttemptAt": "2026-11-02T09:14:05.000Z",
+         *           "lastError": null
+         *         }
+         *       }
+         *     }
+         */
         InvitationItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Invitation"];
         };
+        /**
+         * @example {
+         *       "organization": {
+         *         "name": "Acme"
+         *       },
+         *       "inviter": {
+         *         "name": "Grace Hopper"
+         *       },
+         *       "email": "alan@example.com",
+         *       "role": "member",
+         *       "expiresAt": "2026-11-09T09:14:03.000Z"
+         *     }
+         */
         InvitationPreview: {
             organization: {
                 name: string;
@@ -3491,20 +3862,68 @@ export interface components {
             expiresAt: components["schemas"]["Timestamp"];
             createdAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "inv_01m5qhvbzrf299e2jg6gdvht1q",
+         *           "organization": {
+         *             "id": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *             "name": "Acme"
+         *           },
+         *           "inviter": {
+         *             "name": "Grace Hopper"
+         *           },
+         *           "email": "alan@example.com",
+         *           "role": "member",
+         *           "expiresAt": "2026-11-09T09:14:03.000Z",
+         *           "createdAt": "2026-11-02T09:14:03.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         MyInvitationList: {
             items: components["schemas"]["MyInvitation"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "tem_01m5tngtfre7vvqsmghcgqpjqj",
+         *           "name": "Platform",
+         *           "memberCount": 3,
+         *           "createdAt": "2026-11-02T09:14:03.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         TeamList: {
             items: components["schemas"]["Team"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
         TeamName: string;
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "tem_01m5tngtfre7vvqsmghcgqpjqj",
+         *         "name": "Platform",
+         *         "memberCount": 3,
+         *         "createdAt": "2026-11-02T09:14:03.000Z"
+         *       }
+         *     }
+         */
         TeamItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Team"];
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example apk_01m61gaztgfq9sfgpq4x7qxac2
+         */
         ApiKeyId: string;
         /** @description An API key's metadata; the key itself is shown only once, when it is created. */
         ApiKey: {
@@ -3519,6 +3938,25 @@ export interface components {
             expiresAt: components["schemas"]["NullableTimestamp"];
             lastUsedAt: components["schemas"]["NullableTimestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "apk_01m61gaztgfq9sfgpq4x7qxac2",
+         *           "name": "CI deploy key",
+         *           "prefix": "cpk_P_C0t_Vr",
+         *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "permissions": [
+         *             "teams.read"
+         *           ],
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "expiresAt": "2026-11-09T09:14:03.000Z",
+         *           "lastUsedAt": "2026-11-04T08:01:55.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         ApiKeyList: {
             items: components["schemas"]["ApiKey"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -3528,10 +3966,23 @@ export interface components {
             key: components["schemas"]["PermissionKey"];
             description: string;
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "key": "members.read",
+         *           "description": "Answers customers; reads members and teams."
+         *         }
+         *       ]
+         *     }
+         */
         PermissionList: {
             items: components["schemas"]["Permission"][];
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example rol_01m5nhm2erey08fj9wxpstmkpm
+         */
         RoleId: string;
         /** @description A role of the organization, by key (`owner`, `admin`, `member` or a custom role's key). */
         RoleKey: string;
@@ -3549,23 +4000,80 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "rol_01m5nhm2erey08fj9wxpstmkpm",
+         *           "key": "support",
+         *           "name": "Support",
+         *           "description": "Answers customers; reads members and teams.",
+         *           "permissions": [
+         *             "teams.read"
+         *           ],
+         *           "builtIn": true,
+         *           "memberCount": 3,
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         RoleList: {
             items: components["schemas"]["OrganizationRole"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
         RoleName: string;
         RoleDescription: string;
+        /**
+         * @example {
+         *       "key": "support",
+         *       "name": "Support",
+         *       "description": "Answers customers; reads members and teams.",
+         *       "permissions": [
+         *         "teams.read"
+         *       ]
+         *     }
+         */
         CreateRoleBody: {
             key: components["schemas"]["RoleKey"];
             name: components["schemas"]["RoleName"];
             description?: components["schemas"]["RoleDescription"];
             permissions: components["schemas"]["PermissionKeys"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "rol_01m5nhm2erey08fj9wxpstmkpm",
+         *         "key": "support",
+         *         "name": "Support",
+         *         "description": "Answers customers; reads members and teams.",
+         *         "permissions": [
+         *           "teams.read"
+         *         ],
+         *         "builtIn": true,
+         *         "memberCount": 3,
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z"
+         *       }
+         *     }
+         */
         RoleItem: {
             /** @constant */
             ok: true;
             item: components["schemas"]["OrganizationRole"];
         };
+        /**
+         * @example {
+         *       "name": "Support",
+         *       "description": "Answers customers; reads members and teams.",
+         *       "permissions": [
+         *         "teams.read"
+         *       ]
+         *     }
+         */
         UpdateRoleBody: {
             name?: components["schemas"]["RoleName"];
             description?: components["schemas"]["RoleDescription"];
@@ -3573,7 +4081,10 @@ export interface components {
         };
         /** @enum {string} */
         MarketplaceStatus: "active" | "archived" | "deleted";
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example mkt_01m5pva3x8fb78x8zyxw4g5exb
+         */
         MarketplaceId: string;
         /** @description A marketplace, without `status`. */
         MarketplaceFields: {
@@ -3593,16 +4104,61 @@ export interface components {
         MarketplaceWithStatus: components["schemas"]["MarketplaceFields"] & {
             status: components["schemas"]["MarketplaceStatus"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "mkt_01m5pva3x8fb78x8zyxw4g5exb",
+         *           "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "name": "Acme internal tools",
+         *           "description": "Plugins the platform team maintains for Acme.",
+         *           "logoUrl": "https://cdn.example.com/logo.png",
+         *           "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z",
+         *           "deletedAt": null,
+         *           "pluginCount": 3,
+         *           "status": "active"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         MarketplaceList: {
             items: components["schemas"]["MarketplaceWithStatus"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
+        /**
+         * @example {
+         *       "name": "Acme internal tools",
+         *       "description": "Plugins the platform team maintains for Acme.",
+         *       "logoUrl": "https://cdn.example.com/logo.png"
+         *     }
+         */
         CreateMarketplaceRequest: {
             name: string;
             description?: string;
             /** @description An https URL shown to browsers (the service never fetches it); http only when the host is an address inside `OUTBOUND_ALLOWED_NETWORKS`; no credentials. */
             logoUrl?: string;
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "mkt_01m5pva3x8fb78x8zyxw4g5exb",
+         *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "name": "Acme internal tools",
+         *         "description": "Plugins the platform team maintains for Acme.",
+         *         "logoUrl": "https://cdn.example.com/logo.png",
+         *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z",
+         *         "deletedAt": null,
+         *         "pluginCount": 3,
+         *         "status": "active"
+         *       }
+         *     }
+         */
         MarketplaceItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["MarketplaceWithStatus"];
@@ -3652,7 +4208,59 @@ export interface components {
             sourceFormat: string;
             manifest: components["schemas"]["Manifest"];
         };
-        /** @description A plugin. */
+        /**
+         * @description A plugin.
+         * @example {
+         *       "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+         *       "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *       "name": "GitHub issues",
+         *       "description": "Triage and label GitHub issues from chat.",
+         *       "status": "active",
+         *       "createdByOrgMembershipId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *       "createdAt": "2026-11-02T09:14:03.000Z",
+         *       "updatedAt": "2026-11-03T16:42:10.000Z",
+         *       "deletedAt": null,
+         *       "memberCount": 2,
+         *       "marketplaces": [
+         *         {
+         *           "id": "mkt_01m5pva3x8fb78x8zyxw4g5exb",
+         *           "name": "Acme internal tools"
+         *         }
+         *       ],
+         *       "extension": {
+         *         "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+         *         "name": "GitHub issues",
+         *         "description": "Triage and label GitHub issues from chat.",
+         *         "sourceFormat": "custom",
+         *         "manifest": {
+         *           "schemaVersion": 1,
+         *           "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+         *           "name": "GitHub issues",
+         *           "description": "Triage and label GitHub issues from chat.",
+         *           "source": {
+         *             "format": "custom",
+         *             "trusted": false,
+         *             "origin": "organization",
+         *             "reference": "plugin:plg_01m5jpextgebb9ydeqfjb6d2av"
+         *           },
+         *           "resources": [
+         *             {
+         *               "name": "issues",
+         *               "uri": "https://api.github.com/repos/acme/platform/issues"
+         *             }
+         *           ],
+         *           "contributions": [
+         *             {
+         *               "command": "triage",
+         *               "description": "Label and assign new issues"
+         *             }
+         *           ],
+         *           "setup": {},
+         *           "lifecycle": {}
+         *         }
+         *       }
+         *     }
+         */
         Plugin: {
             id: string;
             organizationId: string;
@@ -3669,15 +4277,132 @@ export interface components {
             marketplaces: components["schemas"]["PluginRef"][];
             extension: components["schemas"]["Extension"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+         *           "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "name": "GitHub issues",
+         *           "description": "Triage and label GitHub issues from chat.",
+         *           "status": "active",
+         *           "createdByOrgMembershipId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z",
+         *           "deletedAt": null,
+         *           "memberCount": 2,
+         *           "marketplaces": [
+         *             {
+         *               "id": "mkt_01m5pva3x8fb78x8zyxw4g5exb",
+         *               "name": "Acme internal tools"
+         *             }
+         *           ],
+         *           "extension": {
+         *             "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+         *             "name": "GitHub issues",
+         *             "description": "Triage and label GitHub issues from chat.",
+         *             "sourceFormat": "custom",
+         *             "manifest": {
+         *               "schemaVersion": 1,
+         *               "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+         *               "name": "GitHub issues",
+         *               "description": "Triage and label GitHub issues from chat.",
+         *               "source": {
+         *                 "format": "custom",
+         *                 "trusted": false,
+         *                 "origin": "organization",
+         *                 "reference": "plugin:plg_01m5jpextgebb9ydeqfjb6d2av"
+         *               },
+         *               "resources": [
+         *                 {
+         *                   "name": "issues",
+         *                   "uri": "https://api.github.com/repos/acme/platform/issues"
+         *                 }
+         *               ],
+         *               "contributions": [
+         *                 {
+         *                   "command": "triage",
+         *                   "description": "Label and assign new issues"
+         *                 }
+         *               ],
+         *               "setup": {},
+         *               "lifecycle": {}
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         PluginList: {
             items: components["schemas"]["Plugin"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
         /** @description A plugin id (`plg_…` as minted; the contract does not fix its format). */
         PluginId: string;
+        /**
+         * @example {
+         *       "pluginId": "plg_01m5jpextgebb9ydeqfjb6d2av"
+         *     }
+         */
         AddMarketplacePluginRequest: {
             pluginId: components["schemas"]["PluginId"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+         *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "name": "GitHub issues",
+         *         "description": "Triage and label GitHub issues from chat.",
+         *         "status": "active",
+         *         "createdByOrgMembershipId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z",
+         *         "deletedAt": null,
+         *         "memberCount": 2,
+         *         "marketplaces": [
+         *           {
+         *             "id": "mkt_01m5pva3x8fb78x8zyxw4g5exb",
+         *             "name": "Acme internal tools"
+         *           }
+         *         ],
+         *         "extension": {
+         *           "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+         *           "name": "GitHub issues",
+         *           "description": "Triage and label GitHub issues from chat.",
+         *           "sourceFormat": "custom",
+         *           "manifest": {
+         *             "schemaVersion": 1,
+         *             "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+         *             "name": "GitHub issues",
+         *             "description": "Triage and label GitHub issues from chat.",
+         *             "source": {
+         *               "format": "custom",
+         *               "trusted": false,
+         *               "origin": "organization",
+         *               "reference": "plugin:plg_01m5jpextgebb9ydeqfjb6d2av"
+         *             },
+         *             "resources": [
+         *               {
+         *                 "name": "issues",
+         *                 "uri": "https://api.github.com/repos/acme/platform/issues"
+         *               }
+         *             ],
+         *             "contributions": [
+         *               {
+         *                 "command": "triage",
+         *                 "description": "Label and assign new issues"
+         *               }
+         *             ],
+         *             "setup": {},
+         *             "lifecycle": {}
+         *           }
+         *         }
+         *       }
+         *     }
+         */
         PluginItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Plugin"];
@@ -3698,22 +4423,63 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             removedAt: components["schemas"]["NullableTimestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "mag_01m60sfjhrfy38gn9rqphddq0d",
+         *           "orgMembershipId": null,
+         *           "teamId": "tem_01m5tngtfre7vvqsmghcgqpjqj",
+         *           "orgWide": false,
+         *           "role": "editor",
+         *           "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "removedAt": null
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         AccessGrantList: {
             items: components["schemas"]["AccessGrant"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
-        /** @description Exactly one target: `orgMembershipId` (a member), `teamId` (a team) or `orgWide: true`; giving none or several is a 400 at path ["body"]. A target that already has an active grant gets its role updated (200) instead of a second grant (201). */
+        /**
+         * @description Exactly one target: `orgMembershipId` (a member), `teamId` (a team) or `orgWide: true`; giving none or several is a 400 at path ["body"]. A target that already has an active grant gets its role updated (200) instead of a second grant (201).
+         * @example {
+         *       "teamId": "tem_01m5tngtfre7vvqsmghcgqpjqj",
+         *       "role": "editor"
+         *     }
+         */
         GrantAccessRequest: {
             orgMembershipId?: components["schemas"]["MemberId"];
             teamId?: components["schemas"]["TeamId"];
             orgWide?: boolean;
             role: components["schemas"]["GrantRole"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "mag_01m60sfjhrfy38gn9rqphddq0d",
+         *         "orgMembershipId": null,
+         *         "teamId": "tem_01m5tngtfre7vvqsmghcgqpjqj",
+         *         "orgWide": false,
+         *         "role": "editor",
+         *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "removedAt": null
+         *       }
+         *     }
+         */
         AccessGrantItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["AccessGrant"];
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example mag_01m60sfjhrfy38gn9rqphddq0d
+         */
         MarketplaceGrantId: string;
         ComponentInput: {
             rawSourceText?: string;
@@ -3726,6 +4492,30 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @example {
+         *       "name": "GitHub issues",
+         *       "description": "Triage and label GitHub issues from chat.",
+         *       "components": [
+         *         {
+         *           "input": {
+         *             "rawSourceText": "{\"name\":\"issues\",\"uri\":\"https://api.github.com/repos/acme/platform/issues\"}",
+         *             "normalizedPayloadJson": {
+         *               "name": "issues",
+         *               "uri": "https://api.github.com/repos/acme/platform/issues"
+         *             },
+         *             "parserMode": "strict",
+         *             "schemaVersion": "1",
+         *             "metadata": {
+         *               "addedFrom": "chat"
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "orgWide": false,
+         *       "marketplaceId": "mkt_01m5pva3x8fb78x8zyxw4g5exb"
+         *     }
+         */
         CreatePluginRequest: {
             name: string;
             description?: string;
@@ -3736,6 +4526,12 @@ export interface components {
             orgWide?: boolean;
             marketplaceId?: components["schemas"]["MarketplaceId"];
         };
+        /**
+         * @example {
+         *       "name": "GitHub issues",
+         *       "description": "Triage and label GitHub issues from chat."
+         *     }
+         */
         UpdatePluginRequest: {
             name?: string;
             description?: string;
@@ -3754,13 +4550,32 @@ export interface components {
             };
             createdAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "cob_01m5ptn6z0f6na7mah85y1zcb8",
+         *           "type": "resource",
+         *           "input": {
+         *             "name": "issues",
+         *             "uri": "https://api.github.com/repos/acme/platform/issues"
+         *           },
+         *           "createdAt": "2026-11-02T09:14:03.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         PluginComponentList: {
             items: components["schemas"]["PluginComponent"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
         /** @description A plugin access grant id (`pag_…` as minted; the contract does not fix its format). */
         PluginGrantId: string;
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example cin_01m5kwt87rfm38bz7gs7fqpssf
+         */
         ConnectorInstanceId: string;
         /** @enum {string} */
         ConnectorInstanceStatus: "active" | "disabled";
@@ -3778,10 +4593,49 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "cin_01m5kwt87rfm38bz7gs7fqpssf",
+         *           "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "name": "acme/platform on GitHub",
+         *           "connectorType": "github",
+         *           "remoteId": "acme/platform",
+         *           "config": {
+         *             "defaultBranch": "main",
+         *             "labels": [
+         *               "bug",
+         *               "triage"
+         *             ]
+         *           },
+         *           "status": "active",
+         *           "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         ConnectorInstanceList: {
             items: components["schemas"]["ConnectorInstance"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
+        /**
+         * @example {
+         *       "name": "acme/platform on GitHub",
+         *       "connectorType": "github",
+         *       "remoteId": "acme/platform",
+         *       "config": {
+         *         "defaultBranch": "main",
+         *         "labels": [
+         *           "bug",
+         *           "triage"
+         *         ]
+         *       }
+         *     }
+         */
         CreateConnectorInstanceRequest: {
             name: string;
             connectorType: string;
@@ -3790,10 +4644,47 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "cin_01m5kwt87rfm38bz7gs7fqpssf",
+         *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "name": "acme/platform on GitHub",
+         *         "connectorType": "github",
+         *         "remoteId": "acme/platform",
+         *         "config": {
+         *           "defaultBranch": "main",
+         *           "labels": [
+         *             "bug",
+         *             "triage"
+         *           ]
+         *         },
+         *         "status": "active",
+         *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z"
+         *       }
+         *     }
+         */
         ConnectorInstanceItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["ConnectorInstance"];
         };
+        /**
+         * @example {
+         *       "name": "acme/platform on GitHub",
+         *       "remoteId": "acme/platform",
+         *       "config": {
+         *         "defaultBranch": "main",
+         *         "labels": [
+         *           "bug",
+         *           "triage"
+         *         ]
+         *       },
+         *       "status": "active"
+         *     }
+         */
         UpdateConnectorInstanceRequest: {
             name?: string;
             remoteId?: string | null;
@@ -3804,7 +4695,10 @@ export interface components {
         };
         /** @description A connector-instance access grant id (`cia_…` as minted; the contract does not fix its format). */
         ConnectorInstanceGrantId: string;
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example emc_01m60csz20fptvs5adgd2eyrhz
+         */
         ConnectionId: string;
         /** @enum {string} */
         AuthType: "none" | "apikey" | "oauth";
@@ -3846,6 +4740,47 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "emc_01m60csz20fptvs5adgd2eyrhz",
+         *           "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "name": "Linear",
+         *           "url": "https://mcp.linear.app/mcp",
+         *           "authType": "oauth",
+         *           "credentialMode": "per_member",
+         *           "hasApiKey": false,
+         *           "oauthClient": {
+         *             "issuer": "https://mcp.linear.app",
+         *             "issParameterSupported": true,
+         *             "authorizationUrl": "https://mcp.linear.app/authorize",
+         *             "tokenUrl": "https://mcp.linear.app/token",
+         *             "clientId": "7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10",
+         *             "scopes": [
+         *               "read",
+         *               "write"
+         *             ],
+         *             "hasClientSecret": true
+         *           },
+         *           "access": {
+         *             "orgWide": false,
+         *             "memberIds": [
+         *               "om_01m5zvjhhrebha7y5r3map2at2"
+         *             ],
+         *             "teamIds": [
+         *               "tem_01m5tngtfre7vvqsmghcgqpjqj"
+         *             ]
+         *           },
+         *           "connectedForMe": true,
+         *           "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         McpConnectionList: {
             items: components["schemas"]["McpConnection"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -3871,7 +4806,35 @@ export interface components {
             memberIds?: components["schemas"]["MemberId"][];
             teamIds?: components["schemas"]["TeamId"][];
         };
-        /** @description Combinations: `shared` with `none` or `apikey` (then `apiKey` is required); `per_member` with `apikey` (members paste their own key) or `oauth` (then `oauthClient` is required). */
+        /**
+         * @description Combinations: `shared` with `none` or `apikey` (then `apiKey` is required); `per_member` with `apikey` (members paste their own key) or `oauth` (then `oauthClient` is required).
+         * @example {
+         *       "name": "Linear",
+         *       "url": "https://mcp.linear.app/mcp",
+         *       "authType": "oauth",
+         *       "credentialMode": "per_member",
+         *       "oauthClient": {
+         *         "issuer": "https://mcp.linear.app",
+         *         "authorizationUrl": "https://mcp.linear.app/authorize",
+         *         "tokenUrl": "https://mcp.linear.app/token",
+         *         "clientId": "7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10",
+         *         "clientSecret": "lin_oauth_8d3f1c9a2b7e4f60a5c1d9e8b3f2a7c4",
+         *         "scopes": [
+         *           "read",
+         *           "write"
+         *         ]
+         *       },
+         *       "access": {
+         *         "orgWide": false,
+         *         "memberIds": [
+         *           "om_01m5zvjhhrebha7y5r3map2at2"
+         *         ],
+         *         "teamIds": [
+         *           "tem_01m5tngtfre7vvqsmghcgqpjqj"
+         *         ]
+         *       }
+         *     }
+         */
         CreateMcpConnection: {
             name: string;
             url: components["schemas"]["HttpUrl"];
@@ -3881,6 +4844,45 @@ export interface components {
             oauthClient?: components["schemas"]["OAuthClientInput"];
             access?: components["schemas"]["AccessInput"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "emc_01m60csz20fptvs5adgd2eyrhz",
+         *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "name": "Linear",
+         *         "url": "https://mcp.linear.app/mcp",
+         *         "authType": "oauth",
+         *         "credentialMode": "per_member",
+         *         "hasApiKey": false,
+         *         "oauthClient": {
+         *           "issuer": "https://mcp.linear.app",
+         *           "issParameterSupported": true,
+         *           "authorizationUrl": "https://mcp.linear.app/authorize",
+         *           "tokenUrl": "https://mcp.linear.app/token",
+         *           "clientId": "7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10",
+         *           "scopes": [
+         *             "read",
+         *             "write"
+         *           ],
+         *           "hasClientSecret": true
+         *         },
+         *         "access": {
+         *           "orgWide": false,
+         *           "memberIds": [
+         *             "om_01m5zvjhhrebha7y5r3map2at2"
+         *           ],
+         *           "teamIds": [
+         *             "tem_01m5tngtfre7vvqsmghcgqpjqj"
+         *           ]
+         *         },
+         *         "connectedForMe": true,
+         *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z"
+         *       }
+         *     }
+         */
         McpConnectionItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["McpConnection"];
@@ -3894,7 +4896,33 @@ export interface components {
             clientSecret?: components["schemas"]["Secret"];
             scopes?: components["schemas"]["Scopes"];
         };
-        /** @description `authType` and `credentialMode` are fixed at creation. `apiKey` replaces the shared key; `access` replaces the whole set of grants (grants no longer listed are revoked). */
+        /**
+         * @description `authType` and `credentialMode` are fixed at creation. `apiKey` replaces the shared key; `access` replaces the whole set of grants (grants no longer listed are revoked).
+         * @example {
+         *       "name": "Linear",
+         *       "url": "https://mcp.linear.app/mcp",
+         *       "oauthClient": {
+         *         "issuer": "https://mcp.linear.app",
+         *         "authorizationUrl": "https://mcp.linear.app/authorize",
+         *         "tokenUrl": "https://mcp.linear.app/token",
+         *         "clientId": "7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10",
+         *         "clientSecret": "lin_oauth_8d3f1c9a2b7e4f60a5c1d9e8b3f2a7c4",
+         *         "scopes": [
+         *           "read",
+         *           "write"
+         *         ]
+         *       },
+         *       "access": {
+         *         "orgWide": false,
+         *         "memberIds": [
+         *           "om_01m5zvjhhrebha7y5r3map2at2"
+         *         ],
+         *         "teamIds": [
+         *           "tem_01m5tngtfre7vvqsmghcgqpjqj"
+         *         ]
+         *       }
+         *     }
+         */
         UpdateMcpConnection: {
             name?: string;
             url?: components["schemas"]["HttpUrl"];
@@ -3902,10 +4930,22 @@ export interface components {
             oauthClient?: components["schemas"]["OAuthClientPatch"];
             access?: components["schemas"]["AccessInput"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "connectedAt": "2026-11-02T09:16:12.000Z"
+         *     }
+         */
         ConnectedAt: {
             ok: components["schemas"]["OkTrue"];
             connectedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "authorizeUrl": "https://mcp.linear.app/authorize?client_id=7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10&response_type=code&state=Z3Xo1m3bq7TBcxY0m2rj5Q8sX1k9pW4nE6vL0aHdUfc"
+         *     }
+         */
         AuthorizeUrl: {
             ok: components["schemas"]["OkTrue"];
             /** @description Send the member's browser here; the provider redirects back to the callback. */
@@ -3922,10 +4962,35 @@ export interface components {
             features: components["schemas"]["SuiteFeature"][];
             updatedAt: components["schemas"]["NullableTimestamp"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "configured": true,
+         *         "tenantId": "9188040d-6c67-4c5b-b112-36a304b66dad",
+         *         "clientId": "7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10",
+         *         "hasClientSecret": true,
+         *         "features": [
+         *           "chatSend"
+         *         ],
+         *         "updatedAt": "2026-11-03T16:42:10.000Z"
+         *       }
+         *     }
+         */
         SuiteOAuthClientItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["SuiteOAuthClient"];
         };
+        /**
+         * @example {
+         *       "tenantId": "9188040d-6c67-4c5b-b112-36a304b66dad",
+         *       "clientId": "7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10",
+         *       "clientSecret": "Qx48Q~r2Vd7nLk9pT3wYb6Hc1Fz0Js5Mg8Ae4Ruo",
+         *       "features": [
+         *         "chatSend"
+         *       ]
+         *     }
+         */
         SuiteOAuthClientInput: {
             /** @description Directory (tenant) id or domain of the organization's identity platform tenant. */
             tenantId: string;
@@ -3933,7 +4998,16 @@ export interface components {
             clientSecret: string;
             features: components["schemas"]["SuiteFeature"][];
         };
-        /** @description The calling member's suite account. */
+        /**
+         * @description The calling member's suite account.
+         * @example {
+         *       "connected": true,
+         *       "connectedAt": "2026-11-02T09:16:12.000Z",
+         *       "scopes": [
+         *         "openid"
+         *       ]
+         *     }
+         */
         SuiteConnection: {
             connected: boolean;
             connectedAt: components["schemas"]["NullableTimestamp"];
@@ -3964,12 +5038,28 @@ export interface components {
              */
             needsAction: "connect" | "credential" | null;
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "kind": "suite-365",
+         *           "id": "suite-365",
+         *           "name": "Microsoft 365",
+         *           "connected": true,
+         *           "needsAction": "connect"
+         *         }
+         *       ]
+         *     }
+         */
         CapabilitySourceList: {
             items: components["schemas"]["CapabilitySource"][];
         };
         /** @description What the template configures, e.g. `worker` or `workspace.setup`. */
         TemplateKind: string;
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example tpl_01m6930gwrerxvst6mxqrcthqz
+         */
         TemplateId: string;
         /** @description A template as lists show it (without `content`). */
         TemplateSummary: {
@@ -3983,6 +5073,23 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "tpl_01m6930gwrerxvst6mxqrcthqz",
+         *           "name": "Nightly build worker",
+         *           "description": "Worker settings for the nightly build.",
+         *           "kind": "worker",
+         *           "version": 1,
+         *           "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         TemplateList: {
             items: components["schemas"]["TemplateSummary"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -3991,6 +5098,18 @@ export interface components {
         TemplateContent: {
             [key: string]: unknown;
         };
+        /**
+         * @example {
+         *       "name": "Nightly build worker",
+         *       "description": "Tools the platform team maintains.",
+         *       "kind": "worker",
+         *       "content": {
+         *         "runtimeUrl": "https://runtime.example.com",
+         *         "schedule": "0 2 * * *",
+         *         "llmProvider": "gpt-4o-mini"
+         *       }
+         *     }
+         */
         CreateTemplateRequest: {
             name: string;
             description?: string;
@@ -4002,6 +5121,26 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "tpl_01m6930gwrerxvst6mxqrcthqz",
+         *         "name": "Nightly build worker",
+         *         "description": "Worker settings for the nightly build.",
+         *         "kind": "worker",
+         *         "version": 1,
+         *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z",
+         *         "content": {
+         *           "runtimeUrl": "https://runtime.example.com",
+         *           "schedule": "0 2 * * *",
+         *           "llmProvider": "gpt-4o-mini"
+         *         }
+         *       }
+         *     }
+         */
         TemplateItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Template"];
@@ -4013,12 +5152,26 @@ export interface components {
             /** @description The template's current version. */
             version: number;
         };
+        /**
+         * @example {
+         *       "name": "Nightly build worker",
+         *       "description": "Tools the platform team maintains.",
+         *       "content": {
+         *         "runtimeUrl": "https://runtime.example.com",
+         *         "schedule": "0 2 * * *",
+         *         "llmProvider": "gpt-4o-mini"
+         *       }
+         *     }
+         */
         UpdateTemplateRequest: {
             name?: string;
             description?: string;
             content?: components["schemas"]["TemplateContent"];
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example llp_01m5ejzys0ex18yqasdwc9de8k
+         */
         LlmProviderId: string;
         /** @enum {string} */
         LlmProviderKind: "openai" | "anthropic" | "azure-openai" | "google" | "openai-compatible";
@@ -4041,6 +5194,31 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "llp_01m5ejzys0ex18yqasdwc9de8k",
+         *           "name": "OpenAI (production)",
+         *           "provider": "openai",
+         *           "baseUrl": "https://api.openai.com/v1",
+         *           "apiVersion": null,
+         *           "models": [
+         *             "gpt-4o-mini"
+         *           ],
+         *           "defaultModel": "gpt-4o-mini",
+         *           "enabled": true,
+         *           "keyConfigured": true,
+         *           "keyHint": "…m5Pd",
+         *           "keyUpdatedAt": "2026-11-02T09:14:03.000Z",
+         *           "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         LlmProviderList: {
             items: components["schemas"]["LlmProvider"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -4054,6 +5232,20 @@ export interface components {
         /** @description Write-only. Stored encrypted; never returned (see `keyHint`). */
         LlmApiKey: string;
         LlmModels: string[];
+        /**
+         * @example {
+         *       "name": "OpenAI (production)",
+         *       "provider": "openai",
+         *       "baseUrl": "https://api.openai.com/v1",
+         *       "apiVersion": "2024-10-21",
+         *       "apiKey": "sk-proj-4fQ9c2Lx8Vb1Nw7Rk3Tz6Hy0Jm5Pd",
+         *       "models": [
+         *         "gpt-4o-mini"
+         *       ],
+         *       "defaultModel": "gpt-4o-mini",
+         *       "enabled": true
+         *     }
+         */
         CreateLlmProviderRequest: {
             name: string;
             provider: components["schemas"]["LlmProviderKind"];
@@ -4066,11 +5258,47 @@ export interface components {
             /** @default true */
             enabled: boolean;
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "llp_01m5ejzys0ex18yqasdwc9de8k",
+         *         "name": "OpenAI (production)",
+         *         "provider": "openai",
+         *         "baseUrl": "https://api.openai.com/v1",
+         *         "apiVersion": null,
+         *         "models": [
+         *           "gpt-4o-mini"
+         *         ],
+         *         "defaultModel": "gpt-4o-mini",
+         *         "enabled": true,
+         *         "keyConfigured": true,
+         *         "keyHint": "…m5Pd",
+         *         "keyUpdatedAt": "2026-11-02T09:14:03.000Z",
+         *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z"
+         *       }
+         *     }
+         */
         LlmProviderItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["LlmProvider"];
         };
-        /** @description Fields left out keep their value; without `apiKey` the stored key is kept. An `apiKey` equal to the item's `keyHint` is refused (400): the masked value is never saved over the real key. */
+        /**
+         * @description Fields left out keep their value; without `apiKey` the stored key is kept. An `apiKey` equal to the item's `keyHint` is refused (400): the masked value is never saved over the real key.
+         * @example {
+         *       "name": "OpenAI (production)",
+         *       "baseUrl": "https://api.openai.com/v1",
+         *       "apiVersion": "2024-10-21",
+         *       "apiKey": "sk-proj-4fQ9c2Lx8Vb1Nw7Rk3Tz6Hy0Jm5Pd",
+         *       "models": [
+         *         "gpt-4o-mini"
+         *       ],
+         *       "defaultModel": "gpt-4o-mini",
+         *       "enabled": true
+         *     }
+         */
         UpdateLlmProviderRequest: {
             name?: string;
             baseUrl?: components["schemas"]["LlmBaseUrl"] | null;
@@ -4080,9 +5308,23 @@ export interface components {
             defaultModel?: string | null;
             enabled?: boolean;
         };
+        /**
+         * @example {
+         *       "apiKey": "sk-proj-4fQ9c2Lx8Vb1Nw7Rk3Tz6Hy0Jm5Pd"
+         *     }
+         */
         SetLlmProviderKeyRequest: {
             apiKey: components["schemas"]["LlmApiKey"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "reachable": true,
+         *       "models": [
+         *         "gpt-4o-mini"
+         *       ]
+         *     }
+         */
         LlmProviderTestResult: {
             ok: components["schemas"]["OkTrue"];
             /** @constant */
@@ -4090,7 +5332,10 @@ export interface components {
             /** @description Model ids the provider lists (Google's without the `models/` prefix). */
             models: string[];
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example lpg_01m6215p3gff28fkebqt9nfnyn
+         */
         LlmProviderGrantId: string;
         /** @description A worker id (`wrk_…` as minted; the contract does not fix its format). */
         WorkerId: string;
@@ -4105,6 +5350,23 @@ export interface components {
             /** @description The decrypted key: the one place a key leaves the service. */
             apiKey: string;
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "llp_01m5ejzys0ex18yqasdwc9de8k",
+         *           "provider": "openai",
+         *           "baseUrl": "https://api.openai.com/v1",
+         *           "apiVersion": null,
+         *           "models": [
+         *             "gpt-4o-mini"
+         *           ],
+         *           "defaultModel": "gpt-4o-mini",
+         *           "apiKey": "sk-proj-4fQ9c2Lx8Vb1Nw7Rk3Tz6Hy0Jm5Pd"
+         *         }
+         *       ]
+         *     }
+         */
         WorkerLlmConfig: {
             items: components["schemas"]["WorkerLlmProvider"][];
         };
@@ -4134,6 +5396,27 @@ export interface components {
             /** @description The version the worker sent in its last heartbeat that had one, or null. */
             version: string | null;
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "wrk_01m65mh8z0f2jap12hafb7qt8z",
+         *           "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "name": "build-runner-1",
+         *           "description": "Runs the nightly builds.",
+         *           "runtimeUrl": "https://runtime.example.com",
+         *           "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z",
+         *           "lastActivityAt": "2026-11-04T08:01:55.000Z",
+         *           "status": "pending",
+         *           "lastHeartbeatAt": "2026-11-04T08:02:30.000Z",
+         *           "version": "1.2.0"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         WorkerList: {
             items: components["schemas"]["Worker"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -4143,37 +5426,108 @@ export interface components {
          * @description Base URL of the worker's runtime (http or https). The service calls `GET {runtimeUrl}/runtime/versions` with `Authorization: Bearer <hostToken>`.
          */
         RuntimeUrl: string;
+        /**
+         * @example {
+         *       "name": "build-runner-1",
+         *       "description": "Runs the nightly builds.",
+         *       "runtimeUrl": "https://runtime.example.com"
+         *     }
+         */
         CreateWorkerBody: {
             name: string;
             description?: string;
             runtimeUrl?: components["schemas"]["RuntimeUrl"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "wrk_01m65mh8z0f2jap12hafb7qt8z",
+         *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "name": "build-runner-1",
+         *         "description": "Runs the nightly builds.",
+         *         "runtimeUrl": "https://runtime.example.com",
+         *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z",
+         *         "lastActivityAt": "2026-11-04T08:01:55.000Z",
+         *         "status": "pending",
+         *         "lastHeartbeatAt": "2026-11-04T08:02:30.000Z",
+         *         "version": "1.2.0"
+         *       },
+         *       "hostToken": "cpw_eRbnsRbC-xHRhR0LaXuDth8PL2sxtfDdOk-BamhyAYU"
+         *     }
+         */
         WorkerCreated: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Worker"];
             /** @description The worker's secret: it authenticates the worker's own calls (`x-worker-token`) and is what the service presents to the worker's runtime. Shown only in this response. */
             hostToken: string;
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "wrk_01m65mh8z0f2jap12hafb7qt8z",
+         *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "name": "build-runner-1",
+         *         "description": "Runs the nightly builds.",
+         *         "runtimeUrl": "https://runtime.example.com",
+         *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z",
+         *         "lastActivityAt": "2026-11-04T08:01:55.000Z",
+         *         "status": "pending",
+         *         "lastHeartbeatAt": "2026-11-04T08:02:30.000Z",
+         *         "version": "1.2.0"
+         *       }
+         *     }
+         */
         WorkerItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Worker"];
         };
-        /** @description Fields to change; `null` clears `description` or `runtimeUrl`. */
+        /**
+         * @description Fields to change; `null` clears `description` or `runtimeUrl`.
+         * @example {
+         *       "name": "build-runner-1",
+         *       "description": "Runs the nightly builds.",
+         *       "runtimeUrl": "https://runtime.example.com"
+         *     }
+         */
         UpdateWorkerBody: {
             name?: string;
             description?: string | null;
             runtimeUrl?: components["schemas"]["RuntimeUrl"] | null;
         };
+        /**
+         * @example {
+         *       "version": "1.2.0",
+         *       "openSessions": 2
+         *     }
+         */
         HeartbeatBody: {
             /** @description The worker's software version; kept until a later heartbeat sends another. */
             version?: string;
             /** @description Sessions the worker has open now. */
             openSessions?: number;
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "status": "pending"
+         *     }
+         */
         HeartbeatAccepted: {
             ok: components["schemas"]["OkTrue"];
             status: components["schemas"]["WorkerStatus"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "hostToken": "cpw_eRbnsRbC-xHRhR0LaXuDth8PL2sxtfDdOk-BamhyAYU"
+         *     }
+         */
         WorkerTokenRotated: {
             ok: components["schemas"]["OkTrue"];
             /** @description The new host token, shown only in this response. */
@@ -4190,6 +5544,24 @@ export interface components {
             } | null;
             receivedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "wac_01m65q2f3gf7k9m3x1d8e4rbn6",
+         *           "workerId": "wrk_01m65mh8z0f2jap12hafb7qt8z",
+         *           "type": "task.completed",
+         *           "at": "2026-11-04T08:01:55.000Z",
+         *           "detail": {
+         *             "task": "nightly-build",
+         *             "durationMs": 8400
+         *           },
+         *           "receivedAt": "2026-11-04T08:01:56.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         WorkerActivityList: {
             items: components["schemas"]["WorkerActivity"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -4201,9 +5573,29 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @example {
+         *       "events": [
+         *         {
+         *           "type": "task.completed",
+         *           "at": "2026-11-04T08:01:55.000Z",
+         *           "detail": {
+         *             "task": "nightly-build",
+         *             "durationMs": 8400
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
         ReportActivityBody: {
             events: components["schemas"]["ActivityEventInput"][];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "accepted": 1
+         *     }
+         */
         ActivityAccepted: {
             ok: components["schemas"]["OkTrue"];
             accepted: number;
@@ -4220,6 +5612,31 @@ export interface components {
             scim: boolean;
             auditLog: boolean;
         };
+        /**
+         * @example {
+         *       "plan": "free",
+         *       "limits": {
+         *         "members": 12,
+         *         "workers": 3,
+         *         "llmProviders": 2
+         *       },
+         *       "features": {
+         *         "analytics": true,
+         *         "sso": true,
+         *         "scim": true,
+         *         "auditLog": true
+         *       },
+         *       "usage": {
+         *         "members": 12,
+         *         "workers": 3,
+         *         "llmProviders": 2
+         *       },
+         *       "period": {
+         *         "start": "2026-11-01T00:00:00.000Z",
+         *         "end": "2026-12-01T00:00:00.000Z"
+         *       }
+         *     }
+         */
         Billing: {
             plan: components["schemas"]["Plan"];
             limits: components["schemas"]["PlanLimits"];
@@ -4236,6 +5653,20 @@ export interface components {
                 end: components["schemas"]["Timestamp"];
             };
         };
+        /**
+         * @example {
+         *       "month": "2026-11",
+         *       "workerHours": 312,
+         *       "activeMembers": 9,
+         *       "perWorker": [
+         *         {
+         *           "workerId": "wrk_01m65mh8z0f2jap12hafb7qt8z",
+         *           "name": "build-runner-1",
+         *           "onlineHours": 168
+         *         }
+         *       ]
+         *     }
+         */
         BillingUsage: {
             /** @description `YYYY-MM`. */
             month: string;
@@ -4270,9 +5701,35 @@ export interface components {
             /** @description Tags of the event. A session whose events carry a dimension (at any time) is tagged with it, which the analytics filter uses. */
             dimensions?: components["schemas"]["TelemetryDimension"][];
         };
+        /**
+         * @example {
+         *       "events": [
+         *         {
+         *           "type": "task.completed",
+         *           "timestamp": "2026-11-04T08:01:55.000Z",
+         *           "sessionId": "ses_01m5szp33rez9snxs07t6nd2jv",
+         *           "durationMs": 8400,
+         *           "success": true,
+         *           "dimensions": [
+         *             {
+         *               "type": "model",
+         *               "value": "gpt-4o-mini",
+         *               "label": "GPT-4o mini"
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
         IngestBody: {
             events: components["schemas"]["TelemetryEventInput"][];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "accepted": 1
+         *     }
+         */
         IngestAccepted: {
             ok: components["schemas"]["OkTrue"];
             /** @description Number of events stored (always all of them). */
@@ -4293,7 +5750,108 @@ export interface components {
             /** @description Number of `task.failed` events in the week. */
             tasksFailed: number;
         };
-        /** @description Usage analytics of the active organization. Windows are rolling and taken from the service's clock: the 7-day window holds events with `now − 7 days < timestamp ≤ now`, the 30-day window `now − 30 days < timestamp ≤ now` (events stamped after now are not counted yet). An event belongs to the member who ingested it. With a dimension filter, only events that carry a `sessionId` whose session is tagged with the dimension count towards the active-member, session and task figures (`members` and `pendingInvites` are never filtered). */
+        /**
+         * @description Usage analytics of the active organization. Windows are rolling and taken from the service's clock: the 7-day window holds events with `now − 7 days < timestamp ≤ now`, the 30-day window `now − 30 days < timestamp ≤ now` (events stamped after now are not counted yet). An event belongs to the member who ingested it. With a dimension filter, only events that carry a `sessionId` whose session is tagged with the dimension count towards the active-member, session and task figures (`members` and `pendingInvites` are never filtered).
+         * @example {
+         *       "members": 12,
+         *       "pendingInvites": 1,
+         *       "activeMembers7d": 9,
+         *       "activeMembers30d": 11,
+         *       "sessions7d": 41,
+         *       "sessions30d": 163,
+         *       "tasksCompleted7d": 126,
+         *       "tasksFailed7d": 4,
+         *       "tasksCompleted30d": 511,
+         *       "tasksFailed30d": 13,
+         *       "avgTaskDurationMs30d": 8400,
+         *       "weekly": [
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         },
+         *         {
+         *           "weekStart": "2026-10-26T00:00:00.000Z",
+         *           "activeMembers": 9,
+         *           "sessions": 41,
+         *           "tasksCompleted": 126,
+         *           "tasksFailed": 4
+         *         }
+         *       ]
+         *     }
+         */
         UsageAnalytics: {
             /** @description Current members of the organization (removed members excluded). */
             members: number;
@@ -4335,10 +5893,52 @@ export interface components {
             updatedAt: components["schemas"]["Timestamp"];
             memberCount: number;
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "name": "Acme",
+         *           "plan": "free",
+         *           "owner": {
+         *             "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *             "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *             "name": "Ada Lovelace",
+         *             "email": "ada@example.com",
+         *             "image": "https://cdn.example.com/avatars/ada.png"
+         *           },
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z",
+         *           "memberCount": 3
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         AdminOrganizationList: {
             items: components["schemas"]["AdminOrganization"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "name": "Acme",
+         *         "plan": "free",
+         *         "owner": {
+         *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "image": "https://cdn.example.com/avatars/ada.png"
+         *         },
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z",
+         *         "memberCount": 3
+         *       }
+         *     }
+         */
         AdminOrganizationItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["AdminOrganization"];
@@ -4353,7 +5953,10 @@ export interface components {
          * @enum {string}
          */
         MailKind: "invitation" | "verify_email" | "password_reset" | "password_reset_unavailable" | "password_changed" | "email_change_confirm" | "email_change_notice" | "security_notice";
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example msg_01m5jryav0fs38pcg1cqqcj7k3
+         */
         MailMessageId: string;
         /** @description An outgoing message's delivery record; never its body or a link token. */
         AdminMailMessage: {
@@ -4369,13 +5972,33 @@ export interface components {
             /** Format: date-time */
             sentAt: string | null;
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "msg_01m5jryav0fs38pcg1cqqcj7k3",
+         *           "kind": "invitation",
+         *           "to": "grace@example.com",
+         *           "status": "pending",
+         *           "attempts": 1,
+         *           "lastError": null,
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "sentAt": "2026-11-02T09:14:05.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         AdminMailMessageList: {
             items: components["schemas"]["AdminMailMessage"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
         /** @description An exact event type (`member.role_changed`), a prefix (`member.*`) or `*` (every event): dot-separated lower-case words, `*` only as the whole filter or as the last word. */
         EventFilter: string;
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example evt_01m6ag8fvgfc28y01bdpzz9mar
+         */
         EventId: string;
         /** @description '<resource>.<verb>', the audit action of the change (e.g. `member.role_changed`). */
         EventType: string;
@@ -4396,11 +6019,39 @@ export interface components {
                 };
             };
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "evt_01m6ag8fvgfc28y01bdpzz9mar",
+         *           "type": "member.role_changed",
+         *           "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "data": {
+         *             "target": {
+         *               "type": "member",
+         *               "id": "om_01m5zvjhhrebha7y5r3map2at2"
+         *             },
+         *             "changes": {
+         *               "role": {
+         *                 "from": "member",
+         *                 "to": "admin"
+         *               }
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         EventList: {
             items: components["schemas"]["Event"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example whk_01m67s3kq0f799akshek72x5gh
+         */
         WebhookId: string;
         Webhook: {
             id: components["schemas"]["WebhookId"];
@@ -4412,6 +6063,24 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "whk_01m67s3kq0f799akshek72x5gh",
+         *           "url": "https://hooks.example.com/control-plane",
+         *           "events": [
+         *             "member.role_changed"
+         *           ],
+         *           "description": "Sends every audit event to the SIEM.",
+         *           "enabled": true,
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         WebhookList: {
             items: components["schemas"]["Webhook"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -4424,16 +6093,52 @@ export interface components {
         EventFilters: components["schemas"]["EventFilter"][];
         /** @description The signing secret, `whsec_` + base64 of 32 random bytes (Standard Webhooks). Shown only in this response; stored encrypted. */
         WebhookSecret: string;
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "whk_01m67s3kq0f799akshek72x5gh",
+         *         "url": "https://hooks.example.com/control-plane",
+         *         "events": [
+         *           "member.role_changed"
+         *         ],
+         *         "description": "Sends every audit event to the SIEM.",
+         *         "enabled": true,
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z"
+         *       },
+         *       "secret": "whsec_MfKQ9r8GbyxY3hrpXwS3kZ5sJ2w"
+         *     }
+         */
         WebhookCreated: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Webhook"];
             secret: components["schemas"]["WebhookSecret"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "whk_01m67s3kq0f799akshek72x5gh",
+         *         "url": "https://hooks.example.com/control-plane",
+         *         "events": [
+         *           "member.role_changed"
+         *         ],
+         *         "description": "Sends every audit event to the SIEM.",
+         *         "enabled": true,
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z"
+         *       }
+         *     }
+         */
         WebhookItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Webhook"];
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example whd_01m5pe81zgebtvq3kvv5ntcqt5
+         */
         WebhookDeliveryId: string;
         WebhookDelivery: {
             id: components["schemas"]["WebhookDeliveryId"];
@@ -4448,11 +6153,32 @@ export interface components {
             nextAttemptAt: components["schemas"]["NullableTimestamp"];
             createdAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "whd_01m5pe81zgebtvq3kvv5ntcqt5",
+         *           "eventId": "evt_01m6ag8fvgfc28y01bdpzz9mar",
+         *           "eventType": "member.role_changed",
+         *           "status": "pending",
+         *           "attempts": 1,
+         *           "lastStatusCode": 200,
+         *           "lastError": null,
+         *           "nextAttemptAt": "2026-11-02T09:15:03.000Z",
+         *           "createdAt": "2026-11-02T09:14:03.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         WebhookDeliveryList: {
             items: components["schemas"]["WebhookDelivery"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example aud_01m5sz6d58egktbnryj3vz17wx
+         */
         AuditEntryId: string;
         /** @description Who made the change: a member's session (`id` is the user), an API key (`id` is the key, `memberId` its creator), a SCIM token, a worker, or the service itself (`system`). */
         AuditActor: {
@@ -4482,10 +6208,48 @@ export interface components {
             userAgent: string | null;
             createdAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "aud_01m5sz6d58egktbnryj3vz17wx",
+         *           "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "action": "team.created",
+         *           "actor": {
+         *             "type": "member",
+         *             "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *             "memberId": "om_01m5zvjhhrebha7y5r3map2at2"
+         *           },
+         *           "target": {
+         *             "type": "team",
+         *             "id": "tem_01m5tngtfre7vvqsmghcgqpjqj"
+         *           },
+         *           "changes": {
+         *             "name": {
+         *               "from": null,
+         *               "to": "Platform"
+         *             }
+         *           },
+         *           "requestId": "0b6c2f8e-4d1a-4c3b-9e7f-2a5d8c1b6e40",
+         *           "ip": "203.0.113.7",
+         *           "userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0",
+         *           "createdAt": "2026-11-02T09:14:03.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         AuditEntryList: {
             items: components["schemas"]["AuditEntry"][];
             nextCursor: string | null;
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "checked": 1482,
+         *       "firstBrokenId": null
+         *     }
+         */
         AuditVerification: {
             /** @description True when every kept entry's hash matches its content and its predecessor's hash. */
             ok: boolean;
@@ -4494,7 +6258,10 @@ export interface components {
             /** @description The first entry, in chain order, whose hash or link does not match; null when `ok`. */
             firstBrokenId: string | null;
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example ssc_01m5z57rg8ftptxp9tjj6db2hk
+         */
         SsoConnectionId: string;
         /** @enum {string} */
         SsoConnectionType: "oidc" | "saml";
@@ -4527,6 +6294,36 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "ssc_01m5z57rg8ftptxp9tjj6db2hk",
+         *           "type": "oidc",
+         *           "name": "Entra ID",
+         *           "issuer": "https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0",
+         *           "clientId": "7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10",
+         *           "scopes": [
+         *             "openid",
+         *             "email",
+         *             "profile"
+         *           ],
+         *           "redirectUri": "https://control.example.com/v1/auth/sso/oidc/callback",
+         *           "defaultRole": "member",
+         *           "roleMappings": [
+         *             {
+         *               "group": "Engineering",
+         *               "role": "member"
+         *             }
+         *           ],
+         *           "enabled": true,
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         SsoConnectionList: {
             items: components["schemas"]["SsoConnection"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -4553,7 +6350,29 @@ export interface components {
         SamlIdpCertificate: string;
         /** @description At each SSO sign-in the member gets the role of the first entry whose group the identity provider sent, else `defaultRole` (never applied to the owner). Role keys must exist in the organization; `owner` is never assignable. */
         RoleMappings: components["schemas"]["RoleMapping"][];
-        /** @description `type: oidc` needs `issuer`, `clientId`, `clientSecret` (and may give `scopes`); `type: saml` needs `idpEntityId`, `idpSsoUrl`, `idpCertificate`. A field of the other type is refused (400 naming it). */
+        /**
+         * @description `type: oidc` needs `issuer`, `clientId`, `clientSecret` (and may give `scopes`); `type: saml` needs `idpEntityId`, `idpSsoUrl`, `idpCertificate`. A field of the other type is refused (400 naming it).
+         * @example {
+         *       "type": "oidc",
+         *       "name": "Entra ID",
+         *       "issuer": "https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0",
+         *       "clientId": "7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10",
+         *       "clientSecret": "Qx48Q~r2Vd7nLk9pT3wYb6Hc1Fz0Js5Mg8Ae4Ruo",
+         *       "scopes": [
+         *         "openid",
+         *         "email",
+         *         "profile"
+         *       ],
+         *       "defaultRole": "member",
+         *       "roleMappings": [
+         *         {
+         *           "group": "Engineering",
+         *           "role": "member"
+         *         }
+         *       ],
+         *       "enabled": true
+         *     }
+         */
         CreateSsoConnectionRequest: {
             type: components["schemas"]["SsoConnectionType"];
             name: components["schemas"]["SsoConnectionName"];
@@ -4568,11 +6387,60 @@ export interface components {
             roleMappings?: components["schemas"]["RoleMappings"];
             enabled?: boolean;
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "ssc_01m5z57rg8ftptxp9tjj6db2hk",
+         *         "type": "oidc",
+         *         "name": "Entra ID",
+         *         "issuer": "https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0",
+         *         "clientId": "7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10",
+         *         "scopes": [
+         *           "openid",
+         *           "email",
+         *           "profile"
+         *         ],
+         *         "redirectUri": "https://control.example.com/v1/auth/sso/oidc/callback",
+         *         "defaultRole": "member",
+         *         "roleMappings": [
+         *           {
+         *             "group": "Engineering",
+         *             "role": "member"
+         *           }
+         *         ],
+         *         "enabled": true,
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z"
+         *       }
+         *     }
+         */
         SsoConnectionItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["SsoConnection"];
         };
-        /** @description Fields left out keep their value; `type` cannot change. Without `clientSecret` the stored secret is kept. A field of the other type is refused (400 naming it). */
+        /**
+         * @description Fields left out keep their value; `type` cannot change. Without `clientSecret` the stored secret is kept. A field of the other type is refused (400 naming it).
+         * @example {
+         *       "name": "Entra ID",
+         *       "issuer": "https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0",
+         *       "clientId": "7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10",
+         *       "clientSecret": "Qx48Q~r2Vd7nLk9pT3wYb6Hc1Fz0Js5Mg8Ae4Ruo",
+         *       "scopes": [
+         *         "openid",
+         *         "email",
+         *         "profile"
+         *       ],
+         *       "defaultRole": "member",
+         *       "roleMappings": [
+         *         {
+         *           "group": "Engineering",
+         *           "role": "member"
+         *         }
+         *       ],
+         *       "enabled": true
+         *     }
+         */
         UpdateSsoConnectionRequest: {
             name?: components["schemas"]["SsoConnectionName"];
             issuer?: components["schemas"]["OidcIssuer"];
@@ -4586,7 +6454,10 @@ export interface components {
             roleMappings?: components["schemas"]["RoleMappings"];
             enabled?: boolean;
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example dom_01m67qyp2gezkax63qzzrdqk2q
+         */
         SsoDomainId: string;
         SsoDomainVerification: {
             /** @constant */
@@ -4605,12 +6476,48 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             verifiedAt: components["schemas"]["NullableTimestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "dom_01m67qyp2gezkax63qzzrdqk2q",
+         *           "domain": "example.com",
+         *           "status": "verified",
+         *           "verification": {
+         *             "type": "TXT",
+         *             "name": "_cp-challenge.example.com",
+         *             "value": "cp-domain-verification=3kT9vQx2mPz7LwR4nB8cYd1F"
+         *           },
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "verifiedAt": "2026-11-02T09:20:41.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         SsoDomainList: {
             items: components["schemas"]["SsoDomain"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
         /** @description A DNS name the organization owns (e.g. `example.com` or `eu.example.com`), compared ignoring case. Consumer mail domains and public suffixes are refused. */
         DomainName: string;
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "dom_01m67qyp2gezkax63qzzrdqk2q",
+         *         "domain": "example.com",
+         *         "status": "verified",
+         *         "verification": {
+         *           "type": "TXT",
+         *           "name": "_cp-challenge.example.com",
+         *           "value": "cp-domain-verification=3kT9vQx2mPz7LwR4nB8cYd1F"
+         *         },
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "verifiedAt": "2026-11-02T09:20:41.000Z"
+         *       }
+         *     }
+         */
         SsoDomainItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["SsoDomain"];
@@ -4619,6 +6526,14 @@ export interface components {
             /** @description While true, password sign-in, reauthentication, sign-up and invitation acceptance (outside an SSO session through one of the organization's connections) are refused with 403 `sso_required` for e-mails in the organization's verified domains; the owner keeps password sign-in (break-glass). */
             enforce: boolean;
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "enforce": true
+         *       }
+         *     }
+         */
         SsoPolicyItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["SsoPolicy"];
@@ -4628,13 +6543,27 @@ export interface components {
          * @description Where the browser goes after sign-in (with `?code=<one-time code>`, or `?error=`); its origin must be one of `SSO_RETURN_ORIGINS`, else 400. The service never calls it.
          */
         ReturnTo: string;
-        /** @description Either `email` or `connectionId`. */
+        /**
+         * @description Either `email` or `connectionId`.
+         * @example {
+         *       "email": "ada@example.com",
+         *       "connectionId": "ssc_01m5z57rg8ftptxp9tjj6db2hk",
+         *       "returnTo": "https://app.example.com/settings"
+         *     }
+         */
         StartSsoRequest: {
             /** Format: email */
             email?: string;
             connectionId?: components["schemas"]["SsoConnectionId"];
             returnTo?: components["schemas"]["ReturnTo"];
         };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "authorizeUrl": "https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/oauth2/v2.0/authorize?client_id=7f6d0a2e-8c1b-4f7a-9a51-5b2f6e3c9d10&response_type=code&scope=openid%20email%20profile&redirect_uri=https%3A%2F%2Fcontrol.example.com%2Fv1%2Fauth%2Fsso%2Foidc%2Fcallback&state=Z3Xo1m3bq7TBcxY0m2rj5Q8sX1k9pW4nE6vL0aHdUfc&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256",
+         *       "verifier": "PWkZ6IbD58-abHwysow_wa7HUu7QWVuTCoV0KaNLoSc"
+         *     }
+         */
         StartSsoResponse: {
             ok: components["schemas"]["OkTrue"];
             /** @description Send the user's browser here (the identity provider's sign-in page). */
@@ -4642,19 +6571,34 @@ export interface components {
             /** @description 256 random bits (base64url) binding this sign-in to the client that started it. Keep it (never in a URL); with `returnTo`, `POST /v1/auth/sso/exchange` must present it with the code, so a code from someone else's sign-in is refused (login CSRF, RFC 9700 §4.7). */
             verifier: string;
         };
+        /**
+         * @example {
+         *       "SAMLResponse": "PHNhbWxwOlJlc3BvbnNlIHhtbG5zOnNhbWxwPSJ1cm46b2FzaXM6bmFtZXM6dGM6U0FNTDoyLjA6cHJvdG9jb2wiPg==",
+         *       "RelayState": "eyJyIjoiL3NldHRpbmdzIn0"
+         *     }
+         */
         SamlAcsForm: {
             /** @description The base64 SAML response the identity provider posts (HTTP-POST binding). */
             SAMLResponse: string;
             /** @description The login state the sign-in was started with. */
             RelayState?: string;
         };
+        /**
+         * @example {
+         *       "code": "492039",
+         *       "verifier": "PWkZ6IbD58-abHwysow_wa7HUu7QWVuTCoV0KaNLoSc"
+         *     }
+         */
         ExchangeSsoCodeRequest: {
             /** @description The one-time code handed to `returnTo` (valid 60 s, once). */
             code: string;
             /** @description The `verifier` answered by the `POST /v1/auth/sso/start` that began this sign-in. */
             verifier: string;
         };
-        /** Format: typeid */
+        /**
+         * Format: typeid
+         * @example sct_01m66v07k0e1jtpgz13c50wxne
+         */
         ScimTokenId: string;
         ScimToken: {
             id: components["schemas"]["ScimTokenId"];
@@ -4664,6 +6608,20 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             lastUsedAt: components["schemas"]["NullableTimestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "sct_01m66v07k0e1jtpgz13c50wxne",
+         *           "name": "Entra ID provisioning",
+         *           "prefix": "cpscim_Jm2x0Qe",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "lastUsedAt": "2026-11-04T08:01:55.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         ScimTokenList: {
             items: components["schemas"]["ScimToken"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -4687,6 +6645,25 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "dus_01m5zsy8pgedybftg7m3gc487r",
+         *           "userName": "ada@example.com",
+         *           "externalId": "5f0c2e7a-8d41-4b6e-9c3a-1e2f4d6b8a90",
+         *           "active": true,
+         *           "email": "ada@example.com",
+         *           "linkState": "linked",
+         *           "linkReason": "no_valid_email",
+         *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-03T16:42:10.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         DirectoryUserList: {
             items: components["schemas"]["DirectoryUser"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -4714,6 +6691,43 @@ export interface components {
             documentationUri?: string;
             primary?: boolean;
         };
+        /**
+         * @example {
+         *       "schemas": [
+         *         "urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"
+         *       ],
+         *       "patch": {
+         *         "supported": true
+         *       },
+         *       "bulk": {
+         *         "supported": false,
+         *         "maxOperations": 0,
+         *         "maxPayloadSize": 0
+         *       },
+         *       "filter": {
+         *         "supported": true,
+         *         "maxResults": 100
+         *       },
+         *       "changePassword": {
+         *         "supported": false
+         *       },
+         *       "sort": {
+         *         "supported": false
+         *       },
+         *       "etag": {
+         *         "supported": false
+         *       },
+         *       "authenticationSchemes": [
+         *         {
+         *           "type": "oauthbearertoken",
+         *           "name": "OAuth Bearer Token",
+         *           "description": "Authentication scheme using the OAuth Bearer Token Standard",
+         *           "specUri": "https://www.rfc-editor.org/info/rfc6750",
+         *           "primary": true
+         *         }
+         *       ]
+         *     }
+         */
         ScimServiceProviderConfig: {
             schemas: string[];
             patch: components["schemas"]["ScimSupported"];
@@ -4726,6 +6740,44 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @example {
+         *       "schemas": [
+         *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+         *       ],
+         *       "totalResults": 2,
+         *       "startIndex": 1,
+         *       "itemsPerPage": 2,
+         *       "Resources": [
+         *         {
+         *           "schemas": [
+         *             "urn:ietf:params:scim:schemas:core:2.0:ResourceType"
+         *           ],
+         *           "id": "User",
+         *           "name": "User",
+         *           "endpoint": "/Users",
+         *           "schema": "urn:ietf:params:scim:schemas:core:2.0:User",
+         *           "meta": {
+         *             "resourceType": "ResourceType",
+         *             "location": "https://control.example.com/scim/v2/ResourceTypes/User"
+         *           }
+         *         },
+         *         {
+         *           "schemas": [
+         *             "urn:ietf:params:scim:schemas:core:2.0:ResourceType"
+         *           ],
+         *           "id": "Group",
+         *           "name": "Group",
+         *           "endpoint": "/Groups",
+         *           "schema": "urn:ietf:params:scim:schemas:core:2.0:Group",
+         *           "meta": {
+         *             "resourceType": "ResourceType",
+         *             "location": "https://control.example.com/scim/v2/ResourceTypes/Group"
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
         ScimListResponse: {
             schemas: "urn:ietf:params:scim:api:messages:2.0:ListResponse"[];
             totalResults: number;
@@ -4737,6 +6789,21 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
+        /**
+         * @example {
+         *       "schemas": [
+         *         "urn:ietf:params:scim:schemas:core:2.0:ResourceType"
+         *       ],
+         *       "id": "User",
+         *       "name": "User",
+         *       "endpoint": "/Users",
+         *       "schema": "urn:ietf:params:scim:schemas:core:2.0:User",
+         *       "meta": {
+         *         "resourceType": "ResourceType",
+         *         "location": "https://control.example.com/scim/v2/ResourceTypes/User"
+         *       }
+         *     }
+         */
         ScimResourceType: {
             schemas: string[];
             id: string;
@@ -4764,6 +6831,32 @@ export interface components {
             subAttributes?: components["schemas"]["ScimAttribute"][];
             referenceTypes?: string[];
         };
+        /**
+         * @example {
+         *       "schemas": [
+         *         "urn:ietf:params:scim:schemas:core:2.0:Schema"
+         *       ],
+         *       "id": "urn:ietf:params:scim:schemas:core:2.0:User",
+         *       "name": "User",
+         *       "attributes": [
+         *         {
+         *           "name": "userName",
+         *           "type": "string",
+         *           "multiValued": false,
+         *           "description": "Unique identifier for the User, typically used by the user to directly authenticate to the service provider.",
+         *           "required": true,
+         *           "caseExact": false,
+         *           "mutability": "readWrite",
+         *           "returned": "default",
+         *           "uniqueness": "server"
+         *         }
+         *       ],
+         *       "meta": {
+         *         "resourceType": "Schema",
+         *         "location": "https://control.example.com/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:User"
+         *       }
+         *     }
+         */
         ScimSchema: {
             schemas: string[];
             id: string;
@@ -4778,7 +6871,36 @@ export interface components {
             location?: string;
             version?: string;
         };
-        /** @description A member as a SCIM User: `id` = member id, `userName` = e-mail, `active` = not suspended, plus `externalId`, `name`, `displayName`, `emails`, the enterprise extension and any attribute the identity provider sent, returned as given. `password` is never returned. */
+        /**
+         * @description A member as a SCIM User: `id` = member id, `userName` = e-mail, `active` = not suspended, plus `externalId`, `name`, `displayName`, `emails`, the enterprise extension and any attribute the identity provider sent, returned as given. `password` is never returned.
+         * @example {
+         *       "schemas": [
+         *         "urn:ietf:params:scim:schemas:core:2.0:User"
+         *       ],
+         *       "id": "dus_01m5zsy8pgedybftg7m3gc487r",
+         *       "externalId": "5f0c2e7a-8d41-4b6e-9c3a-1e2f4d6b8a90",
+         *       "userName": "ada@example.com",
+         *       "active": true,
+         *       "name": {
+         *         "givenName": "Ada",
+         *         "familyName": "Lovelace"
+         *       },
+         *       "displayName": "Ada Lovelace",
+         *       "emails": [
+         *         {
+         *           "value": "ada@example.com",
+         *           "type": "work",
+         *           "primary": true
+         *         }
+         *       ],
+         *       "meta": {
+         *         "resourceType": "User",
+         *         "created": "2026-11-02T09:14:03.000Z",
+         *         "lastModified": "2026-11-03T16:42:10.000Z",
+         *         "location": "https://control.example.com/scim/v2/Users/dus_01m5zsy8pgedybftg7m3gc487r"
+         *       }
+         *     }
+         */
         ScimUser: {
             schemas: string[];
             id: string;
@@ -4789,14 +6911,88 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @example {
+         *       "schemas": [
+         *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+         *       ],
+         *       "totalResults": 1,
+         *       "startIndex": 1,
+         *       "itemsPerPage": 1,
+         *       "Resources": [
+         *         {
+         *           "schemas": [
+         *             "urn:ietf:params:scim:schemas:core:2.0:User"
+         *           ],
+         *           "id": "dus_01m5zsy8pgedybftg7m3gc487r",
+         *           "externalId": "5f0c2e7a-8d41-4b6e-9c3a-1e2f4d6b8a90",
+         *           "userName": "ada@example.com",
+         *           "active": true,
+         *           "name": {
+         *             "givenName": "Ada",
+         *             "familyName": "Lovelace"
+         *           },
+         *           "displayName": "Ada Lovelace",
+         *           "emails": [
+         *             {
+         *               "value": "ada@example.com",
+         *               "type": "work",
+         *               "primary": true
+         *             }
+         *           ],
+         *           "meta": {
+         *             "resourceType": "User",
+         *             "created": "2026-11-02T09:14:03.000Z",
+         *             "lastModified": "2026-11-03T16:42:10.000Z",
+         *             "location": "https://control.example.com/scim/v2/Users/dus_01m5zsy8pgedybftg7m3gc487r"
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
         ScimUserList: components["schemas"]["ScimListResponse"] & {
             Resources?: components["schemas"]["ScimUser"][];
         };
-        /** @description A SCIM User or Group as the identity provider sends it. Attribute names are matched ignoring case; `"True"`/`"False"` are read as booleans; `null` is an absent value; `password` is accepted and ignored. */
+        /**
+         * @description A SCIM User or Group as the identity provider sends it. Attribute names are matched ignoring case; `"True"`/`"False"` are read as booleans; `null` is an absent value; `password` is accepted and ignored.
+         * @example {
+         *       "schemas": [
+         *         "urn:ietf:params:scim:schemas:core:2.0:User"
+         *       ],
+         *       "externalId": "5f0c2e7a-8d41-4b6e-9c3a-1e2f4d6b8a90",
+         *       "userName": "ada@example.com",
+         *       "active": true,
+         *       "name": {
+         *         "givenName": "Ada",
+         *         "familyName": "Lovelace"
+         *       },
+         *       "emails": [
+         *         {
+         *           "value": "ada@example.com",
+         *           "type": "work",
+         *           "primary": true
+         *         }
+         *       ]
+         *     }
+         */
         ScimResourceWrite: {
             [key: string]: unknown;
         };
-        /** @description RFC 7644 §3.5.2 PatchOp. `op` is add, replace or remove in any case; `path` may be an attribute (`active`, `name.givenName`, the enterprise URN and a sub-attribute), a filtered value path (`emails[type eq "work"].value`, `members[value eq "…"]`), or absent (then `value` is an object whose keys are attribute paths). */
+        /**
+         * @description RFC 7644 §3.5.2 PatchOp. `op` is add, replace or remove in any case; `path` may be an attribute (`active`, `name.givenName`, the enterprise URN and a sub-attribute), a filtered value path (`emails[type eq "work"].value`, `members[value eq "…"]`), or absent (then `value` is an object whose keys are attribute paths).
+         * @example {
+         *       "schemas": [
+         *         "urn:ietf:params:scim:api:messages:2.0:PatchOp"
+         *       ],
+         *       "Operations": [
+         *         {
+         *           "op": "replace",
+         *           "path": "active",
+         *           "value": false
+         *         }
+         *       ]
+         *     }
+         */
         ScimPatchOp: {
             schemas?: string[];
             Operations: {
@@ -4807,7 +7003,28 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A team as a SCIM Group; `members[].value` are member ids. */
+        /**
+         * @description A team as a SCIM Group; `members[].value` are member ids.
+         * @example {
+         *       "schemas": [
+         *         "urn:ietf:params:scim:schemas:core:2.0:Group"
+         *       ],
+         *       "id": "tem_01m5tngtfre7vvqsmghcgqpjqj",
+         *       "externalId": "0b3c9f1e-2a7d-4e58-b6c4-7d9e1f2a3b4c",
+         *       "displayName": "Platform",
+         *       "members": [
+         *         {
+         *           "value": "dus_01m5zsy8pgedybftg7m3gc487r"
+         *         }
+         *       ],
+         *       "meta": {
+         *         "resourceType": "Group",
+         *         "created": "2026-11-02T09:14:03.000Z",
+         *         "lastModified": "2026-11-03T16:42:10.000Z",
+         *         "location": "https://control.example.com/scim/v2/Groups/tem_01m5tngtfre7vvqsmghcgqpjqj"
+         *       }
+         *     }
+         */
         ScimGroup: {
             schemas: string[];
             id: string;
@@ -4822,6 +7039,37 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @example {
+         *       "schemas": [
+         *         "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+         *       ],
+         *       "totalResults": 1,
+         *       "startIndex": 1,
+         *       "itemsPerPage": 1,
+         *       "Resources": [
+         *         {
+         *           "schemas": [
+         *             "urn:ietf:params:scim:schemas:core:2.0:Group"
+         *           ],
+         *           "id": "tem_01m5tngtfre7vvqsmghcgqpjqj",
+         *           "externalId": "0b3c9f1e-2a7d-4e58-b6c4-7d9e1f2a3b4c",
+         *           "displayName": "Platform",
+         *           "members": [
+         *             {
+         *               "value": "dus_01m5zsy8pgedybftg7m3gc487r"
+         *             }
+         *           ],
+         *           "meta": {
+         *             "resourceType": "Group",
+         *             "created": "2026-11-02T09:14:03.000Z",
+         *             "lastModified": "2026-11-03T16:42:10.000Z",
+         *             "location": "https://control.example.com/scim/v2/Groups/tem_01m5tngtfre7vvqsmghcgqpjqj"
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
         ScimGroupList: components["schemas"]["ScimListResponse"] & {
             Resources?: components["schemas"]["ScimGroup"][];
         };
@@ -6975,27 +9223,59 @@ export interface components {
         };
     };
     parameters: {
-        /** @description Page size. */
+        /**
+         * @description Page size.
+         * @example 20
+         */
         Limit: number;
-        /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+        /**
+         * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+         * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+         */
         Cursor: string;
-        /** @description The authorization code (absent when the provider reports an `error`). */
+        /**
+         * @description The authorization code (absent when the provider reports an `error`).
+         * @example SplxlOBeZQQYbYS6WxSbIA
+         */
         CallbackCode: string;
+        /** @example Z3Xo1m3bq7TBcxY0m2rj5Q8sX1k9pW4nE6vL0aHdUfc */
         CallbackState: string;
-        /** @description Set by the provider when the member refused or the request was rejected. */
+        /**
+         * @description Set by the provider when the member refused or the request was rejected.
+         * @example access_denied
+         */
         CallbackError: string;
+        /** @example The user denied the request. */
         CallbackErrorDescription: string;
-        /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+        /**
+         * @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2).
+         * @example https://mcp.linear.app
+         */
         CallbackIss: string;
-        /** @description `"<version>"` (a template's ETag; a bare number is accepted too): apply only at that version, else 412 `version_mismatch`. `*` matches any version. */
+        /**
+         * @description `"<version>"` (a template's ETag; a bare number is accepted too): apply only at that version, else 412 `version_mismatch`. `*` matches any version.
+         * @example "3"
+         */
         IfMatchParameter: string;
-        /** @description Entries created at or after this time (inclusive). */
+        /**
+         * @description Entries created at or after this time (inclusive).
+         * @example 2026-11-01T00:00:00.000Z
+         */
         AuditFrom: string;
-        /** @description Entries created before this time (exclusive). */
+        /**
+         * @description Entries created before this time (exclusive).
+         * @example 2026-12-01T00:00:00.000Z
+         */
         AuditTo: string;
-        /** @description Comma-separated attribute paths to return (`id` and `schemas` always come back). */
+        /**
+         * @description Comma-separated attribute paths to return (`id` and `schemas` always come back).
+         * @example userName,active
+         */
         AttributesParam: string;
-        /** @description Comma-separated attribute paths to leave out. */
+        /**
+         * @description Comma-separated attribute paths to leave out.
+         * @example groups
+         */
         ExcludedAttributesParam: string;
     };
     requestBodies: never;
@@ -7022,6 +9302,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         status: "ok";
@@ -7045,6 +9330,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok",
+                     *       "warnings": [
+                     *         {
+                     *           "code": "mail_failing",
+                     *           "message": "The latest mail send failed; check SMTP_URL and the relay (GET /v1/admin/mail lists the errors)."
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         status: "ok";
@@ -7063,6 +9359,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "service_unavailable",
+                     *       "message": "The process is shutting down."
+                     *     }
+                     */
                     "application/json": components["schemas"]["GenericError"];
                 };
             };
@@ -7083,6 +9385,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "bootstrapped": true
+                     *     }
+                     */
                     "application/json": {
                         bootstrapped: boolean;
                     };
@@ -7095,6 +9402,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @example b7c1f0e4a9d2c6b8e3f5a1d7c9e2b4f6 */
                 "x-bootstrap-token"?: string;
             };
             path?: never;
@@ -7102,6 +9410,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "correct horse battery staple",
+                 *       "name": "Ada Lovelace",
+                 *       "organizationName": "Acme"
+                 *     }
+                 */
                 "application/json": {
                     /** Format: email */
                     email: string;
@@ -7118,6 +9434,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "user": {
+                     *         "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "image": "https://cdn.example.com/avatars/ada.png",
+                     *         "emailVerified": true,
+                     *         "emailVerifiedAt": "2026-11-02T09:14:03.000Z",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z"
+                     *       },
+                     *       "organization": {
+                     *         "id": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "name": "Acme",
+                     *         "plan": "free",
+                     *         "owner": {
+                     *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+                     *           "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *           "name": "Ada Lovelace",
+                     *           "email": "ada@example.com",
+                     *           "image": "https://cdn.example.com/avatars/ada.png"
+                     *         },
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "updatedAt": "2026-11-03T16:42:10.000Z"
+                     *       },
+                     *       "member": {
+                     *         "id": "om_01m5zvjhhrebha7y5r3map2at2",
+                     *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "role": "owner",
+                     *         "status": "active",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "user": {
+                     *           "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *           "name": "Ada Lovelace",
+                     *           "email": "ada@example.com",
+                     *           "image": "https://cdn.example.com/avatars/ada.png"
+                     *         },
+                     *         "directoryUserId": null
+                     *       },
+                     *       "session": {
+                     *         "token": "cps_L4NIQDjL3TiAVBy24oI6YL1ITMPHx57UFCNpiQjBiOA",
+                     *         "expiresAt": "2026-11-09T09:14:03.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         user: components["schemas"]["User"];
@@ -7143,6 +9506,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "correct horse battery staple",
+                 *       "name": "Ada Lovelace"
+                 *     }
+                 */
                 "application/json": {
                     /** Format: email */
                     email: string;
@@ -7177,6 +9547,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
                     /** Format: email */
                     email: string;
@@ -7191,6 +9567,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "user": {
+                     *         "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "image": "https://cdn.example.com/avatars/ada.png",
+                     *         "emailVerified": true,
+                     *         "emailVerifiedAt": "2026-11-02T09:14:03.000Z",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z"
+                     *       },
+                     *       "session": {
+                     *         "token": "cps_L4NIQDjL3TiAVBy24oI6YL1ITMPHx57UFCNpiQjBiOA",
+                     *         "expiresAt": "2026-11-09T09:14:03.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["SignedIn"] | components["schemas"]["MfaChallenge"];
                 };
             };
@@ -7236,6 +9630,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "image": "https://cdn.example.com/avatars/ada.png",
+                     *         "emailVerified": true,
+                     *         "emailVerifiedAt": "2026-11-02T09:14:03.000Z",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z"
+                     *       },
+                     *       "organizations": [
+                     *         {
+                     *           "id": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *           "name": "Acme",
+                     *           "role": "member"
+                     *         }
+                     *       ],
+                     *       "activeOrganizationId": "org_01m5dmffprft3rsd2w0ppkh7ar"
+                     *     }
+                     */
                     "application/json": {
                         user: components["schemas"]["User"];
                         organizations: components["schemas"]["MembershipSummary"][];
@@ -7256,6 +9671,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
                     password?: string;
                 };
@@ -7296,6 +9716,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "user": {
+                     *         "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "image": "https://cdn.example.com/avatars/ada.png",
+                     *         "emailVerified": true,
+                     *         "emailVerifiedAt": "2026-11-02T09:14:03.000Z",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         user: components["schemas"]["User"];
@@ -7316,6 +9750,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar"
+                 *     }
+                 */
                 "application/json": {
                     organizationId: components["schemas"]["OrganizationId"];
                 };
@@ -7328,6 +9767,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "activeOrganizationId": "org_01m5dmffprft3rsd2w0ppkh7ar"
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         activeOrganizationId: components["schemas"]["OrganizationId"];
@@ -7350,6 +9795,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
                     password: string;
                 };
@@ -7362,6 +9812,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "authenticatedAt": "2026-11-02T09:14:03.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         ok: true;
@@ -7391,6 +9847,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "ses_01m5szp33rez9snxs07t6nd2jv",
+                     *           "current": true,
+                     *           "createdAt": "2026-11-02T09:14:03.000Z",
+                     *           "lastUsedAt": "2026-11-04T08:01:55.000Z",
+                     *           "expiresAt": "2026-11-09T09:14:03.000Z",
+                     *           "ip": "203.0.113.7",
+                     *           "userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0",
+                     *           "authMethod": "password"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         items: components["schemas"]["SessionSummary"][];
                     };
@@ -7405,6 +9877,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ses_01m5szp33rez9snxs07t6nd2jv */
                 sessionId: components["schemas"]["SessionId"];
             };
             cookie?: never;
@@ -7439,6 +9912,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "revoked": 1
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         revoked: number;
@@ -7458,6 +9937,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "cpa_efBUo-qAIkya4Mop4hIMCkuvr49P8stz2bN-mg0ndPw"
+                 *     }
+                 */
                 "application/json": {
                     token: components["schemas"]["LinkToken"];
                 };
@@ -7470,6 +9954,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "user": {
+                     *         "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "image": "https://cdn.example.com/avatars/ada.png",
+                     *         "emailVerified": true,
+                     *         "emailVerifiedAt": "2026-11-02T09:14:03.000Z",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         user: components["schemas"]["User"];
@@ -7513,6 +10011,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
                 "application/json": {
                     /** Format: email */
                     email: string;
@@ -7543,6 +10046,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "cpa_efBUo-qAIkya4Mop4hIMCkuvr49P8stz2bN-mg0ndPw",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
                     token: components["schemas"]["LinkToken"];
                     password: string;
@@ -7572,6 +10081,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "currentPassword": "correct horse battery staple",
+                 *       "newPassword": "correct horse battery staple 2"
+                 *     }
+                 */
                 "application/json": {
                     currentPassword: string;
                     newPassword: string;
@@ -7604,6 +10119,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
                 "application/json": {
                     /** Format: email */
                     email: string;
@@ -7637,6 +10157,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "cpa_efBUo-qAIkya4Mop4hIMCkuvr49P8stz2bN-mg0ndPw"
+                 *     }
+                 */
                 "application/json": {
                     token: components["schemas"]["LinkToken"];
                 };
@@ -7649,6 +10174,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "user": {
+                     *         "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "image": "https://cdn.example.com/avatars/ada.png",
+                     *         "emailVerified": true,
+                     *         "emailVerifiedAt": "2026-11-02T09:14:03.000Z",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         user: components["schemas"]["User"];
@@ -7699,6 +10238,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "secret": "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP",
+                     *       "otpauthUrl": "otpauth://totp/Control%20Plane:ada%40example.com?secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&issuer=Control%20Plane&algorithm=SHA1&digits=6&period=30"
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         /**
@@ -7726,6 +10272,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "code": "492039"
+                 *     }
+                 */
                 "application/json": {
                     code: components["schemas"]["TotpCode"];
                 };
@@ -7755,6 +10306,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "code": "492039"
+                 *     }
+                 */
                 "application/json": {
                     code: components["schemas"]["TotpCode"];
                 };
@@ -7767,6 +10323,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "recoveryCodes": [
+                     *         "k7m2p-q9rtx",
+                     *         "a3b4c-d5e6f",
+                     *         "g7h8j-k9m2n",
+                     *         "p3q4r-s5t6u",
+                     *         "v7w8x-y9z2a",
+                     *         "b3c4d-e5f6g",
+                     *         "h7j8k-m9n2p",
+                     *         "q3r4s-t5u6v",
+                     *         "w7x8y-z9a2b",
+                     *         "c3d4e-f5g6h"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         recoveryCodes: components["schemas"]["RecoveryCodes"];
@@ -7795,6 +10368,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "recoveryCodes": [
+                     *         "k7m2p-q9rtx",
+                     *         "a3b4c-d5e6f",
+                     *         "g7h8j-k9m2n",
+                     *         "p3q4r-s5t6u",
+                     *         "v7w8x-y9z2a",
+                     *         "b3c4d-e5f6g",
+                     *         "h7j8k-m9n2p",
+                     *         "q3r4s-t5u6v",
+                     *         "w7x8y-z9a2b",
+                     *         "c3d4e-f5g6h"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         recoveryCodes: components["schemas"]["RecoveryCodes"];
@@ -7845,6 +10435,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "pky_01m5x0w9fgfn18zcsvrcpwg4wc",
+                     *           "name": "Work laptop",
+                     *           "createdAt": "2026-11-02T09:14:03.000Z",
+                     *           "lastUsedAt": "2026-11-04T08:01:55.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         items: components["schemas"]["Passkey"][];
                     };
@@ -7864,6 +10466,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Work laptop",
+                 *       "response": {
+                 *         "id": "pcd8yivMlKumC8QDscJlAXMTaDovtNWP",
+                 *         "rawId": "9ulVA_YTVhwwnzKxs7vzHRCMNk1BN5Qi",
+                 *         "type": "public-key",
+                 *         "authenticatorAttachment": "platform",
+                 *         "clientExtensionResults": {},
+                 *         "response": {
+                 *           "clientDataJSON": "Stjyx7XGl2huKB8QPPKcwLOaOaNIRvsp3267wXCeXvRwcqnbwOP8mjf8Y_boAegJ",
+                 *           "attestationObject": "NBFesAv6U3IuNZOyFr6JLkiqd7INUGDil-rzxlnEVakAv1qDzUL8Ciqm5iX1BV5R",
+                 *           "authenticatorData": "dpsPHgf2-hyHk_X8uE7YeEOah6kcBqVk89A3Vbv5nOZTXYhDlGCnX5HnuKTReug4",
+                 *           "transports": [
+                 *             "internal"
+                 *           ],
+                 *           "publicKeyAlgorithm": 1,
+                 *           "publicKey": "fUCzRueBNoP3_FW0iT_uxrnS4wWVtw0V9bRh7qLf8GZGmelyUVafBLYjxWzfYuHh"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** @example Work laptop */
                     name: string;
@@ -7878,6 +10502,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "pky_01m5x0w9fgfn18zcsvrcpwg4wc",
+                     *         "name": "Work laptop",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "lastUsedAt": "2026-11-04T08:01:55.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["Passkey"];
@@ -7896,6 +10531,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example pky_01m5x0w9fgfn18zcsvrcpwg4wc */
                 passkeyId: components["schemas"]["PasskeyId"];
             };
             cookie?: never;
@@ -7925,6 +10561,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "challengeToken": "mfc_2vYgQm1cV3o5dJX0Nf8rLw7hT4kPz9sE6aBqUuIyR0c"
+                 *     }
+                 */
                 "application/json": {
                     challengeToken: components["schemas"]["ChallengeToken"];
                 };
@@ -7954,6 +10595,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "challengeToken": "mfc_2vYgQm1cV3o5dJX0Nf8rLw7hT4kPz9sE6aBqUuIyR0c",
+                 *       "method": "totp",
+                 *       "code": "492039"
+                 *     }
+                 */
                 "application/json": {
                     challengeToken: components["schemas"]["ChallengeToken"];
                     /** @enum {string} */
@@ -7974,6 +10622,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "user": {
+                     *         "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "image": "https://cdn.example.com/avatars/ada.png",
+                     *         "emailVerified": true,
+                     *         "emailVerifiedAt": "2026-11-02T09:14:03.000Z",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z"
+                     *       },
+                     *       "session": {
+                     *         "token": "cps_L4NIQDjL3TiAVBy24oI6YL1ITMPHx57UFCNpiQjBiOA",
+                     *         "expiresAt": "2026-11-09T09:14:03.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["SignedIn"] | {
                         ok: components["schemas"]["OkTrue"];
                         authenticatedAt: components["schemas"]["Timestamp"];
@@ -8020,6 +10686,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "requireMfa": false
+                 *     }
+                 */
                 "application/json": {
                     requireMfa: boolean;
                 };
@@ -8075,6 +10746,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Acme"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                 };
@@ -8105,6 +10781,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Acme"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                 };
@@ -8130,9 +10811,15 @@ export interface operations {
     listMembers: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -8162,6 +10849,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
@@ -8188,12 +10876,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "role": "member"
+                 *     }
+                 */
                 "application/json": {
                     role: components["schemas"]["AssignableRole"];
                 };
@@ -8222,6 +10916,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
@@ -8249,6 +10944,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
@@ -8275,9 +10971,15 @@ export interface operations {
     listInvitations: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -8311,6 +11013,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "alan@example.com",
+                 *       "role": "member"
+                 *     }
+                 */
                 "application/json": {
                     /** Format: email */
                     email: string;
@@ -8325,6 +11033,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "inv_01m5qhvbzrf299e2jg6gdvht1q",
+                     *         "email": "alan@example.com",
+                     *         "role": "member",
+                     *         "status": "pending",
+                     *         "expiresAt": "2026-11-09T09:14:03.000Z",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "invitedByMemberId": "om_01m62g8n60ek38thwxes6xcj47",
+                     *         "acceptedAt": null,
+                     *         "cancelledAt": null,
+                     *         "delivery": {
+                     *           "status": "pending",
+                     *           "lastAttemptAt": "2026-11-02T09:14:05.000Z",
+                     *           "lastError": null
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["Invitation"];
@@ -8348,6 +11077,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "cpi_ANzzXxoLY-yIFNPTLGzFFFgvW_Wl-_frN7tPtgpv5o0",
+                 *       "name": "Alan Turing",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
                     token: string;
                     /** @description Without a session (required then); ignored with one. */
@@ -8364,6 +11100,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "member": {
+                     *         "id": "om_01m5zvjhhrebha7y5r3map2at2",
+                     *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "role": "member",
+                     *         "status": "active",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "user": {
+                     *           "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *           "name": "Alan Turing",
+                     *           "email": "alan@example.com",
+                     *           "image": "https://cdn.example.com/avatars/alan.png"
+                     *         },
+                     *         "directoryUserId": null
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         member: components["schemas"]["Member"];
@@ -8376,6 +11132,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "user": {
+                     *         "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "email": "alan@example.com",
+                     *         "name": "Alan Turing",
+                     *         "image": "https://cdn.example.com/avatars/alan.png",
+                     *         "emailVerified": true,
+                     *         "emailVerifiedAt": "2026-11-02T09:14:03.000Z",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z"
+                     *       },
+                     *       "member": {
+                     *         "id": "om_01m5zvjhhrebha7y5r3map2at2",
+                     *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "role": "member",
+                     *         "status": "active",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "user": {
+                     *           "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *           "name": "Alan Turing",
+                     *           "email": "alan@example.com",
+                     *           "image": "https://cdn.example.com/avatars/alan.png"
+                     *         },
+                     *         "directoryUserId": null
+                     *       },
+                     *       "session": {
+                     *         "token": "cpi_ANzzXxoLY-yIFNPTLGzFFFgvW_Wl-_frN7tPtgpv5o0",
+                     *         "expiresAt": "2026-11-09T09:14:03.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         user: components["schemas"]["User"];
@@ -8400,6 +11189,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example inv_01m5qhvbzrf299e2jg6gdvht1q */
                 invitationId: components["schemas"]["InvitationId"];
             };
             cookie?: never;
@@ -8428,6 +11218,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example inv_01m5qhvbzrf299e2jg6gdvht1q */
                 invitationId: components["schemas"]["InvitationId"];
             };
             cookie?: never;
@@ -8455,6 +11246,7 @@ export interface operations {
     previewInvitation: {
         parameters: {
             query: {
+                /** @example cpi_ANzzXxoLY-yIFNPTLGzFFFgvW_Wl-_frN7tPtgpv5o0 */
                 token: string;
             };
             header?: never;
@@ -8480,9 +11272,15 @@ export interface operations {
     listMyInvitations: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -8509,9 +11307,15 @@ export interface operations {
     listTeams: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -8545,6 +11349,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Platform",
+                 *       "memberIds": [
+                 *         "om_01m5zvjhhrebha7y5r3map2at2"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     name: components["schemas"]["TeamName"];
                     memberIds?: components["schemas"]["MemberId"][];
@@ -8574,6 +11386,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example tem_01m5tngtfre7vvqsmghcgqpjqj */
                 teamId: components["schemas"]["TeamId"];
             };
             cookie?: never;
@@ -8601,6 +11414,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example tem_01m5tngtfre7vvqsmghcgqpjqj */
                 teamId: components["schemas"]["TeamId"];
             };
             cookie?: never;
@@ -8627,12 +11441,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example tem_01m5tngtfre7vvqsmghcgqpjqj */
                 teamId: components["schemas"]["TeamId"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Platform"
+                 *     }
+                 */
                 "application/json": {
                     name: components["schemas"]["TeamName"];
                 };
@@ -8659,13 +11479,20 @@ export interface operations {
     listTeamMembers: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
+                /** @example tem_01m5tngtfre7vvqsmghcgqpjqj */
                 teamId: components["schemas"]["TeamId"];
             };
             cookie?: never;
@@ -8693,7 +11520,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example tem_01m5tngtfre7vvqsmghcgqpjqj */
                 teamId: components["schemas"]["TeamId"];
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
@@ -8721,7 +11550,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example tem_01m5tngtfre7vvqsmghcgqpjqj */
                 teamId: components["schemas"]["TeamId"];
+                /** @example om_01m5zvjhhrebha7y5r3map2at2 */
                 memberId: components["schemas"]["MemberId"];
             };
             cookie?: never;
@@ -8745,9 +11576,15 @@ export interface operations {
     listApiKeys: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -8781,6 +11618,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "CI deploy key",
+                 *       "expiresAt": "2026-11-09T09:14:03.000Z",
+                 *       "permissions": [
+                 *         "teams.read"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                     /** Format: date-time */
@@ -8796,6 +11642,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "apk_01m61gaztgfq9sfgpq4x7qxac2",
+                     *         "name": "CI deploy key",
+                     *         "prefix": "cpk_P_C0t_Vr",
+                     *         "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+                     *         "permissions": [
+                     *           "teams.read"
+                     *         ],
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "expiresAt": "2026-11-09T09:14:03.000Z",
+                     *         "lastUsedAt": "2026-11-04T08:01:55.000Z"
+                     *       },
+                     *       "key": "cpk_P_C0t_VrADTVaFemDl8r2i-tFlPFFvEvS7G0QIV13iM"
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["ApiKey"];
@@ -8816,6 +11680,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example apk_01m61gaztgfq9sfgpq4x7qxac2 */
                 apiKeyId: components["schemas"]["ApiKeyId"];
             };
             cookie?: never;
@@ -8863,9 +11728,15 @@ export interface operations {
     listRoles: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -8925,6 +11796,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example rol_01m5nhm2erey08fj9wxpstmkpm */
                 roleId: components["schemas"]["RoleId"];
             };
             cookie?: never;
@@ -8950,10 +11822,12 @@ export interface operations {
     deleteRole: {
         parameters: {
             query?: {
+                /** @example member */
                 reassignTo?: components["schemas"]["RoleKey"];
             };
             header?: never;
             path: {
+                /** @example rol_01m5nhm2erey08fj9wxpstmkpm */
                 roleId: components["schemas"]["RoleId"];
             };
             cookie?: never;
@@ -8980,6 +11854,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example rol_01m5nhm2erey08fj9wxpstmkpm */
                 roleId: components["schemas"]["RoleId"];
             };
             cookie?: never;
@@ -9010,12 +11885,22 @@ export interface operations {
     listMarketplaces: {
         parameters: {
             query?: {
+                /** @example active */
                 status?: components["schemas"]["MarketplaceStatus"];
-                /** @description Case-insensitive substring of the name. */
+                /**
+                 * @description Case-insensitive substring of the name.
+                 * @example github
+                 */
                 q?: string;
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -9074,6 +11959,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -9101,12 +11987,20 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Acme internal tools",
+                 *       "description": "Plugins the platform team maintains for Acme.",
+                 *       "logoUrl": "https://cdn.example.com/logo.png"
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     description?: string;
@@ -9122,6 +12016,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "mkt_01m5pva3x8fb78x8zyxw4g5exb",
+                     *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "name": "Acme internal tools",
+                     *         "description": "Plugins the platform team maintains for Acme.",
+                     *         "logoUrl": "https://cdn.example.com/logo.png",
+                     *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "updatedAt": "2026-11-03T16:42:10.000Z",
+                     *         "deletedAt": null,
+                     *         "pluginCount": 3
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["Marketplace"];
@@ -9140,6 +12051,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -9152,6 +12064,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "mkt_01m5pva3x8fb78x8zyxw4g5exb",
+                     *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "name": "Acme internal tools",
+                     *         "description": "Plugins the platform team maintains for Acme.",
+                     *         "logoUrl": "https://cdn.example.com/logo.png",
+                     *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "updatedAt": "2026-11-03T16:42:10.000Z",
+                     *         "deletedAt": null,
+                     *         "pluginCount": 3
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["Marketplace"];
@@ -9171,6 +12100,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -9183,6 +12113,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "mkt_01m5pva3x8fb78x8zyxw4g5exb",
+                     *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "name": "Acme internal tools",
+                     *         "description": "Plugins the platform team maintains for Acme.",
+                     *         "logoUrl": "https://cdn.example.com/logo.png",
+                     *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "updatedAt": "2026-11-03T16:42:10.000Z",
+                     *         "deletedAt": null,
+                     *         "pluginCount": 3,
+                     *         "status": "active"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["MarketplaceWithStatus"];
@@ -9201,6 +12149,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -9226,13 +12175,20 @@ export interface operations {
     listMarketplacePlugins: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -9260,6 +12216,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -9300,7 +12257,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -9324,13 +12283,20 @@ export interface operations {
     listMarketplaceAccess: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -9358,6 +12324,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
             };
             cookie?: never;
@@ -9398,7 +12365,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mkt_01m5pva3x8fb78x8zyxw4g5exb */
                 marketplaceId: components["schemas"]["MarketplaceId"];
+                /** @example mag_01m60sfjhrfy38gn9rqphddq0d */
                 grantId: components["schemas"]["MarketplaceGrantId"];
             };
             cookie?: never;
@@ -9411,6 +12380,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "mag_01m60sfjhrfy38gn9rqphddq0d",
+                     *         "orgMembershipId": null,
+                     *         "teamId": "tem_01m5tngtfre7vvqsmghcgqpjqj",
+                     *         "orgWide": false,
+                     *         "role": "editor",
+                     *         "createdByOrgMembershipId": "om_01m62g8n60ek38thwxes6xcj47",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "removedAt": null
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["AccessGrant"];
@@ -9427,12 +12411,22 @@ export interface operations {
     listPlugins: {
         parameters: {
             query?: {
+                /** @example active */
                 status?: components["schemas"]["PluginStatus"];
-                /** @description Case-insensitive substring of the name. */
+                /**
+                 * @description Case-insensitive substring of the name.
+                 * @example github
+                 */
                 q?: string;
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -9476,6 +12470,61 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+                     *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "name": "GitHub issues",
+                     *         "description": "Triage and label GitHub issues from chat.",
+                     *         "status": "active",
+                     *         "createdByOrgMembershipId": "om_01m5zvjhhrebha7y5r3map2at2",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "updatedAt": "2026-11-03T16:42:10.000Z",
+                     *         "deletedAt": null,
+                     *         "memberCount": 2,
+                     *         "marketplaces": [
+                     *           {
+                     *             "id": "mkt_01m5pva3x8fb78x8zyxw4g5exb",
+                     *             "name": "Acme internal tools"
+                     *           }
+                     *         ],
+                     *         "extension": {
+                     *           "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+                     *           "name": "GitHub issues",
+                     *           "description": "Triage and label GitHub issues from chat.",
+                     *           "sourceFormat": "custom",
+                     *           "manifest": {
+                     *             "schemaVersion": 1,
+                     *             "id": "plg_01m5jpextgebb9ydeqfjb6d2av",
+                     *             "name": "GitHub issues",
+                     *             "description": "Triage and label GitHub issues from chat.",
+                     *             "source": {
+                     *               "format": "custom",
+                     *               "trusted": false,
+                     *               "origin": "organization",
+                     *               "reference": "plugin:plg_01m5jpextgebb9ydeqfjb6d2av"
+                     *             },
+                     *             "resources": [
+                     *               {
+                     *                 "name": "issues",
+                     *                 "uri": "https://api.github.com/repos/acme/platform/issues"
+                     *               }
+                     *             ],
+                     *             "contributions": [
+                     *               {
+                     *                 "command": "triage",
+                     *                 "description": "Label and assign new issues"
+                     *               }
+                     *             ],
+                     *             "setup": {},
+                     *             "lifecycle": {}
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["Plugin"];
@@ -9494,6 +12543,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -9521,6 +12571,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -9552,6 +12603,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -9579,6 +12631,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -9604,13 +12657,20 @@ export interface operations {
     listPluginComponents: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -9636,13 +12696,20 @@ export interface operations {
     listPluginAccess: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -9670,6 +12737,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
             };
             cookie?: never;
@@ -9710,7 +12778,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example plg_01m5jpextgebb9ydeqfjb6d2av */
                 pluginId: components["schemas"]["PluginId"];
+                /** @example mag_01m60sfjhrfy38gn9rqphddq0d */
                 grantId: components["schemas"]["PluginGrantId"];
             };
             cookie?: never;
@@ -9736,9 +12806,15 @@ export interface operations {
     listConnectorInstances: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -9797,6 +12873,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example cin_01m5kwt87rfm38bz7gs7fqpssf */
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
             };
             cookie?: never;
@@ -9824,6 +12901,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example cin_01m5kwt87rfm38bz7gs7fqpssf */
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
             };
             cookie?: never;
@@ -9849,6 +12927,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example cin_01m5kwt87rfm38bz7gs7fqpssf */
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
             };
             cookie?: never;
@@ -9878,13 +12957,20 @@ export interface operations {
     listConnectorInstanceAccess: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
+                /** @example cin_01m5kwt87rfm38bz7gs7fqpssf */
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
             };
             cookie?: never;
@@ -9912,6 +12998,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example cin_01m5kwt87rfm38bz7gs7fqpssf */
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
             };
             cookie?: never;
@@ -9952,7 +13039,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example cin_01m5kwt87rfm38bz7gs7fqpssf */
                 connectorInstanceId: components["schemas"]["ConnectorInstanceId"];
+                /** @example mag_01m60sfjhrfy38gn9rqphddq0d */
                 grantId: components["schemas"]["ConnectorInstanceGrantId"];
             };
             cookie?: never;
@@ -9978,9 +13067,15 @@ export interface operations {
     listMcpConnections: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -10038,13 +13133,24 @@ export interface operations {
     completeMcpOAuth: {
         parameters: {
             query: {
-                /** @description The authorization code (absent when the provider reports an `error`). */
+                /**
+                 * @description The authorization code (absent when the provider reports an `error`).
+                 * @example SplxlOBeZQQYbYS6WxSbIA
+                 */
                 code?: components["parameters"]["CallbackCode"];
+                /** @example Z3Xo1m3bq7TBcxY0m2rj5Q8sX1k9pW4nE6vL0aHdUfc */
                 state: components["parameters"]["CallbackState"];
-                /** @description Set by the provider when the member refused or the request was rejected. */
+                /**
+                 * @description Set by the provider when the member refused or the request was rejected.
+                 * @example access_denied
+                 */
                 error?: components["parameters"]["CallbackError"];
+                /** @example The user denied the request. */
                 error_description?: components["parameters"]["CallbackErrorDescription"];
-                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+                /**
+                 * @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2).
+                 * @example https://mcp.linear.app
+                 */
                 iss?: components["parameters"]["CallbackIss"];
             };
             header?: never;
@@ -10072,6 +13178,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
                 connectionId: components["schemas"]["ConnectionId"];
             };
             cookie?: never;
@@ -10099,6 +13206,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
                 connectionId: components["schemas"]["ConnectionId"];
             };
             cookie?: never;
@@ -10124,6 +13232,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
                 connectionId: components["schemas"]["ConnectionId"];
             };
             cookie?: never;
@@ -10156,12 +13265,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
                 connectionId: components["schemas"]["ConnectionId"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "apiKey": "sk-proj-4fQ9c2Lx8Vb1Nw7Rk3Tz6Hy0Jm5Pd"
+                 *     }
+                 */
                 "application/json": {
                     apiKey: components["schemas"]["Secret"];
                 };
@@ -10189,6 +13304,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
                 connectionId: components["schemas"]["ConnectionId"];
             };
             cookie?: never;
@@ -10216,6 +13332,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
                 connectionId: components["schemas"]["ConnectionId"];
             };
             cookie?: never;
@@ -10319,13 +13436,24 @@ export interface operations {
     completeSuiteOAuth: {
         parameters: {
             query: {
-                /** @description The authorization code (absent when the provider reports an `error`). */
+                /**
+                 * @description The authorization code (absent when the provider reports an `error`).
+                 * @example SplxlOBeZQQYbYS6WxSbIA
+                 */
                 code?: components["parameters"]["CallbackCode"];
+                /** @example Z3Xo1m3bq7TBcxY0m2rj5Q8sX1k9pW4nE6vL0aHdUfc */
                 state: components["parameters"]["CallbackState"];
-                /** @description Set by the provider when the member refused or the request was rejected. */
+                /**
+                 * @description Set by the provider when the member refused or the request was rejected.
+                 * @example access_denied
+                 */
                 error?: components["parameters"]["CallbackError"];
+                /** @example The user denied the request. */
                 error_description?: components["parameters"]["CallbackErrorDescription"];
-                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+                /**
+                 * @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2).
+                 * @example https://mcp.linear.app
+                 */
                 iss?: components["parameters"]["CallbackIss"];
             };
             header?: never;
@@ -10400,12 +13528,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 19:3f2a8c1e7b4d4e9a@thread.v2 */
                 chatId: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "content": "The nightly build failed on main; can someone take a look?"
+                 *     }
+                 */
                 "application/json": {
                     content: string;
                 };
@@ -10418,6 +13552,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "message": {
+                     *         "id": "1730707315000",
+                     *         "createdDateTime": "2026-11-04T08:01:55.000Z",
+                     *         "content": "The nightly build failed on main; can someone take a look?",
+                     *         "from": {
+                     *           "name": "Ada Lovelace",
+                     *           "address": "ada@example.com"
+                     *         },
+                     *         "webUrl": "https://teams.microsoft.com/l/message/19:3f2a8c1e7b4d4e9a@thread.v2/1730707315000"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         message: components["schemas"]["ChatMessage"];
@@ -10460,13 +13609,25 @@ export interface operations {
     listTemplates: {
         parameters: {
             query?: {
-                /** @description Only templates of this kind. */
+                /**
+                 * @description Only templates of this kind.
+                 * @example worker
+                 */
                 kind?: components["schemas"]["TemplateKind"];
-                /** @description Case-insensitive substring of the name. */
+                /**
+                 * @description Case-insensitive substring of the name.
+                 * @example github
+                 */
                 q?: string;
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -10527,6 +13688,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example tpl_01m6930gwrerxvst6mxqrcthqz */
                 templateId: components["schemas"]["TemplateId"];
             };
             cookie?: never;
@@ -10554,10 +13716,14 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description `"<version>"` (a template's ETag; a bare number is accepted too): apply only at that version, else 412 `version_mismatch`. `*` matches any version. */
+                /**
+                 * @description `"<version>"` (a template's ETag; a bare number is accepted too): apply only at that version, else 412 `version_mismatch`. `*` matches any version.
+                 * @example "3"
+                 */
                 "If-Match"?: components["parameters"]["IfMatchParameter"];
             };
             path: {
+                /** @example tpl_01m6930gwrerxvst6mxqrcthqz */
                 templateId: components["schemas"]["TemplateId"];
             };
             cookie?: never;
@@ -10583,10 +13749,14 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description `"<version>"` (a template's ETag; a bare number is accepted too): apply only at that version, else 412 `version_mismatch`. `*` matches any version. */
+                /**
+                 * @description `"<version>"` (a template's ETag; a bare number is accepted too): apply only at that version, else 412 `version_mismatch`. `*` matches any version.
+                 * @example "3"
+                 */
                 "If-Match"?: components["parameters"]["IfMatchParameter"];
             };
             path: {
+                /** @example tpl_01m6930gwrerxvst6mxqrcthqz */
                 templateId: components["schemas"]["TemplateId"];
             };
             cookie?: never;
@@ -10619,9 +13789,15 @@ export interface operations {
     listLlmProviders: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -10681,6 +13857,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -10708,6 +13885,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -10733,6 +13911,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -10764,6 +13943,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -10795,6 +13975,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -10821,13 +14002,20 @@ export interface operations {
     listLlmProviderAccess: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -10855,6 +14043,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
             };
             cookie?: never;
@@ -10895,7 +14084,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example llp_01m5ejzys0ex18yqasdwc9de8k */
                 providerId: components["schemas"]["LlmProviderId"];
+                /** @example lpg_01m6215p3gff28fkebqt9nfnyn */
                 grantId: components["schemas"]["LlmProviderGrantId"];
             };
             cookie?: never;
@@ -10923,6 +14114,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -10947,9 +14139,15 @@ export interface operations {
     listWorkers: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -11009,6 +14207,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -11036,6 +14235,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -11061,6 +14261,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -11092,6 +14293,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -11104,6 +14306,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "online",
+                     *       "versions": {
+                     *         "runtime": "1.2.0",
+                     *         "agent": "0.9.3"
+                     *       },
+                     *       "openSessions": 2
+                     *     }
+                     */
                     "application/json": {
                         [key: string]: unknown;
                     };
@@ -11123,6 +14335,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -11154,6 +14367,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -11181,6 +14395,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -11208,6 +14423,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -11233,13 +14449,20 @@ export interface operations {
     listWorkerActivity: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -11267,6 +14490,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
                 id: components["schemas"]["WorkerId"];
             };
             cookie?: never;
@@ -11319,7 +14543,10 @@ export interface operations {
     getBillingUsage: {
         parameters: {
             query?: {
-                /** @description The month as `YYYY-MM`; the current one by default. */
+                /**
+                 * @description The month as `YYYY-MM`; the current one by default.
+                 * @example 2026-11
+                 */
                 month?: string;
             };
             header?: never;
@@ -11376,9 +14603,15 @@ export interface operations {
     getUsageAnalytics: {
         parameters: {
             query?: {
-                /** @description Restrict the active-member, session and task figures to sessions tagged with this dimension (given together with `dimensionValue`): a session is tagged when any of its events, at any time, carries a dimension with this `type` and `value`; only events with a tagged `sessionId` are then counted. */
+                /**
+                 * @description Restrict the active-member, session and task figures to sessions tagged with this dimension (given together with `dimensionValue`): a session is tagged when any of its events, at any time, carries a dimension with this `type` and `value`; only events with a tagged `sessionId` are then counted.
+                 * @example model
+                 */
                 dimensionType?: string;
-                /** @description The dimension value; given together with `dimensionType` or not at all (400 naming the missing one). */
+                /**
+                 * @description The dimension value; given together with `dimensionType` or not at all (400 naming the missing one).
+                 * @example gpt-4o-mini
+                 */
                 dimensionValue?: string;
             };
             header?: never;
@@ -11407,9 +14640,15 @@ export interface operations {
     adminListOrganizations: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -11438,12 +14677,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example org_01m5dmffprft3rsd2w0ppkh7ar */
                 organizationId: components["schemas"]["OrganizationId"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "plan": "free"
+                 *     }
+                 */
                 "application/json": {
                     plan: components["schemas"]["Plan"];
                 };
@@ -11469,11 +14714,19 @@ export interface operations {
     adminListMail: {
         parameters: {
             query?: {
+                /** @example pending */
                 status?: components["schemas"]["MailStatus"];
+                /** @example invitation */
                 kind?: components["schemas"]["MailKind"];
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -11500,10 +14753,17 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
+                /** @example member.* */
                 type?: components["schemas"]["EventFilter"];
             };
             header?: never;
@@ -11531,9 +14791,15 @@ export interface operations {
     listWebhooks: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -11567,6 +14833,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/control-plane",
+                 *       "events": [
+                 *         "member.role_changed"
+                 *       ],
+                 *       "description": "Sends every audit event to the SIEM.",
+                 *       "enabled": true
+                 *     }
+                 */
                 "application/json": {
                     url: components["schemas"]["WebhookUrl"];
                     events: components["schemas"]["EventFilters"];
@@ -11598,6 +14874,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
             };
             cookie?: never;
@@ -11625,6 +14902,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
             };
             cookie?: never;
@@ -11650,12 +14928,23 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/control-plane",
+                 *       "events": [
+                 *         "member.role_changed"
+                 *       ],
+                 *       "description": "Sends every audit event to the SIEM.",
+                 *       "enabled": true
+                 *     }
+                 */
                 "application/json": {
                     url?: components["schemas"]["WebhookUrl"];
                     events?: components["schemas"]["EventFilters"];
@@ -11686,6 +14975,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
             };
             cookie?: never;
@@ -11698,6 +14988,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "secret": "whsec_MfKQ9r8GbyxY3hrpXwS3kZ5sJ2w"
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         secret: components["schemas"]["WebhookSecret"];
@@ -11716,6 +15012,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
             };
             cookie?: never;
@@ -11728,6 +15025,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "eventId": "evt_01m6ag8fvgfc28y01bdpzz9mar",
+                     *       "deliveryId": "whd_01m5pe81zgebtvq3kvv5ntcqt5"
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         eventId: components["schemas"]["EventId"];
@@ -11746,13 +15050,20 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
             };
             cookie?: never;
@@ -11780,7 +15091,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example whk_01m67s3kq0f799akshek72x5gh */
                 webhookId: components["schemas"]["WebhookId"];
+                /** @example whd_01m5pe81zgebtvq3kvv5ntcqt5 */
                 deliveryId: components["schemas"]["WebhookDeliveryId"];
             };
             cookie?: never;
@@ -11793,6 +15106,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "whd_01m5pe81zgebtvq3kvv5ntcqt5",
+                     *         "eventId": "evt_01m6ag8fvgfc28y01bdpzz9mar",
+                     *         "eventType": "member.role_changed",
+                     *         "status": "pending",
+                     *         "attempts": 1,
+                     *         "lastStatusCode": 200,
+                     *         "lastError": null,
+                     *         "nextAttemptAt": "2026-11-02T09:15:03.000Z",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["WebhookDelivery"];
@@ -11810,17 +15139,34 @@ export interface operations {
     listAuditLogs: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
-                /** @description An action (`team.created`) or a prefix ending in `.*` (`team.*`). */
+                /**
+                 * @description An action (`team.created`) or a prefix ending in `.*` (`team.*`).
+                 * @example team.created
+                 */
                 action?: string;
+                /** @example om_01m62g8n60ek38thwxes6xcj47 */
                 actorMemberId?: components["schemas"]["MemberId"];
+                /** @example tem_01m5tngtfre7vvqsmghcgqpjqj */
                 targetId?: string;
-                /** @description Entries created at or after this time (inclusive). */
+                /**
+                 * @description Entries created at or after this time (inclusive).
+                 * @example 2026-11-01T00:00:00.000Z
+                 */
                 from?: components["parameters"]["AuditFrom"];
-                /** @description Entries created before this time (exclusive). */
+                /**
+                 * @description Entries created before this time (exclusive).
+                 * @example 2026-12-01T00:00:00.000Z
+                 */
                 to?: components["parameters"]["AuditTo"];
             };
             header?: never;
@@ -11848,10 +15194,17 @@ export interface operations {
     exportAuditLogs: {
         parameters: {
             query?: {
-                /** @description Entries created at or after this time (inclusive). */
+                /**
+                 * @description Entries created at or after this time (inclusive).
+                 * @example 2026-11-01T00:00:00.000Z
+                 */
                 from?: components["parameters"]["AuditFrom"];
-                /** @description Entries created before this time (exclusive). */
+                /**
+                 * @description Entries created before this time (exclusive).
+                 * @example 2026-12-01T00:00:00.000Z
+                 */
                 to?: components["parameters"]["AuditTo"];
+                /** @example ndjson */
                 format?: "ndjson" | "csv";
             };
             header?: never;
@@ -11866,7 +15219,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /** @example {"id":"aud_01m5sz6d58egktbnryj3vz17wx","organizationId":"org_01m5dmffprft3rsd2w0ppkh7ar","action":"team.created","actor":{"type":"member","id":"usr_01m5qbd6arezqa9gzc1d7e7efx","memberId":"om_01m5zvjhhrebha7y5r3map2at2"},"target":{"type":"team","id":"tem_01m5tngtfre7vvqsmghcgqpjqj"},"changes":{"name":{"from":null,"to":"Platform"}},"requestId":"0b6c2f8e-4d1a-4c3b-9e7f-2a5d8c1b6e40","ip":"203.0.113.7","userAgent":"Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0","createdAt":"2026-11-02T09:14:03.000Z"} */
                     "application/x-ndjson": string;
+                    /**
+                     * @example id,organizationId,action,actor,target,changes,requestId,ip,userAgent,createdAt
+                     *     aud_01m5sz6d58egktbnryj3vz17wx,org_01m5dmffprft3rsd2w0ppkh7ar,team.created,"{""type"":""member"",""id"":""usr_01m5qbd6arezqa9gzc1d7e7efx"",""memberId"":""om_01m5zvjhhrebha7y5r3map2at2""}","{""type"":""team"",""id"":""tem_01m5tngtfre7vvqsmghcgqpjqj""}","{""name"":{""from"":null,""to"":""Platform""}}",0b6c2f8e-4d1a-4c3b-9e7f-2a5d8c1b6e40,203.0.113.7,Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0,2026-11-02T09:14:03.000Z
+                     */
                     "text/csv": string;
                 };
             };
@@ -11905,9 +15263,15 @@ export interface operations {
     listSsoConnections: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -11967,6 +15331,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ssc_01m5z57rg8ftptxp9tjj6db2hk */
                 connectionId: components["schemas"]["SsoConnectionId"];
             };
             cookie?: never;
@@ -11994,6 +15359,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ssc_01m5z57rg8ftptxp9tjj6db2hk */
                 connectionId: components["schemas"]["SsoConnectionId"];
             };
             cookie?: never;
@@ -12020,6 +15386,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ssc_01m5z57rg8ftptxp9tjj6db2hk */
                 connectionId: components["schemas"]["SsoConnectionId"];
             };
             cookie?: never;
@@ -12052,6 +15419,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ssc_01m5z57rg8ftptxp9tjj6db2hk */
                 connectionId: components["schemas"]["SsoConnectionId"];
             };
             cookie?: never;
@@ -12064,6 +15432,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example <?xml version="1.0"?>
+                     *     <md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="https://control.example.com/v1/sso/connections/ssc_01m5z57rg8ftptxp9tjj6db2hk/saml/metadata">
+                     *       <md:SPSSODescriptor AuthnRequestsSigned="false" WantAssertionsSigned="true" protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">
+                     *         <md:NameIDFormat>urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress</md:NameIDFormat>
+                     *         <md:AssertionConsumerService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="https://control.example.com/v1/auth/sso/saml/acs" index="1"/>
+                     *       </md:SPSSODescriptor>
+                     *     </md:EntityDescriptor>
+                     */
                     "application/samlmetadata+xml": string;
                 };
             };
@@ -12075,9 +15452,15 @@ export interface operations {
     listSsoDomains: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -12111,6 +15494,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "domain": "example.com"
+                 *     }
+                 */
                 "application/json": {
                     domain: components["schemas"]["DomainName"];
                 };
@@ -12140,6 +15528,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example dom_01m67qyp2gezkax63qzzrdqk2q */
                 domainId: components["schemas"]["SsoDomainId"];
             };
             cookie?: never;
@@ -12167,6 +15556,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example dom_01m67qyp2gezkax63qzzrdqk2q */
                 domainId: components["schemas"]["SsoDomainId"];
             };
             cookie?: never;
@@ -12193,6 +15583,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example dom_01m67qyp2gezkax63qzzrdqk2q */
                 domainId: components["schemas"]["SsoDomainId"];
             };
             cookie?: never;
@@ -12250,6 +15641,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "enforce": true
+                 *     }
+                 */
                 "application/json": {
                     enforce: boolean;
                 };
@@ -12305,13 +15701,24 @@ export interface operations {
     completeSsoOidc: {
         parameters: {
             query: {
-                /** @description The authorization code (absent when the provider reports an `error`). */
+                /**
+                 * @description The authorization code (absent when the provider reports an `error`).
+                 * @example SplxlOBeZQQYbYS6WxSbIA
+                 */
                 code?: components["parameters"]["CallbackCode"];
+                /** @example Z3Xo1m3bq7TBcxY0m2rj5Q8sX1k9pW4nE6vL0aHdUfc */
                 state: components["parameters"]["CallbackState"];
-                /** @description Set by the provider when the member refused or the request was rejected. */
+                /**
+                 * @description Set by the provider when the member refused or the request was rejected.
+                 * @example access_denied
+                 */
                 error?: components["parameters"]["CallbackError"];
+                /** @example The user denied the request. */
                 error_description?: components["parameters"]["CallbackErrorDescription"];
-                /** @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2). */
+                /**
+                 * @description RFC 9207 issuer identification. When present it must be the issuer of the authorization server the sign-in was started with, else 400 naming `iss` and nothing is stored. When that server's metadata advertises `authorization_response_iss_parameter_supported`, it is required (400). Other parameters a provider adds (e.g. the identity platform's `session_state`) are ignored (RFC 6749 §4.1.2).
+                 * @example https://mcp.linear.app
+                 */
                 iss?: components["parameters"]["CallbackIss"];
             };
             header?: never;
@@ -12416,9 +15823,15 @@ export interface operations {
     listScimTokens: {
         parameters: {
             query?: {
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -12452,6 +15865,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Entra ID provisioning"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                 };
@@ -12464,6 +15882,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "sct_01m66v07k0e1jtpgz13c50wxne",
+                     *         "name": "Entra ID provisioning",
+                     *         "prefix": "cpscim_Jm2x0Qe",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "lastUsedAt": "2026-11-04T08:01:55.000Z"
+                     *       },
+                     *       "token": "cps_L4NIQDjL3TiAVBy24oI6YL1ITMPHx57UFCNpiQjBiOA"
+                     *     }
+                     */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         item: components["schemas"]["ScimToken"];
@@ -12485,6 +15916,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example sct_01m66v07k0e1jtpgz13c50wxne */
                 tokenId: components["schemas"]["ScimTokenId"];
             };
             cookie?: never;
@@ -12508,10 +15940,17 @@ export interface operations {
     listDirectoryUsers: {
         parameters: {
             query?: {
+                /** @example linked */
                 linkState?: "linked" | "unlinked";
-                /** @description Page size. */
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list. */
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -12580,6 +16019,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example Platform */
                 name: string;
             };
             cookie?: never;
@@ -12622,6 +16062,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example urn:ietf:params:scim:schemas:core:2.0:User */
                 schemaId: string;
             };
             cookie?: never;
@@ -12647,15 +16088,30 @@ export interface operations {
     scimListUsers: {
         parameters: {
             query?: {
-                /** @description RFC 7644 §3.4.2.2 filter: eq ne co sw ew pr gt ge lt le, and, or, not, parentheses and value paths (`emails[type eq "work"]`). Attribute names, and `userName`, `emails.value` and `displayName` values, compare ignoring case. */
+                /**
+                 * @description RFC 7644 §3.4.2.2 filter: eq ne co sw ew pr gt ge lt le, and, or, not, parentheses and value paths (`emails[type eq "work"]`). Attribute names, and `userName`, `emails.value` and `displayName` values, compare ignoring case.
+                 * @example userName eq "ada@example.com"
+                 */
                 filter?: string;
-                /** @description 1-based index of the first result (below 1 is read as 1). */
+                /**
+                 * @description 1-based index of the first result (below 1 is read as 1).
+                 * @example 1
+                 */
                 startIndex?: number;
-                /** @description Results per page (negative is read as 0; at most `maxResults` of the ServiceProviderConfig). */
+                /**
+                 * @description Results per page (negative is read as 0; at most `maxResults` of the ServiceProviderConfig).
+                 * @example 3
+                 */
                 count?: number;
-                /** @description Comma-separated attribute paths to return (`id` and `schemas` always come back). */
+                /**
+                 * @description Comma-separated attribute paths to return (`id` and `schemas` always come back).
+                 * @example userName,active
+                 */
                 attributes?: components["parameters"]["AttributesParam"];
-                /** @description Comma-separated attribute paths to leave out. */
+                /**
+                 * @description Comma-separated attribute paths to leave out.
+                 * @example groups
+                 */
                 excludedAttributes?: components["parameters"]["ExcludedAttributesParam"];
             };
             header?: never;
@@ -12697,14 +16153,23 @@ export interface operations {
     scimGetUser: {
         parameters: {
             query?: {
-                /** @description Comma-separated attribute paths to return (`id` and `schemas` always come back). */
+                /**
+                 * @description Comma-separated attribute paths to return (`id` and `schemas` always come back).
+                 * @example userName,active
+                 */
                 attributes?: components["parameters"]["AttributesParam"];
-                /** @description Comma-separated attribute paths to leave out. */
+                /**
+                 * @description Comma-separated attribute paths to leave out.
+                 * @example groups
+                 */
                 excludedAttributes?: components["parameters"]["ExcludedAttributesParam"];
             };
             header?: never;
             path: {
-                /** @description The directory user's id; any other value is 404. */
+                /**
+                 * @description The directory user's id; any other value is 404.
+                 * @example usr_01m5qbd6arezqa9gzc1d7e7efx
+                 */
                 userId: string;
             };
             cookie?: never;
@@ -12724,7 +16189,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The directory user's id; any other value is 404. */
+                /**
+                 * @description The directory user's id; any other value is 404.
+                 * @example usr_01m5qbd6arezqa9gzc1d7e7efx
+                 */
                 userId: string;
             };
             cookie?: never;
@@ -12750,7 +16218,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The directory user's id; any other value is 404. */
+                /**
+                 * @description The directory user's id; any other value is 404.
+                 * @example usr_01m5qbd6arezqa9gzc1d7e7efx
+                 */
                 userId: string;
             };
             cookie?: never;
@@ -12776,7 +16247,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The directory user's id; any other value is 404. */
+                /**
+                 * @description The directory user's id; any other value is 404.
+                 * @example usr_01m5qbd6arezqa9gzc1d7e7efx
+                 */
                 userId: string;
             };
             cookie?: never;
@@ -12800,15 +16274,30 @@ export interface operations {
     scimListGroups: {
         parameters: {
             query?: {
-                /** @description RFC 7644 §3.4.2.2 filter: eq ne co sw ew pr gt ge lt le, and, or, not, parentheses and value paths (`emails[type eq "work"]`). Attribute names, and `userName`, `emails.value` and `displayName` values, compare ignoring case. */
+                /**
+                 * @description RFC 7644 §3.4.2.2 filter: eq ne co sw ew pr gt ge lt le, and, or, not, parentheses and value paths (`emails[type eq "work"]`). Attribute names, and `userName`, `emails.value` and `displayName` values, compare ignoring case.
+                 * @example userName eq "ada@example.com"
+                 */
                 filter?: string;
-                /** @description 1-based index of the first result (below 1 is read as 1). */
+                /**
+                 * @description 1-based index of the first result (below 1 is read as 1).
+                 * @example 1
+                 */
                 startIndex?: number;
-                /** @description Results per page (negative is read as 0; at most `maxResults` of the ServiceProviderConfig). */
+                /**
+                 * @description Results per page (negative is read as 0; at most `maxResults` of the ServiceProviderConfig).
+                 * @example 3
+                 */
                 count?: number;
-                /** @description Comma-separated attribute paths to return (`id` and `schemas` always come back). */
+                /**
+                 * @description Comma-separated attribute paths to return (`id` and `schemas` always come back).
+                 * @example userName,active
+                 */
                 attributes?: components["parameters"]["AttributesParam"];
-                /** @description Comma-separated attribute paths to leave out. */
+                /**
+                 * @description Comma-separated attribute paths to leave out.
+                 * @example groups
+                 */
                 excludedAttributes?: components["parameters"]["ExcludedAttributesParam"];
             };
             header?: never;
@@ -12849,14 +16338,23 @@ export interface operations {
     scimGetGroup: {
         parameters: {
             query?: {
-                /** @description Comma-separated attribute paths to return (`id` and `schemas` always come back). */
+                /**
+                 * @description Comma-separated attribute paths to return (`id` and `schemas` always come back).
+                 * @example userName,active
+                 */
                 attributes?: components["parameters"]["AttributesParam"];
-                /** @description Comma-separated attribute paths to leave out. */
+                /**
+                 * @description Comma-separated attribute paths to leave out.
+                 * @example groups
+                 */
                 excludedAttributes?: components["parameters"]["ExcludedAttributesParam"];
             };
             header?: never;
             path: {
-                /** @description The team id; any other value is 404. */
+                /**
+                 * @description The team id; any other value is 404.
+                 * @example tem_01m5tngtfre7vvqsmghcgqpjqj
+                 */
                 groupId: string;
             };
             cookie?: never;
@@ -12876,7 +16374,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The team id; any other value is 404. */
+                /**
+                 * @description The team id; any other value is 404.
+                 * @example tem_01m5tngtfre7vvqsmghcgqpjqj
+                 */
                 groupId: string;
             };
             cookie?: never;
@@ -12902,7 +16403,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The team id; any other value is 404. */
+                /**
+                 * @description The team id; any other value is 404.
+                 * @example tem_01m5tngtfre7vvqsmghcgqpjqj
+                 */
                 groupId: string;
             };
             cookie?: never;
@@ -12928,7 +16432,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The team id; any other value is 404. */
+                /**
+                 * @description The team id; any other value is 404.
+                 * @example tem_01m5tngtfre7vvqsmghcgqpjqj
+                 */
                 groupId: string;
             };
             cookie?: never;
