@@ -8004,29 +8004,6 @@ export interface components {
             };
         };
         /**
-         * @description Not permitted. `reason` is one of:
-         *
-         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
-         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
-         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
-         *     - `org_member_required`: The caller needs a member permission of the organization for this.
-         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
-         */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-org_member_required-sso_required": {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": {
-                    /** @constant */
-                    error: "forbidden";
-                    /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "org_member_required" | "sso_required";
-                    message: string;
-                };
-            };
-        };
-        /**
          * @description Not found in the caller's organization. `error` is one of:
          *
          *     - `member_not_found`: No member with this id in the organization.
@@ -11540,7 +11517,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-org_member_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
             404: components["responses"]["404-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };

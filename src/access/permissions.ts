@@ -1,9 +1,12 @@
 /**
  * The permission catalogue: one key (`area.verb`) for every protected action of the service.
- * Operations name the key they need in the spec (`x-permission: <key>`; permissions an operation
- * consults besides it, such as the one that passes a resource-role rule, in `x-permission-also`);
- * a test fails when an operation names a key missing here, or a key here is named by no
- * operation. Adding a permission: one line below, and `x-permission` on the operation.
+ * Operations name the key they need in the spec (`x-permission: <key>`, which the router checks
+ * before the handler: src/http/access.ts, with the rest of the access vocabulary, `x-access:
+ * member|account|worker|scim` and `x-platform-admin`); permissions a service consults besides,
+ * from data or input (the one that passes a resource-role rule), go in `x-permission-also`. The
+ * router refuses to start on an operation naming a key missing here, and a test fails on a key
+ * here named by no operation. Adding a permission: one line below, and `x-permission` on the
+ * operation.
  *
  * `minimum` is the lowest built-in role holding the key (owner ⊇ admin ⊇ member): this is the one
  * place that says what the built-in roles may do. `reason` is the stable `reason` of the 403

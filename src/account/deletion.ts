@@ -1,6 +1,5 @@
 import type { AppDeps } from '../domain/deps';
 import type { Principal } from '../domain/principal';
-import { requireSession } from '../access/roles';
 import { requireFreshSession } from '../access/role-permissions';
 import { Conflict, Invalid, Unauthenticated, Unauthorized } from '../lib/errors';
 import { verifyPassword } from '../lib/crypto';
@@ -24,7 +23,6 @@ const ownerMustTransfer = () =>
  * them keep pointing at something. A notice goes to the address the account had.
  */
 export async function deleteAccount(deps: AppDeps, principal: Principal, password: string | undefined, ip: string): Promise<void> {
-  requireSession(principal);
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
   const user = await users.findUser(deps.db, principal.userId);
   if (!user) throw new Unauthorized();

@@ -1,6 +1,5 @@
 import type { AppDeps } from '../domain/deps';
 import type { Principal } from '../domain/principal';
-import { requireSession } from '../access/roles';
 import { requireFreshSession } from '../access/role-permissions';
 import { Conflict, Forbidden, Invalid, Unauthorized } from '../lib/errors';
 import { isUniqueViolation } from '../db/errors';
@@ -29,7 +28,6 @@ async function refuseManaged(db: AppDeps['db'], userId: string): Promise<void> {
 }
 
 export async function requestEmailChange(deps: AppDeps, principal: Principal, email: string): Promise<void> {
-  requireSession(principal);
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
   const user = await users.findUser(deps.db, principal.userId);
   if (!user) throw new Unauthorized();

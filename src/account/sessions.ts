@@ -1,6 +1,5 @@
 import type { AppDeps } from '../domain/deps';
 import type { Principal } from '../domain/principal';
-import { requireSession } from '../access/roles';
 import { NotFound } from '../lib/errors';
 import * as users from '../users/service';
 import { recordAccountChange } from '../users/audit';
@@ -9,10 +8,10 @@ import { recordAccountChange } from '../users/audit';
  * The caller's own sessions (accounts-and-email §4): list them, sign one out, sign out all others.
  * A session is known to its user by its id (a `ses_` TypeID), which is never a credential: the
  * token is shown once at sign-in and only its hash is stored. A revoked session fails its next
- * request (the one session query checks `revoked_at`).
+ * request (the one session query checks `revoked_at`). These operations are session-only in the
+ * contract (security: bearerAuth alone), which the router enforces, so the principal has a session id.
  */
 function sessionOf(principal: Principal): { userId: string; sessionId: string } {
-  requireSession(principal);
   return { userId: principal.userId, sessionId: principal.sessionId! };
 }
 

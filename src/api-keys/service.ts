@@ -6,7 +6,6 @@ import { Invalid, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';
 import type { PageRequest } from '../lib/pagination';
-import { authorize, requireSession } from '../access/roles';
 import { requireFreshSession, requireHeld, requireKnownPermissions } from '../access/role-permissions';
 import * as store from './store';
 import type { ApiKeyRow } from './store';
@@ -39,8 +38,6 @@ export async function createApiKey(
   membership: Membership,
   input: { name: string; expiresAt?: string; permissions?: string[] },
 ) {
-  requireSession(principal);
-  authorize(membership, 'apiKeys.manage');
   const now = deps.clock.now();
   requireFreshSession(principal, now, deps.settings.freshSessionMaxAgeMs);
   if (input.permissions) {
@@ -73,7 +70,6 @@ export async function createApiKey(
 }
 
 export async function listApiKeys(deps: AppDeps, membership: Membership, page: PageRequest) {
-  authorize(membership, 'apiKeys.manage');
   return deps.cursors.page(
     'api-keys',
     page,
@@ -83,7 +79,6 @@ export async function listApiKeys(deps: AppDeps, membership: Membership, page: P
 }
 
 export async function revokeApiKey(deps: AppDeps, membership: Membership, apiKeyId: string): Promise<void> {
-  authorize(membership, 'apiKeys.manage');
   await deps.db.transaction().execute(async (trx) => {
     if (!(await store.revokeApiKey(trx, membership.organizationId, apiKeyId, deps.clock.now()))) {
       throw new NotFound('api_key_not_found', 'The API key could not be found.');

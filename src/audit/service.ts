@@ -2,7 +2,6 @@ import { positioned } from '../lib/pagination';
 import type { AppDeps, Membership, StreamBody } from '../http/types';
 import type { PageRequest } from '../lib/pagination';
 import { Invalid } from '../lib/errors';
-import { authorize } from '../access/roles';
 import { requireFeature } from '../plans';
 import { chainHash } from './canonical';
 import { toEntry } from './entries';
@@ -24,7 +23,6 @@ export async function listAuditLogs(
   membership: Membership,
   query: PageRequest & { action?: string; actorMemberId?: string; targetId?: string; from?: string; to?: string },
 ) {
-  authorize(membership, 'audit.read');
   const filter: store.AuditFilter = { action: query.action, actorMemberId: query.actorMemberId, targetId: query.targetId, ...range(query.from, query.to) };
   return deps.cursors.page(
     'audit-logs',
@@ -40,7 +38,6 @@ export async function listAuditLogs(
  * batch as the client takes it.
  */
 export async function exportAuditLogs(deps: AppDeps, membership: Membership, query: { from?: string; to?: string; format?: 'ndjson' | 'csv' }) {
-  authorize(membership, 'audit.read');
   await requireFeature(deps.db, deps.settings, membership.organizationId, 'auditLog');
   const r = range(query.from, query.to);
   const format = query.format ?? 'ndjson';
@@ -72,7 +69,6 @@ export async function exportAuditLogs(deps: AppDeps, membership: Membership, que
  * inserted or deleted entry is found.
  */
 export async function verifyAuditLog(deps: AppDeps, membership: Membership) {
-  authorize(membership, 'audit.read');
   const { organizationId } = membership;
   let previous: string | null = null;
   let nextSeq: bigint | null = null;

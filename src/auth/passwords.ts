@@ -1,6 +1,5 @@
 import type { AppDeps } from '../domain/deps';
 import type { Principal } from '../domain/principal';
-import { requireSession } from '../access/roles';
 import { requireFreshSession } from '../access/role-permissions';
 import { Unauthenticated, Unauthorized } from '../lib/errors';
 import { hashPassword, verifyPassword } from '../lib/crypto';
@@ -110,7 +109,6 @@ export async function provePassword(deps: AppDeps, userId: string, password: str
  * ones count against the sign-in limits); every other session ends, and a notice is sent.
  */
 export async function changePassword(deps: AppDeps, principal: Principal, input: { currentPassword: string; newPassword: string }, ip: string): Promise<void> {
-  requireSession(principal);
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
   const user = await provePassword(deps, principal.userId, input.currentPassword, ip, 'The current password is incorrect.');
   await limits.clear(deps, 'signInEmail', users.normalizeEmail(user.email));

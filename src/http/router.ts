@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { Context } from 'openapi-backend';
+import type { Context, Document } from 'openapi-backend';
 import { Invalid, MethodNotAllowed, ResponseValidationFailed, RouteNotFound, Unauthorized } from '../lib/errors';
 import { isUnavailable } from '../db/errors';
 import { assertSessionGates } from '../access/session-gates';
@@ -11,6 +11,7 @@ import type { AppDeps } from '../domain/deps';
 import { contract, createBackend, initBackend, toBackendRequest } from './openapi';
 import { installFastParsing, installFastRouting } from './fast-router';
 import { createDispatcher } from './dispatch';
+import { accessChecks } from './access';
 import { nulInRequest } from '../protection/nul';
 import { malformedEncoding } from './encoding';
 import { errorToResult, resultOf, shapeForRoute, validationDetails } from './errors';
@@ -25,6 +26,8 @@ export interface RouterOptions {
   validateResponses: boolean;
   /** Compile the validators before the first request (see AppOptions in src/app.ts). */
   compileValidatorsAtStart: boolean;
+  /** The contract to serve (tests build the router on an altered copy); the bundled one by default. */
+  contract?: Document;
 }
 
 /**
@@ -32,11 +35,15 @@ export interface RouterOptions {
  * Every answer, success or error, leaves through `send`, so nothing else writes a response.
  */
 export function createApiRouter(deps: AppDeps, handlers: Handlers, options: RouterOptions): RequestHandler {
-  const api = createBackend();
+  const definition = options.contract ?? contract;
+  // Who may call each operation, from its declaration in the contract (./access.ts); an operation
+  // that declares none, or names an unknown permission, stops the start here.
+  const access = accessChecks(definition);
+  const api = createBackend(definition);
 
   // Every security scheme of the spec turns its credential into a principal through src/principal/;
   // a scheme without a resolver there stops the start.
-  const schemes = (contract.components?.securitySchemes ?? {}) as Record<string, SchemeDefinition>;
+  const schemes = (definition.components?.securitySchemes ?? {}) as Record<string, SchemeDefinition>;
   for (const [name, definition] of Object.entries(schemes)) {
     const read = credentialReader(name, definition);
     const resolve = CREDENTIAL_RESOLVERS[name]!;
@@ -73,6 +80,8 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
 
   for (const operationId of Object.keys(handlers) as OperationId[]) {
     const handler = handlers[operationId] as unknown as (ctx: HandlerContext<OperationId>) => Promise<HttpResult>;
+    const checkAccess = access.get(operationId);
+    if (checkAccess === undefined) throw new Error(`${operationId}: has a handler but no operation in the contract`);
     api.register(operationId, async (c: Context, req: Request, res: Response): Promise<HttpResult> => {
       const security = (c.security ?? {}) as Record<string, AnyPrincipal | boolean | undefined>;
       // A scheme's entry is its principal, false, or `{error}` when its handler threw.
@@ -108,6 +117,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       try {
         if (nul) throw Invalid.at(nul, 'must not contain a NUL character (U+0000)');
         assertSessionGates(principal, c.operation, deps.settings.emailVerification === 'required');
+        checkAccess?.(principal);
         result = await handler(ctx);
       } catch (err) {
         result = errorToResult(err, req.log ?? deps.logger);

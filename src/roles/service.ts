@@ -54,14 +54,13 @@ export async function getRole(deps: AppDeps, membership: Membership, roleId: str
   return toRole(row);
 }
 
-/** The checks every role write starts with: the permission, then a fresh session. */
-function guardRoleWrite(deps: AppDeps, principal: Principal, membership: Membership): void {
-  authorize(membership, 'roles.manage');
+/** What every role write checks after the router's `roles.manage` and session: a fresh session. */
+function guardRoleWrite(deps: AppDeps, principal: Principal): void {
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
 }
 
 export async function createRole(deps: AppDeps, principal: Principal, membership: Membership, body: Schemas['CreateRoleBody']) {
-  guardRoleWrite(deps, principal, membership);
+  guardRoleWrite(deps, principal);
   requireKnownPermissions(body.permissions, ['body', 'permissions']);
   requireHeld(membership, body.permissions);
   const id = newId('role');
@@ -79,7 +78,7 @@ export async function createRole(deps: AppDeps, principal: Principal, membership
 }
 
 export async function updateRole(deps: AppDeps, principal: Principal, membership: Membership, roleId: string, body: Schemas['UpdateRoleBody']) {
-  guardRoleWrite(deps, principal, membership);
+  guardRoleWrite(deps, principal);
   await deps.db.transaction().execute(async (trx) => {
     // Another organization's role is 404 before anything about the body is judged.
     const locked = await store.lockRole(trx, membership.organizationId, roleId);
@@ -105,7 +104,7 @@ export async function updateRole(deps: AppDeps, principal: Principal, membership
  * without anyone having chosen it.
  */
 export async function deleteRole(deps: AppDeps, principal: Principal, membership: Membership, roleId: string, reassignTo: string | undefined) {
-  guardRoleWrite(deps, principal, membership);
+  guardRoleWrite(deps, principal);
   const { organizationId } = membership;
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {

@@ -1,7 +1,6 @@
 import type { components } from '../../generated/api';
 import type { AppDeps, Membership } from '../http/types';
 import { positioned, type PageRequest, type Position } from '../lib/pagination';
-import { authorize } from '../access/roles';
 import * as store from './directory-store';
 import type { DirectoryUserRow } from './directory-store';
 
@@ -27,7 +26,6 @@ export function toDirectoryUser(row: DirectoryUserRow): components['schemas']['D
 }
 
 export async function listDirectoryUsers(deps: AppDeps, membership: Membership, query: PageRequest & { linkState?: 'linked' | 'unlinked' }) {
-  authorize(membership, 'scim.manage');
   return deps.cursors.page<DirectoryUserRow & Position, components['schemas']['DirectoryUser']>(
     `directory-users:${query.linkState ?? 'all'}`,
     query,

@@ -5,7 +5,6 @@ import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';
 import type { PageRequest } from '../lib/pagination';
-import { authorize, requireSession } from '../access/roles';
 import { requireFreshSession } from '../access/role-permissions';
 import { requireFeature } from '../plans';
 import { created, recordChange } from '../audit';
@@ -27,8 +26,6 @@ export function toScimToken(row: ScimTokenRow): components['schemas']['ScimToken
 }
 
 export async function createToken(deps: AppDeps, principal: Principal, membership: Membership, input: { name: string }) {
-  requireSession(principal);
-  authorize(membership, 'scim.manage');
   // A SCIM token can create and remove members: a privileged action (enterprise-identity §1).
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
   await requireFeature(deps.db, deps.settings, membership.organizationId, 'scim');
@@ -50,7 +47,6 @@ export async function createToken(deps: AppDeps, principal: Principal, membershi
 }
 
 export async function listTokens(deps: AppDeps, membership: Membership, page: PageRequest) {
-  authorize(membership, 'scim.manage');
   return deps.cursors.page(
     'scim-tokens',
     page,
@@ -60,8 +56,6 @@ export async function listTokens(deps: AppDeps, membership: Membership, page: Pa
 }
 
 export async function revokeToken(deps: AppDeps, principal: Principal, membership: Membership, tokenId: string): Promise<void> {
-  requireSession(principal);
-  authorize(membership, 'scim.manage');
   await deps.db.transaction().execute(async (trx) => {
     if (!(await store.revokeToken(trx, membership.organizationId, tokenId, deps.clock.now()))) {
       throw new NotFound('scim_token_not_found', 'The SCIM token could not be found.');

@@ -1,7 +1,6 @@
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal } from '../domain/principal';
-import { authorize, requireSession } from '../access/roles';
 import { requireFreshSession } from '../access/role-permissions';
 import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
@@ -60,12 +59,11 @@ function audited(row: ConnectionRow) {
 }
 
 /**
- * Every connection and domain write: `sso.manage`, a session (an API key is 401), authenticated
- * recently (these writes decide who can sign in to the organization), and the plan feature `sso`.
+ * Every connection and domain write, after the router's `sso.manage` and session (security
+ * bearerAuth alone: an API key is 401): authenticated recently (these writes decide who can sign
+ * in to the organization), and the plan feature `sso`.
  */
 export async function guardSsoWrite(deps: AppDeps, principal: Principal, membership: Membership): Promise<void> {
-  requireSession(principal);
-  authorize(membership, 'sso.manage');
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
   await requireFeature(deps.db, deps.settings, membership.organizationId, 'sso');
 }
@@ -101,7 +99,6 @@ export async function createConnection(deps: AppDeps, principal: Principal, memb
 }
 
 export async function listConnections(deps: AppDeps, membership: Membership, page: PageRequest) {
-  authorize(membership, 'sso.manage');
   return deps.cursors.page(
     'sso-connections',
     page,
@@ -111,7 +108,6 @@ export async function listConnections(deps: AppDeps, membership: Membership, pag
 }
 
 export async function getConnection(deps: AppDeps, membership: Membership, id: string) {
-  authorize(membership, 'sso.manage');
   const row = await store.findConnection(deps.db, membership.organizationId, id);
   if (!row) throw connectionNotFound();
   return toConnection(deps.settings.publicBaseUrl, row);

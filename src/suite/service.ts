@@ -1,7 +1,6 @@
 import type { AppDeps } from '../domain/deps';
 import type { Membership } from '../domain/principal';
 import { Conflict, Upstream } from '../lib/errors';
-import { authorize } from '../access/roles';
 import * as accounts from '../connected-accounts/service';
 import { requestToken, trustedTransport, TokenEndpointError, type TokenSet } from '../connected-accounts/oauth';
 import { deleteProviderAccounts } from '../connected-accounts/service';
@@ -53,7 +52,6 @@ export async function putClient(
   membership: Membership,
   input: { tenantId: string; clientId: string; clientSecret: string; features: Feature[] },
 ) {
-  authorize(membership, 'suite.manage');
   const now = deps.clock.now();
   const row = await deps.db.transaction().execute(async (trx) => {
     const before = await store.findClient(trx, membership.organizationId);

@@ -2,7 +2,6 @@ import { sql } from 'kysely';
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { Membership } from '../domain/principal';
-import { authorize } from '../access/roles';
 import { Invalid, type ErrorDetail } from '../lib/errors';
 import { requireFeature } from '../plans';
 import { newId } from '../lib/ids';
@@ -64,7 +63,6 @@ export async function usageAnalytics(deps: AppDeps, membership: Membership, quer
     const missing = dimensionType === undefined ? 'dimensionType' : 'dimensionValue';
     throw Invalid.at(['query', missing], 'dimensionType and dimensionValue go together');
   }
-  authorize(membership, 'analytics.read');
   await requireFeature(deps.db, deps.settings, membership.organizationId, 'analytics');
 
   const range = analyticsRange(deps.clock.now(), membership.organizationId, dimensionType !== undefined ? { type: dimensionType, value: dimensionValue! } : null);

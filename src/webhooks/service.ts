@@ -1,7 +1,6 @@
 import { positioned } from '../lib/pagination';
 import type { components } from '../../generated/api';
 import type { AppDeps, Membership } from '../http/types';
-import { authorize } from '../access/roles';
 import { Conflict, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { PageRequest } from '../lib/pagination';
@@ -60,7 +59,6 @@ function visible(row: store.EndpointRow) {
 }
 
 export async function createWebhook(deps: AppDeps, membership: Membership, input: { url: string; events: string[]; description?: string; enabled?: boolean }) {
-  authorize(membership, 'webhooks.manage');
   checkWebhookUrl(deps.outbound, input.url, ['body', 'url']);
   checkFilters(input.events);
   const secret = newWebhookSecret();
@@ -83,7 +81,6 @@ export async function createWebhook(deps: AppDeps, membership: Membership, input
 }
 
 export async function listWebhooks(deps: AppDeps, membership: Membership, page: PageRequest) {
-  authorize(membership, 'webhooks.manage');
   return deps.cursors.page(
     'webhooks',
     page,
@@ -93,7 +90,6 @@ export async function listWebhooks(deps: AppDeps, membership: Membership, page: 
 }
 
 export async function getWebhook(deps: AppDeps, membership: Membership, id: string) {
-  authorize(membership, 'webhooks.manage');
   const row = await store.findEndpoint(deps.db, membership.organizationId, id);
   if (!row) throw notFound();
   return toWebhook(row);
@@ -105,7 +101,6 @@ export async function updateWebhook(
   id: string,
   input: { url?: string; events?: string[]; description?: string | null; enabled?: boolean },
 ) {
-  authorize(membership, 'webhooks.manage');
   if (input.url !== undefined) checkWebhookUrl(deps.outbound, input.url, ['body', 'url']);
   checkFilters(input.events);
   const now = deps.clock.now();
@@ -122,7 +117,6 @@ export async function updateWebhook(
 }
 
 export async function deleteWebhook(deps: AppDeps, membership: Membership, id: string): Promise<void> {
-  authorize(membership, 'webhooks.manage');
   await deps.db.transaction().execute(async (trx) => {
     const removed = await store.deleteEndpoint(trx, membership.organizationId, id);
     if (!removed) throw notFound();
@@ -131,7 +125,6 @@ export async function deleteWebhook(deps: AppDeps, membership: Membership, id: s
 }
 
 export async function rotateWebhookSecret(deps: AppDeps, membership: Membership, id: string): Promise<string> {
-  authorize(membership, 'webhooks.manage');
   const secret = newWebhookSecret();
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (trx) => {
@@ -143,7 +136,6 @@ export async function rotateWebhookSecret(deps: AppDeps, membership: Membership,
 }
 
 export async function testWebhook(deps: AppDeps, membership: Membership, id: string) {
-  authorize(membership, 'webhooks.manage');
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
     const endpoint = await store.findEndpoint(trx, membership.organizationId, id, true);
@@ -156,7 +148,6 @@ export async function testWebhook(deps: AppDeps, membership: Membership, id: str
 }
 
 export async function listDeliveries(deps: AppDeps, membership: Membership, id: string, page: PageRequest) {
-  authorize(membership, 'webhooks.manage');
   if (!(await store.findEndpoint(deps.db, membership.organizationId, id))) throw notFound();
   return deps.cursors.page(
     'webhook-deliveries',
@@ -167,7 +158,6 @@ export async function listDeliveries(deps: AppDeps, membership: Membership, id: 
 }
 
 export async function retryDelivery(deps: AppDeps, membership: Membership, id: string, deliveryId: string) {
-  authorize(membership, 'webhooks.manage');
   const now = deps.clock.now();
   const row = await deps.db.transaction().execute(async (trx) => {
     const endpoint = await store.findEndpoint(trx, membership.organizationId, id, true);

@@ -153,7 +153,7 @@ export const errorAnswers = {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_member_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"team_not_found"}],
   },
   "/v1/teams/{teamId}/members/{memberId}": {
-    put: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","org_member_required","sso_required"]},{"status":404,"error":"member_not_found"},{"status":404,"error":"organization_not_found"},{"status":404,"error":"team_not_found"}],
+    put: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","sso_required"]},{"status":404,"error":"member_not_found"},{"status":404,"error":"organization_not_found"},{"status":404,"error":"team_not_found"}],
     delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","sso_required"]},{"status":404,"error":"member_not_found"},{"status":404,"error":"organization_not_found"},{"status":404,"error":"team_not_found"}],
   },
   "/v1/api-keys": {
