@@ -25,6 +25,7 @@ const PG_ONLY = [
   'test/api/permissions-catalogue.test.ts',
   'test/contract/error-codes.test.ts',
   'test/contract/examples.test.ts',
+  'test/contract/public-text.test.ts',
   'test/api/unavailable.test.ts',
   'test/outbound/client.test.ts',
   'test/outbound/policy.test.ts',

@@ -39,3 +39,19 @@ type ScimSchema = components['schemas']['ScimSchema'];
 export function readable(manifest: Manifest, schema: ScimSchema): unknown[] {
   return [manifest.setup['onInstall'], manifest.resources[0]?.['kind'], manifest.lifecycle['onInstall'], schema.attributes[0]?.mutability];
 }
+
+type GrantRequest = components['schemas']['GrantAccessRequest'];
+type SsoStart = components['schemas']['StartSsoRequest'];
+
+/** A body that takes exactly one of several shapes refuses a body of none of them. */
+export function oneShape(): unknown[] {
+  const team: GrantRequest = { teamId: 'tem_01h455vb4pex5vsknk084sn02q', role: 'viewer' };
+  const orgWide: GrantRequest = { orgWide: true, role: 'manager' };
+  // @ts-expect-error a grant without a target
+  const noTarget: GrantRequest = { role: 'viewer' };
+  // @ts-expect-error the org-wide shape is `orgWide: true` only
+  const notOrgWide: GrantRequest = { orgWide: false, role: 'viewer' };
+  // @ts-expect-error an SSO start needs an e-mail or a connection
+  const noStart: SsoStart = { returnTo: 'https://app.example.com/after' };
+  return [team, orgWide, noTarget, notOrgWide, noStart];
+}

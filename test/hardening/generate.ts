@@ -159,9 +159,13 @@ export function badRequests(op: SpecOperation, world: OrgWorld, bodyLimitBytes: 
       envelope.push({ ...base, label: 'body: deep nesting in an extra field', body: { ...validBody, nested: deepNesting(500) }, expectPath: ['body', 'nested'] });
     }
     groups.push(envelope);
+    // A body of one of several shapes (oneOf) without the property that picks its shape is a body
+    // of no shape: the 400 names the body (and says which shapes there are).
+    const shapes = op.body.schema.oneOf ?? [];
+    const picksShape = (name: string) => shapes.length > 1 && !shapes.every((b) => Object.hasOwn(concrete(b).properties ?? {}, name));
     const missing = (schema.required ?? []).map((name) => {
       const { [name]: _drop, ...rest } = validBody ?? {};
-      return { ...base, label: `body.${name}: missing`, body: rest, expectPath: ['body', name] };
+      return { ...base, label: `body.${name}: missing`, body: rest, expectPath: ['body', name], orBody: picksShape(name) };
     });
     groups.push(missing);
     for (const [name, propSchema] of Object.entries(schema.properties ?? {})) {

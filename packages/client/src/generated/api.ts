@@ -9,7 +9,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Process liveness */
+        /**
+         * Process liveness
+         * @description Answers 200 `{status: 'ok'}` while the process runs; it does not check the database (that is `GET /ready`). Public: no credentials.
+         */
         get: operations["getHealth"];
         put?: never;
         post?: never;
@@ -49,7 +52,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether the platform has been bootstrapped */
+        /**
+         * Whether the platform has been bootstrapped
+         * @description `bootstrapped: true` once `POST /v1/bootstrap` has created the first user and organization; a setup screen reads it to decide whether to offer bootstrap. Public: no credentials.
+         */
         get: operations["getBootstrapStatus"];
         put?: never;
         post?: never;
@@ -128,7 +134,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** End the current session (session only) */
+        /**
+         * End the current session (session only)
+         * @description Ends the session whose token is sent: it stops working at once (204). Other sessions of the user are unaffected (`POST /v1/me/sessions/revoke-others` ends those). Session token only.
+         */
         post: operations["signOut"];
         delete?: never;
         options?: never;
@@ -143,7 +152,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The calling user and their organizations */
+        /**
+         * The calling user and their organizations
+         * @description The calling user's profile, every organization they are a member of (with their role there) and the session's active organization (`null` when none). Any signed-in caller.
+         */
         get: operations["getMe"];
         put?: never;
         post?: never;
@@ -408,7 +420,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's second factors (session only) */
+        /**
+         * The caller's second factors (session only)
+         * @description Which second factors the caller holds: an authenticator app, passkeys, how many recovery codes remain, and the methods a sign-in challenge will accept. Session token only.
+         */
         get: operations["getMfaStatus"];
         put?: never;
         post?: never;
@@ -491,7 +506,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Creation options for a new passkey (session only, fresh) */
+        /**
+         * Creation options for a new passkey (session only, fresh)
+         * @description Starts registering a passkey: answers WebAuthn creation options (challenge, relying party, user, passkeys to exclude) to pass to the browser, then send its result to `POST /v1/me/passkeys`. Needs a fresh session (403 `fresh_session_required` otherwise).
+         */
         post: operations["getPasskeyCreationOptions"];
         delete?: never;
         options?: never;
@@ -506,7 +524,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's passkeys (session only) */
+        /**
+         * The caller's passkeys (session only)
+         * @description The caller's registered passkeys with their names and when each was created and last used; never the public key material. Session token only.
+         */
         get: operations["listPasskeys"];
         put?: never;
         /**
@@ -530,7 +551,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a passkey (session only, fresh) */
+        /**
+         * Remove a passkey (session only, fresh)
+         * @description Removes one of the caller's passkeys (204); it can no longer answer a sign-in challenge. Needs a fresh session; another user's passkey, or an unknown one, is 404 `passkey_not_found`.
+         */
         delete: operations["deletePasskey"];
         options?: never;
         head?: never;
@@ -546,7 +570,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Request options to answer a sign-in challenge with a passkey */
+        /**
+         * Request options to answer a sign-in challenge with a passkey
+         * @description For a sign-in challenge from `POST /v1/auth/sign-in` (`challengeToken`), answers WebAuthn request options for `navigator.credentials.get`; send the result to `POST /v1/auth/mfa/verify`. 409 `mfa_method_unavailable` when the user has no passkey; an unknown or expired challenge is 400 naming `challengeToken`. Public.
+         */
         post: operations["getPasskeyRequestOptions"];
         delete?: never;
         options?: never;
@@ -581,7 +608,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The active organization's sign-in policy (session only) */
+        /**
+         * The active organization's sign-in policy (session only)
+         * @description Whether the active organization requires a second factor of every member (`requireMfa`) and when that last changed. Admins (`org.update`), with a session.
+         */
         get: operations["getAuthPolicy"];
         /**
          * Require a second factor of every member (session only, fresh)
@@ -616,7 +646,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Rename the active organization (admin) */
+        /**
+         * Rename the active organization (admin)
+         * @description Renames the active organization (`name`, 1 to 255 characters) and answers the organization. Admins (`org.update`); audited.
+         */
         patch: operations["updateOrg"];
         trace?: never;
     };
@@ -896,7 +929,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a team */
+        /**
+         * Get a team
+         * @description One team of the active organization, with its member count. Any member; a team of another organization is 404 `team_not_found`.
+         */
         get: operations["getTeam"];
         put?: never;
         post?: never;
@@ -907,7 +943,10 @@ export interface paths {
         delete: operations["deleteTeam"];
         options?: never;
         head?: never;
-        /** Rename a team (admin) */
+        /**
+         * Rename a team (admin)
+         * @description Renames a team. Names are unique in the organization ignoring case (409 `team_name_taken`); an unknown team is 404 `team_not_found`. Admins (`teams.manage`); audited.
+         */
         patch: operations["updateTeam"];
         trace?: never;
     };
@@ -1064,7 +1103,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a role */
+        /**
+         * Get a role
+         * @description One role of the organization (built-in or custom) with its permissions and the number of active members holding it. Any member; an unknown role is 404 `role_not_found`.
+         */
         get: operations["getRole"];
         put?: never;
         post?: never;
@@ -1116,7 +1158,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get marketplace (viewer) */
+        /**
+         * Get marketplace (viewer)
+         * @description One marketplace with its status and plugin count. Needs viewer on it (a grant, or admin); without it 403, and a marketplace of another organization is 404 `marketplace_not_found`.
+         */
         get: operations["getMarketplace"];
         put?: never;
         post?: never;
@@ -1209,7 +1254,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** List the plugins of a marketplace (viewer) */
+        /**
+         * List the plugins of a marketplace (viewer)
+         * @description The plugins published to the marketplace, keyset-paged. Needs viewer on the marketplace (403 `marketplace_viewer_required`); an unknown marketplace is 404 `marketplace_not_found`.
+         */
         get: operations["listMarketplacePlugins"];
         put?: never;
         /**
@@ -1264,7 +1312,10 @@ export interface paths {
          */
         get: operations["listMarketplaceAccess"];
         put?: never;
-        /** Grant access to the marketplace (manager) */
+        /**
+         * Grant access to the marketplace (manager)
+         * @description Grants a role (viewer, editor, manager) on the marketplace to exactly one target: a member, a team or the whole organization. 201 with the new grant, or 200 when the target already had an active grant (its role is updated). Needs manager; 404 `member_not_found` or `team_not_found` for a target outside the organization.
+         */
         post: operations["grantMarketplaceAccess"];
         delete?: never;
         options?: never;
@@ -1331,14 +1382,20 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get plugin (viewer) */
+        /**
+         * Get plugin (viewer)
+         * @description One plugin with its status. Needs viewer on it (a grant, or admin; 403 `plugin_viewer_required`); a plugin of another organization is 404 `plugin_not_found`.
+         */
         get: operations["getPlugin"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Update plugin (editor) */
+        /**
+         * Update plugin (editor)
+         * @description Changes a plugin's `name` or `description` (at least one); the others are kept. Needs editor on the plugin (403 `plugin_editor_required`); audited.
+         */
         patch: operations["updatePlugin"];
         trace?: never;
     };
@@ -1398,7 +1455,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** List the plugin's components (viewer) */
+        /**
+         * List the plugin's components (viewer)
+         * @description The plugin's components (type and input as given at creation), keyset-paged. Needs viewer on the plugin (403 `plugin_viewer_required`); another organization's plugin is 404 `plugin_not_found`.
+         */
         get: operations["listPluginComponents"];
         put?: never;
         post?: never;
@@ -1424,7 +1484,10 @@ export interface paths {
          */
         get: operations["listPluginAccess"];
         put?: never;
-        /** Grant access to the plugin (manager) */
+        /**
+         * Grant access to the plugin (manager)
+         * @description Grants a role (viewer, editor, manager) on the plugin to exactly one target: a member, a team or the whole organization. 201 with the new grant, or 200 when the target already had an active grant (its role is updated). Needs manager; 404 `member_not_found` or `team_not_found` for a target outside the organization.
+         */
         post: operations["grantPluginAccess"];
         delete?: never;
         options?: never;
@@ -1491,7 +1554,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get connector instance (viewer) */
+        /**
+         * Get connector instance (viewer)
+         * @description One connector instance with its configuration and status. Needs viewer on it (a grant, or admin; 403 `connector_instance_viewer_required`); another organization's is 404 `connector_instance_not_found`.
+         */
         get: operations["getConnectorInstance"];
         put?: never;
         post?: never;
@@ -1502,7 +1568,10 @@ export interface paths {
         delete: operations["deleteConnectorInstance"];
         options?: never;
         head?: never;
-        /** Update connector instance (editor) */
+        /**
+         * Update connector instance (editor)
+         * @description Changes a connector instance's `name`, `remoteId` (`null` clears it) or `config` (replaced whole); fields left out are kept. Needs editor on the instance; audited.
+         */
         patch: operations["updateConnectorInstance"];
         trace?: never;
     };
@@ -1522,7 +1591,10 @@ export interface paths {
          */
         get: operations["listConnectorInstanceAccess"];
         put?: never;
-        /** Grant access to the connector instance (manager) */
+        /**
+         * Grant access to the connector instance (manager)
+         * @description Grants a role (viewer, editor, manager) on the connector instance to exactly one target: a member, a team or the whole organization. 201 with the new grant, or 200 when the target already had an active grant (its role is updated). Needs manager; 404 `member_not_found` or `team_not_found` for a target outside the organization.
+         */
         post: operations["grantConnectorInstanceAccess"];
         delete?: never;
         options?: never;
@@ -1609,7 +1681,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get an MCP connection the caller may use */
+        /**
+         * Get an MCP connection the caller may use
+         * @description One MCP connection the caller may use (admins: any of the organization's), with its access and whether the caller has connected their own account. Never a stored key or client secret. A connection the caller is not granted is 404 `connection_not_found`.
+         */
         get: operations["getMcpConnection"];
         put?: never;
         post?: never;
@@ -1620,7 +1695,10 @@ export interface paths {
         delete: operations["deleteMcpConnection"];
         options?: never;
         head?: never;
-        /** Update an MCP connection (admin) */
+        /**
+         * Update an MCP connection (admin)
+         * @description Changes a connection's name, URL, shared API key, OAuth client or access (which replaces every grant); `authType` and `credentialMode` are fixed at creation. Admins (`mcpConnections.manage`); an issuer whose metadata cannot be read is 502 `mcp_oauth_error`.
+         */
         patch: operations["updateMcpConnection"];
         trace?: never;
     };
@@ -1700,7 +1778,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's suite OAuth client (without its secret) */
+        /**
+         * The organization's suite OAuth client (without its secret)
+         * @description Whether the organization has configured its office-suite OAuth client, its tenant and client ids and enabled features. The secret is never returned (`hasClientSecret` says whether one is stored). Any member.
+         */
         get: operations["getSuiteOAuthClient"];
         /**
          * Set the organization's suite OAuth client (admin)
@@ -1761,7 +1842,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** My suite account's state */
+        /**
+         * My suite account's state
+         * @description Whether the calling member has connected their suite account, since when and with which scopes. Sending a chat message needs this connection.
+         */
         get: operations["getSuiteConnection"];
         put?: never;
         post?: never;
@@ -1907,7 +1991,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get LLM provider (viewer) */
+        /**
+         * Get LLM provider (viewer)
+         * @description One LLM provider with its endpoint, models and whether an API key is stored (the key itself is never returned). Needs viewer on it (403 `llm_provider_viewer_required`); another organization's is 404 `llm_provider_not_found`.
+         */
         get: operations["getLlmProvider"];
         put?: never;
         post?: never;
@@ -2080,7 +2167,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a worker */
+        /**
+         * Get a worker
+         * @description One worker of the organization with its state and last heartbeat; never its host token. Any member; another organization's worker is 404 `worker_not_found`.
+         */
         get: operations["getWorker"];
         put?: never;
         post?: never;
@@ -2091,7 +2181,10 @@ export interface paths {
         delete: operations["deleteWorker"];
         options?: never;
         head?: never;
-        /** Update a worker (its creator or an admin) */
+        /**
+         * Update a worker (its creator or an admin)
+         * @description Changes a worker's `name`, `description` or `runtimeUrl` (`null` clears the last two). Its creator or an admin (403 `worker_creator_or_admin_required`); the runtime URL must pass the egress policy (400 naming `runtimeUrl`). Audited.
+         */
         patch: operations["updateWorker"];
         trace?: never;
     };
@@ -2353,7 +2446,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Change an organization's plan (platform admin, session only) */
+        /**
+         * Change an organization's plan (platform admin, session only)
+         * @description Moves any organization to another plan (`free`, `team`, `enterprise`); its limits apply to what it creates next. Platform admins only, with a session (403 `platform_admin_required`); audited in that organization's log.
+         */
         patch: operations["adminUpdateOrganization"];
         trace?: never;
     };
@@ -2640,7 +2736,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get an SSO connection (admin) */
+        /**
+         * Get an SSO connection (admin)
+         * @description One OIDC or SAML connection of the organization with its settings; the client secret is never returned. Admins (`sso.manage`); another organization's is 404 `sso_connection_not_found`.
+         */
         get: operations["getSsoConnection"];
         put?: never;
         post?: never;
@@ -2715,7 +2814,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get an SSO domain (admin) */
+        /**
+         * Get an SSO domain (admin)
+         * @description One claimed e-mail domain with its verification state and the DNS TXT record that proves it. Admins (`sso.manage`); 404 `sso_domain_not_found`.
+         */
         get: operations["getSsoDomain"];
         put?: never;
         post?: never;
@@ -2759,7 +2861,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's SSO enforcement policy (admin) */
+        /**
+         * The organization's SSO enforcement policy (admin)
+         * @description Whether SSO is enforced for the organization's verified domains (`enforce`). Admins (`sso.manage`).
+         */
         get: operations["getSsoPolicy"];
         /**
          * Turn SSO enforcement on or off (admin, session only, fresh)
@@ -4445,16 +4550,21 @@ export interface components {
             nextCursor: components["schemas"]["NextCursor"];
         };
         /**
-         * @description Exactly one target: `orgMembershipId` (a member), `teamId` (a team) or `orgWide: true`; giving none or several is a 400 at path ["body"]. A target that already has an active grant gets its role updated (200) instead of a second grant (201).
+         * @description Exactly one target and a role: `{orgMembershipId, role}` (a member), `{teamId, role}` (a team) or `{orgWide: true, role}` (every member). No target, or more than one, is a 400 at path ["body"]. A target that already has an active grant gets its role updated (200) instead of a second grant (201).
          * @example {
          *       "teamId": "tem_01m5tngtfre7vvqsmghcgqpjqj",
          *       "role": "editor"
          *     }
          */
         GrantAccessRequest: {
-            orgMembershipId?: components["schemas"]["MemberId"];
-            teamId?: components["schemas"]["TeamId"];
-            orgWide?: boolean;
+            orgMembershipId: components["schemas"]["MemberId"];
+            role: components["schemas"]["GrantRole"];
+        } | {
+            teamId: components["schemas"]["TeamId"];
+            role: components["schemas"]["GrantRole"];
+        } | {
+            /** @constant */
+            orgWide: true;
             role: components["schemas"]["GrantRole"];
         };
         /**
@@ -4785,7 +4895,7 @@ export interface components {
             items: components["schemas"]["McpConnection"][];
             nextCursor: components["schemas"]["NextCursor"];
         };
-        /** @description A tenant-supplied URL, checked by the egress policy (README "Outbound calls"); a literal loopback, private, link-local or otherwise non-public address is refused with 400. */
+        /** @description An http or https URL the service calls. A literal loopback, private, link-local or otherwise non-public address is refused with 400; a name that resolves to one is refused when called. */
         HttpUrl: string;
         Secret: string;
         /** @description The authorization server's issuer identifier (RFC 8414 §2: a URL without query or fragment). The callback's `iss` (RFC 9207) must be exactly this. Given alone, the endpoints are read from its metadata (`/.well-known/oauth-authorization-server`, then OpenID discovery), which must name this same issuer; it is called through the egress policy like every tenant URL. */
@@ -6087,7 +6197,7 @@ export interface components {
         };
         /**
          * Format: uri
-         * @description `https:` (or `http:` for a host inside `OUTBOUND_ALLOWED_NETWORKS`), no credentials; the egress policy of outbound-calls.md applies (a literal private or loopback address is refused here, a name resolving to one is refused when called).
+         * @description `https:` (or `http:` for a host inside `OUTBOUND_ALLOWED_NETWORKS`), no credentials. A private or loopback address is refused: a literal one here (400 naming `url`), a name that resolves to one when a delivery is attempted.
          */
         WebhookUrl: string;
         EventFilters: components["schemas"]["EventFilter"][];
@@ -6544,17 +6654,18 @@ export interface components {
          */
         ReturnTo: string;
         /**
-         * @description Either `email` or `connectionId`.
+         * @description Exactly one of `email` (the organization that verified its domain, and that organization's oldest enabled connection) or `connectionId` (that connection); `returnTo` with either.
          * @example {
          *       "email": "ada@example.com",
-         *       "connectionId": "ssc_01m5z57rg8ftptxp9tjj6db2hk",
          *       "returnTo": "https://app.example.com/settings"
          *     }
          */
         StartSsoRequest: {
             /** Format: email */
-            email?: string;
-            connectionId?: components["schemas"]["SsoConnectionId"];
+            email: string;
+            returnTo?: components["schemas"]["ReturnTo"];
+        } | {
+            connectionId: components["schemas"]["SsoConnectionId"];
             returnTo?: components["schemas"]["ReturnTo"];
         };
         /**
