@@ -30,11 +30,9 @@ const PG_ONLY = [
   'test/outbound/client.test.ts',
   'test/outbound/policy.test.ts',
   'test/seams/app-server.test.ts',
-  'test/seams/dispatch-parity.test.ts',
+  'test/seams/fast-paths-in-production.test.ts',
   'test/seams/lazy-libraries.test.ts',
-  'test/seams/router-parity.test.ts',
   'test/seams/start-command.test.ts',
-  'test/seams/validator-parity.test.ts',
   'test/sso/oidc-client.test.ts',
   'test/sso/saml.test.ts',
   // generated HTTP-layer suites
@@ -54,6 +52,17 @@ const PG_ONLY = [
 ];
 const skipOnPglite = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';
 
+/**
+ * The library-parity seams: the service's own replacement of a library step against the library's
+ * step, over every operation of the spec (seconds per operation, the slowest files of the suite).
+ * They use no database and change only when the replaced code, the library or the spec does, so
+ * `npm test` leaves them out and `npm run test:seams` (TEST_SEAMS=1, server Postgres only) runs
+ * them alone; CI runs both (.ci/run).
+ */
+const SEAMS = ['test/seams/dispatch-parity.test.ts', 'test/seams/router-parity.test.ts', 'test/seams/validator-parity.test.ts'];
+const seamsOnly = process.env.TEST_SEAMS === '1';
+const pattern = (file) => `<rootDir>/${file.replace(/\./g, '\\.')}$`;
+
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
@@ -65,10 +74,10 @@ module.exports = {
   transformIgnorePatterns: ['/node_modules/(?!(openid-client|oauth4webapi|jose|oidc-provider|otplib|@otplib|@scure/base|@noble/hashes)/)'],
   // The client package is tested from its source (what `npm run build` compiles to dist/).
   moduleNameMapper: { '^@org-control-plane/client$': '<rootDir>/packages/client/src/index.ts' },
-  testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
-  testPathIgnorePatterns: ['/node_modules/', ...(skipOnPglite ? PG_ONLY.map((file) => `<rootDir>/${file.replace(/\./g, '\\.')}$`) : [])],
-  globalSetup: '<rootDir>/test/support/global-setup.ts',
-  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  testMatch: seamsOnly ? SEAMS.map((file) => `<rootDir>/${file}`) : ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', ...(seamsOnly ? [] : SEAMS.map(pattern)), ...(skipOnPglite ? PG_ONLY.map(pattern) : [])],
+  // The seams use no database: no template to migrate for them.
+  ...(seamsOnly ? {} : { globalSetup: '<rootDir>/test/support/global-setup.ts', globalTeardown: '<rootDir>/test/support/global-teardown.ts' }),
   maxWorkers: 2,
   // Hooks share this bound: building a test app compiles every request validator, which takes
   // seconds on a loaded 2-core machine; a test that hangs still fails, later.

@@ -1,7 +1,6 @@
 import type OpenAPIBackend from 'openapi-backend';
 import type { Context, Handler, Operation, Request as BackendRequest } from 'openapi-backend';
 import type { FastParse } from './fast-router';
-import { requestCheck, type Checked } from './request-check';
 
 /*
  * openapi-backend's handleRequest steps, for a request whose operation our middleware already
@@ -10,21 +9,25 @@ import { requestCheck, type Checked } from './request-check';
  * Why: on every request handleRequest parses the request four times (before routing, after,
  * inside validation, after coercion), matches the operation a second time, flattens the security
  * requirements with lodash and runs each scheme through a Promise.all of promise chains. Here the
- * requirements and handlers are looked up once per operation, the request is parsed once
- * (validation reuses that parse: ./request-check.ts) and the security handlers are called
- * directly: GET /v1/org's steps took ~10 µs of CPU in a hot loop through handleRequest, ~4 µs
- * here, and the service's CPU per GET /v1/org fell by ~17 µs (~300 → ~285, interleaved A/B).
+ * requirements and handlers are looked up once per operation, the request is parsed once before
+ * the library's own validation (which parses it again, as in handleRequest) and the security
+ * handlers are called directly. Bench scenario 1 (GET /v1/org, same run, alternating rounds, the
+ * service's CPU per request): +16 % through handleRequest over 3 runs (46 rounds; +6, +15, +22 %
+ * by run; 0.50 against 0.61 ms in the longest). Validation is the library's call: doing it on the
+ * one parse as well (a request check of our own) bought 1 % and was removed.
  *
  * What it does not cover exactly goes to the library's handleRequest: no matched operation
  * (404, 405), a request the fast parse leaves to the library (a cookie header, a raw body, ...),
  * and any backend with hooks this does not run (pre-routing, post-security, pre-operation,
- * post-response) or without an unauthorized / validation-fail / operation handler.
+ * post-response) or without an unauthorized / validation-fail / operation handler. `leanDispatch`
+ * counts both, and test/seams/fast-paths-in-production.test.ts fails when the service as it runs
+ * in production sends a plain request to handleRequest.
  *
  * One difference on purpose: a scheme named by several requirements is asked once, where the
  * library asks it once per requirement (the answer is the same).
  *
- * Pinned by test/seams/dispatch-parity.test.ts: for every operation of the spec and variants of
- * credentials and input, the same handler gets an equal context from both.
+ * Pinned by test/seams/dispatch-parity.test.ts (`npm run test:seams`): for every operation of the
+ * spec and variants of credentials and input, the same handler gets an equal context from both.
  */
 export type Dispatch = (request: BackendRequest, operation: Operation | undefined, ...args: unknown[]) => Promise<unknown>;
 
@@ -34,11 +37,15 @@ interface Plan {
   /** Each scheme the requirements name, once, in the library's order; handler undefined when none is registered. */
   schemes: { name: string; handler: Handler | undefined }[];
   handler: Handler;
-  /** Validation and the coerced request; undefined when the backend does not validate. */
-  check: ((request: BackendRequest, parsed: Context['request']) => Checked) | undefined;
 }
 
 const HOOKS_NOT_RUN = ['preRoutingHandler', 'postSecurityHandler', 'preOperationHandler', 'postResponseHandler'];
+
+/**
+ * What the lean dispatchers of this process did: operations they have a plan for, requests they
+ * ran, requests they handed to handleRequest. Read by test/seams/fast-paths-in-production.test.ts.
+ */
+export const leanDispatch = { planned: 0, lean: 0, library: 0 };
 
 /** Built once every handler is registered and the backend initialised (later registrations are not seen). */
 export function createDispatcher(api: OpenAPIBackend, parse: FastParse): Dispatch {
@@ -53,14 +60,18 @@ export function createDispatcher(api: OpenAPIBackend, parse: FastParse): Dispatc
     if (!handler) continue;
     const requirements = (operation.security ?? []).map((requirement) => Object.keys(requirement));
     const names = [...new Set(requirements.flat())];
-    const check = api.validate ? requestCheck(api, operation) : undefined;
-    plans.set(operation.operationId!, { requirements, schemes: names.map((name) => ({ name, handler: api.securityHandlers[name] })), handler, check });
+    leanDispatch.planned++;
+    plans.set(operation.operationId!, { requirements, schemes: names.map((name) => ({ name, handler: api.securityHandlers[name] })), handler });
   }
 
   return async (request, operation, ...args) => {
     const plan = operation?.operationId === undefined ? undefined : plans.get(operation.operationId);
     const parsed = plan ? parse(request, operation) : undefined;
-    if (!plan || !parsed) return api.handleRequest(request, ...args);
+    if (!plan || !parsed) {
+      leanDispatch.library++;
+      return api.handleRequest(request, ...args);
+    }
+    leanDispatch.lean++;
     const context = { api, request: parsed, operation } as Context;
     if (postRouting) await postRouting(context, ...args);
 
@@ -75,11 +86,11 @@ export function createDispatcher(api: OpenAPIBackend, parse: FastParse): Dispatc
     context.security = { ...results, authorized };
     if (!authorized && plan.requirements.length > 0) return unauthorized!(context, ...args);
 
-    if (plan.check) {
-      const checked = plan.check(request, parsed);
-      context.validation = checked.validation;
-      if (checked.validation.errors) return validationFail!(context, ...args);
-      context.request = checked.request;
+    // The library's validation steps (backend.js handleRequest), on the same request.
+    if (api.validate) {
+      context.validation = api.validator.validateRequest(request, operation!);
+      if (context.validation.errors) return validationFail!(context, ...args);
+      if (api.validator.coerceTypes) context.request = api.router.parseRequest(context.validation.coerced, operation);
     }
     return plan.handler(context, ...args);
   };
