@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { apiCompare } from 'api-smart-diff';
 import { parse } from 'yaml';
-import { OUTPUTS as CLIENT_OUTPUTS, packageVersion as clientPackageVersion, render as renderClient } from '../packages/client/scripts/generate';
+import { OUTPUTS as CLIENT_OUTPUTS, packageVersion as clientPackageVersion, packageVersionFor, render as renderClient } from '../packages/client/scripts/generate';
 import {
   BUNDLE_FILE,
   PUBLISHED_FILE,
@@ -58,7 +58,7 @@ async function checkClient(): Promise<string[]> {
     }
   }
   const own = await clientPackageVersion();
-  if (own !== version) failures.push(`packages/client/package.json version ${own} is not the contract's info.version ${version}`);
+  if (own !== packageVersionFor(version)) failures.push(`packages/client/package.json version ${own} does not follow the contract's info.version ${version} (expected ${packageVersionFor(version)})`);
   return failures;
 }
 

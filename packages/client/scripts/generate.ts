@@ -131,7 +131,16 @@ export async function render(): Promise<Rendered> {
   return { types, errors, version };
 }
 
-/** package.json's version must be the contract's: the package is versioned with it. */
+/**
+ * The package version a contract label asks for: the label itself when it is a semver version,
+ * else a pre-release of 0.0.0 named by it (the contract's label `dev` → `0.0.0-dev`), since npm
+ * versions must be semver.
+ */
+export function packageVersionFor(label: string): string {
+  return /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/.test(label) ? label : `0.0.0-${label}`;
+}
+
+/** package.json's version must be the contract's (packageVersionFor): the package is versioned with it. */
 export async function packageVersion(): Promise<string> {
   const pkg: Json = JSON.parse(await readFile(path.join(PACKAGE_DIR, 'package.json'), 'utf8'));
   if (!isObject(pkg) || typeof pkg.version !== 'string') throw new Error('packages/client/package.json has no version');
@@ -141,9 +150,9 @@ export async function packageVersion(): Promise<string> {
 export async function generateClient(): Promise<void> {
   const { types, errors, version } = await render();
   const own = await packageVersion();
-  if (own !== version) {
+  if (own !== packageVersionFor(version)) {
     throw new Error(
-      `packages/client/package.json version ${own} is not the contract's info.version ${version}: set it to ${version} and run npm install (the lock records it)`,
+      `packages/client/package.json version ${own} does not follow the contract's info.version ${version}: set it to ${packageVersionFor(version)} and run npm install (the lock records it)`,
     );
   }
   await writeFile(OUTPUTS.types, types);

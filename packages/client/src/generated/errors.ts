@@ -2,7 +2,7 @@
 // Do not edit by hand: publish the contract (`npm run spec:publish` at the root) instead.
 
 /** The contract version these files were generated from (`info.version`). */
-export const contractVersion = "0.1.0";
+export const contractVersion = "dev";
 
 /** Each operation's documented error answers, by path and method (`default` answers are not listed). */
 export const errorAnswers = {
