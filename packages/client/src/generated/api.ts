@@ -6983,7 +6983,7 @@ export interface components {
             version?: string;
         };
         /**
-         * @description A member as a SCIM User: `id` = member id, `userName` = e-mail, `active` = not suspended, plus `externalId`, `name`, `displayName`, `emails`, the enterprise extension and any attribute the identity provider sent, returned as given. `password` is never returned.
+         * @description A directory user (the identity provider's record, linked to a member of the organization when it can be): `id` = the directory user's id (`dus_…`, stable for its life), `userName` = any string of 1 to 255 characters the provider chooses (unique ignoring case), `active` (a linked member follows it), plus `externalId`, `name`, `displayName`, `emails`, the enterprise extension and any attribute the identity provider sent, returned as given. `password` is never returned.
          * @example {
          *       "schemas": [
          *         "urn:ietf:params:scim:schemas:core:2.0:User"
@@ -7115,7 +7115,7 @@ export interface components {
             [key: string]: unknown;
         };
         /**
-         * @description A team as a SCIM Group; `members[].value` are member ids.
+         * @description A team as a SCIM Group: `id` = team id, `displayName` = team name, `members[].value` = directory user ids (the team holds their linked members).
          * @example {
          *       "schemas": [
          *         "urn:ietf:params:scim:schemas:core:2.0:Group"
