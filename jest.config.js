@@ -10,10 +10,15 @@
  * - the generated HTTP-layer suites (bad input refused before a change, dead credentials and
  *   roles, outbound URL checks, valid random requests answered in the contract's shapes): the
  *   contract layer is the same code on both databases, and the SQL these requests reach is run on
- *   PGlite by each area's own test file (test/api/*), by the tenant-isolation and audit suites;
+ *   PGlite by each area's own test file (test/api/*) and by the audit log's own files (test/audit/*);
+ *   the generated tenant-isolation and audit walks are such suites too;
+ * - what they test is outside the database: the browser pages, metrics and readiness, the
+ *   outbound client and upstream fakes, secrets at rest, security headers, the validation messages;
+ * - a data migration checked row by row on server Postgres (the migrations themselves run on both:
+ *   test/api/migrations.test.ts);
  * - they test several processes, concurrent transactions or a server going away, which PGlite
  *   (in-process, one statement at a time) cannot have (on PGlite they skip every test).
- * Everything else (every test/api file, isolation, audit, concurrency, protection, migrations,
+ * Everything else (every other test/api file, test/audit, concurrency, protection, migrations,
  * named statements...) runs on both.
  */
 const PG_ONLY = [
@@ -35,7 +40,22 @@ const PG_ONLY = [
   'test/seams/start-command.test.ts',
   'test/sso/oidc-client.test.ts',
   'test/sso/saml.test.ts',
+  // outside the database
+  'test/browser/pages-chromium.test.ts',
+  'test/browser/passkey-chromium.test.ts',
+  'test/observability/metrics.test.ts',
+  'test/observability/ready.test.ts',
+  'test/api/outbound.test.ts',
+  'test/hardening/upstreams.test.ts',
+  'test/hardening/oauth-secrets.test.ts',
+  'test/contract/validation-messages.test.ts',
+  'test/seams/security-headers.test.ts',
+  'test/seams/no-async-hooks.test.ts',
+  // a data migration checked row by row
+  'test/api/migration-directory-users.test.ts',
   // generated HTTP-layer suites
+  'test/hardening/audit.test.ts',
+  'test/hardening/isolation.test.ts',
   'test/hardening/auth.test.ts',
   'test/hardening/bad-input.test.ts',
   'test/hardening/outbound-targets.test.ts',
