@@ -75,7 +75,8 @@ export function codeSide(doc: Doc): { expected: Map<string, CodesByStatus>; unre
   return { expected, unresolved };
 }
 
-function deref(doc: unknown, value: unknown): Json {
+/** Follows local `$ref`s (`#/…`, JSON-pointer escapes) to the node they name; the node itself when it has none. */
+export function deref(doc: unknown, value: unknown): Json {
   let node = value as Json;
   for (let i = 0; i < 20 && node && typeof node.$ref === 'string'; i++) {
     node = (node.$ref as string)

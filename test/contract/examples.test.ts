@@ -1,6 +1,7 @@
 import type { ValidateFunction } from 'ajv';
 import { createAjv } from '../../src/http/validator';
 import { loadContract } from '../support/spec';
+import { deref } from '../../scripts/error-contract';
 
 /**
  * Every example of the contract is one a person could paste: the reference page (/docs) shows
@@ -23,17 +24,7 @@ type Doc = { paths: Record<string, Record<string, unknown>>; components?: Json }
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
-function resolve(doc: Doc, value: unknown): Json {
-  let node = value as Json;
-  for (let i = 0; i < 20 && node && typeof node.$ref === 'string'; i++) {
-    node = (node.$ref as string)
-      .slice(2)
-      .split('/')
-      .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-      .reduce<unknown>((n, key) => (n as Json)[key], doc) as Json;
-  }
-  return node;
-}
+const resolve = (doc: Doc, value: unknown): Json => deref(doc, value);
 
 /** The examples one parameter or media type offers, by where they are written. */
 function examplesOf(doc: Doc, holder: Json): Array<{ where: string; value: unknown }> {
