@@ -70,13 +70,18 @@ async function startPreviousBuild(base: Omit<BenchContext, 'startService' | 'sta
   try {
     return await startProcess({
       name,
-      args: [...shippedNodeFlags(), main],
+      args: [...shippedNodeFlags(), ...profileFlags(base, 'previous'), main],
       env: { DATABASE_URL: base.scratch.url, SECRET_KEY, LOG_LEVEL: base.logLevel, ...env },
       logFile: path.join(base.logDir, `${name}.log`),
     });
   } finally {
     for (const row of hidden.rows) await base.scratch.pool.query('INSERT INTO kysely_migration (name, timestamp) VALUES ($1, $2)', [row.name, row.timestamp]);
   }
+}
+
+/** `--cpu-prof`: a V8 profile per process, the earlier build's apart from this one's. */
+function profileFlags(base: Pick<BenchContext, 'cpuProf' | 'logDir'>, build: 'service' | 'previous'): string[] {
+  return base.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(base.logDir, 'profiles', build)}`] : [];
 }
 
 export function makeContext(base: Omit<BenchContext, 'startService' | 'startBaseline'>, previous?: string): BenchContext {
@@ -86,7 +91,7 @@ export function makeContext(base: Omit<BenchContext, 'startService' | 'startBase
     startService: (name, env = {}, nodeFlags = shippedNodeFlags()) =>
       startProcess({
         name,
-        args: [...nodeFlags, ...(base.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(base.logDir, 'profiles')}`] : []), path.join(ROOT, 'dist', 'src', 'main.js')],
+        args: [...nodeFlags, ...profileFlags(base, 'service'), path.join(ROOT, 'dist', 'src', 'main.js')],
         env: { DATABASE_URL: base.scratch.url, SECRET_KEY, LOG_LEVEL: base.logLevel, ...env },
         logFile: path.join(base.logDir, `${name}.log`),
       }),

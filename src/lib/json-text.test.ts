@@ -16,6 +16,11 @@ describe('serializeBody', () => {
     expect(JSON.parse(text)).toEqual({ first: JSON.parse(teams), middle: 'plain', last: { nested: { k: '$1 $& $$' } } });
   });
 
+  it('sends a body that is JSON text as it is', () => {
+    const context = '{"organization" : {"id" : "org_1", "name" : "$& \\"q\\""}, "currentMemberTeams" : []}';
+    expect(serializeBody(jsonText<object>(context))).toBe(context);
+  });
+
   it('leaves strings that look like a placeholder alone', () => {
     const lookalike = '\u0000json-text:000000000000000000000000:0';
     const body = { s: lookalike, t: jsonText<number[]>('[1,2]') };

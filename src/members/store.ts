@@ -4,6 +4,7 @@ import type { Role } from '../domain/principal';
 import type { MemberRow } from './mappers';
 import { before, type Position } from '../lib/pagination';
 import type { SessionPreload } from '../principal/session';
+import { memberColumnsOf, memberJson } from './member-json';
 
 /** An active member with their user's public fields; removed members are never returned. */
 function memberQuery(db: Db, organizationId: string) {
@@ -217,13 +218,7 @@ export function membersPagePreload(limit: number): SessionPreload<PreloadedMembe
     name: 'members_page',
     columns: sql`mp.items_json AS members_page_json, mp.last_created_at AS members_page_last_created_at, mp.last_id AS members_page_last_id`,
     joins: sql`LEFT JOIN LATERAL (
-      SELECT coalesce(json_agg(json_build_object(
-          'id', p.id, 'organizationId', p.organization_id, 'userId', p.user_id, 'role', p.role,
-          'status', CASE WHEN p.suspended_at IS NULL THEN 'active' ELSE 'suspended' END,
-          'createdAt', to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-          'user', json_build_object('id', p.user_id, 'name', p.user_name, 'email', p.user_email, 'image', p.user_image),
-          'directoryUserId', p.directory_user_id
-        ) ORDER BY p.created_at DESC, p.id DESC) FILTER (WHERE p.n <= ${limit}::int), '[]'::json)::text AS items_json,
+      SELECT coalesce(json_agg(${memberJson(memberColumnsOf('p'))} ORDER BY p.created_at DESC, p.id DESC) FILTER (WHERE p.n <= ${limit}::int), '[]'::json)::text AS items_json,
         max(p.created_at) FILTER (WHERE p.n = ${limit}::int AND p.more) AS last_created_at,
         max(p.id) FILTER (WHERE p.n = ${limit}::int AND p.more) AS last_id
       FROM (

@@ -53,15 +53,10 @@ export async function createOrganization(deps: AppDeps, input: { name: string; u
   });
 }
 
-type OrganizationContext = ReturnType<typeof toContext>;
+type OrganizationContext = Schemas['OrganizationContext'];
 
-function toContext(rows: store.OrganizationContextRows) {
-  return {
-    organization: toOrganization(rows.organization, rows.owner),
-    currentMember: { ...toMember(rows.member), directoryUserId: rows.directoryUserId },
-    currentMemberTeams: jsonText<Schemas['Team'][]>(rows.teamsJson),
-  };
-}
+/** The answer as Postgres wrote it (see CONTEXT_COLUMN in ./store.ts), sent as it is. */
+const toContext = (json: string): OrganizationContext => jsonText<OrganizationContext>(json);
 
 /** Contexts read together with the session that asked for them (src/principal/preload.ts). */
 const prefetched = new RequestPreload<OrganizationContext>();
@@ -83,9 +78,9 @@ export async function loadSessionWithOrganization(db: AppDeps['db'], token: stri
 export async function getOrganizationContext(deps: AppDeps, membership: Membership) {
   const ready = prefetched.take(membership);
   if (ready) return ready;
-  const rows = await store.organizationContext(deps.db, membership.organizationId, membership.memberId);
-  if (!rows) throw orgNotFound();
-  return toContext(rows);
+  const json = await store.organizationContext(deps.db, membership.organizationId, membership.memberId);
+  if (!json) throw orgNotFound();
+  return toContext(json);
 }
 
 export async function renameOrganization(deps: AppDeps, membership: Membership, name: string) {

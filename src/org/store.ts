@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema';
 import { preparedAs } from '../db/connect';
-import type { Role } from '../domain/principal';
 import type { SessionPreload } from '../principal/session';
-import type { MemberRow } from '../members/mappers';
+import { isoTimestamp } from '../db/json-sql';
+import { memberJson } from '../members/member-json';
 
 export interface OrganizationRow {
   id: string;
@@ -55,111 +55,68 @@ export async function findOwner(db: Db, organizationId: string): Promise<OwnerRo
     .executeTakeFirst();
 }
 
-export interface OrganizationContextRows {
-  organization: OrganizationRow;
-  owner: OwnerRow | undefined;
-  member: MemberRow;
-  /** The member's directory user (SCIM), as GET /v1/members shows it. */
-  directoryUserId: string | null;
-  /** The member's teams as the contract's `Team[]`, JSON text made by Postgres (see CONTEXT_COLUMNS). */
-  teamsJson: string;
-}
-
-/** The columns both context queries select, under these names. */
-interface ContextColumns {
-  id: string | null;
-  name: string | null;
-  plan: string | null;
-  created_at: Date | null;
-  updated_at: Date | null;
-  member_id: string | null;
-  member_organization_id: string | null;
-  member_user_id: string | null;
-  member_role: Role | null;
-  member_created_at: Date | null;
-  member_directory_user_id: string | null;
-  user_name: string | null;
-  user_email: string | null;
-  user_image: string | null;
-  owner_member_id: string | null;
-  owner_user_id: string | null;
-  owner_name: string | null;
-  owner_email: string | null;
-  owner_image: string | null;
-  teams_json: string | null;
-}
-
 /**
- * Organization `o`, member `m` with user `u`, owner `ow`/`owu`, and the member's teams (oldest
- * first, each with its member count as the team row keeps it) json-aggregated, so the whole
- * context is one row whose size does not depend on the size of any team.
+ * GET /v1/org's answer, the contract's `OrganizationContext`, as JSON text made by Postgres in
+ * one column (sent as it is: src/lib/json-text.ts), so the context costs the driver one field to
+ * parse instead of twenty and the service nothing to map. This SQL is its mapper: the fields of
+ * toOrganization (./mappers.ts) and toMember plus `directoryUserId` (src/members/member-json.ts),
+ * and the member's teams (oldest first, each with its member count as the team row keeps it), so
+ * its size does not depend on the size of any team.
  *
- * The teams are the contract's `Team` objects as JSON text, sent as they are (src/lib/json-text.ts):
- * this SQL is their mapper (the same fields as toTeam in src/teams/mappers.ts; `createdAt` as
- * Date#toISOString writes it, milliseconds truncated as a JS Date holds them).
+ * Reads organization `o`, member `m` with user `u`, owner `ow`/`owu`; null when the member or the
+ * organization is missing.
  */
-const CONTEXT_COLUMNS = sql`o.id, o.name, o.plan, o.created_at, o.updated_at,
-  m.id AS member_id, m.organization_id AS member_organization_id, m.user_id AS member_user_id, m.role AS member_role,
-  m.created_at AS member_created_at,
-  (SELECT d.id FROM directory_users d WHERE d.member_id = m.id) AS member_directory_user_id, u.name AS user_name, u.email AS user_email, u.image AS user_image,
-  ow.id AS owner_member_id, owu.id AS owner_user_id, owu.name AS owner_name, owu.email AS owner_email, owu.image AS owner_image,
-  (SELECT coalesce(json_agg(json_build_object(
-      'id', t.id, 'name', t.name, 'memberCount', t.member_count,
-      'createdAt', to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-    ) ORDER BY t.created_at, t.id), '[]'::json)::text
-    FROM team_members mine
-    JOIN teams t ON t.id = mine.team_id
-    WHERE mine.member_id = m.id AND t.organization_id = m.organization_id) AS teams_json`;
+const CONTEXT_COLUMN = sql`CASE WHEN o.id IS NOT NULL AND m.id IS NOT NULL THEN json_build_object(
+    'organization', json_build_object(
+      'id', o.id, 'name', o.name, 'plan', o.plan,
+      'owner', CASE WHEN ow.id IS NULL THEN NULL ELSE json_build_object('memberId', ow.id, 'userId', owu.id, 'name', owu.name, 'email', owu.email, 'image', owu.image) END,
+      'createdAt', ${isoTimestamp(sql.ref('o.created_at'))}, 'updatedAt', ${isoTimestamp(sql.ref('o.updated_at'))}),
+    'currentMember', ${memberJson({
+      id: sql.ref('m.id'),
+      organizationId: sql.ref('m.organization_id'),
+      userId: sql.ref('m.user_id'),
+      role: sql.ref('m.role'),
+      suspendedAt: sql.ref('m.suspended_at'),
+      createdAt: sql.ref('m.created_at'),
+      userName: sql.ref('u.name'),
+      userEmail: sql.ref('u.email'),
+      userImage: sql.ref('u.image'),
+      directoryUserId: sql`(SELECT d.id FROM directory_users d WHERE d.member_id = m.id)`,
+    })},
+    'currentMemberTeams', (SELECT coalesce(json_agg(json_build_object(
+        'id', t.id, 'name', t.name, 'memberCount', t.member_count, 'createdAt', ${isoTimestamp(sql.ref('t.created_at'))}
+      ) ORDER BY t.created_at, t.id), '[]'::json)
+      FROM team_members mine
+      JOIN teams t ON t.id = mine.team_id
+      WHERE mine.member_id = m.id AND t.organization_id = m.organization_id)
+  )::text END AS org_context_json`;
 
 /** The organization, its owner (absent when none) and the owner's user, for member `m` (may be null). */
 const CONTEXT_JOINS = sql`LEFT JOIN organizations o ON o.id = m.organization_id
   LEFT JOIN members ow ON ow.organization_id = m.organization_id AND ow.role = 'owner' AND ow.removed_at IS NULL
   LEFT JOIN users owu ON owu.id = ow.user_id`;
 
-function toContextRows(row: ContextColumns): OrganizationContextRows | undefined {
-  if (!row.id || !row.member_id || !row.member_organization_id || !row.member_user_id || !row.member_role || !row.member_created_at || row.user_email === null) return undefined;
-  return {
-    organization: { id: row.id, name: row.name!, plan: row.plan!, created_at: row.created_at!, updated_at: row.updated_at! },
-    owner:
-      row.owner_member_id && row.owner_user_id && row.owner_email !== null
-        ? { memberId: row.owner_member_id, userId: row.owner_user_id, name: row.owner_name, email: row.owner_email, image: row.owner_image }
-        : undefined,
-    member: {
-      id: row.member_id,
-      organization_id: row.member_organization_id,
-      user_id: row.member_user_id,
-      role: row.member_role,
-      created_at: row.member_created_at,
-      user_name: row.user_name,
-      user_email: row.user_email,
-      user_image: row.user_image,
-    },
-    directoryUserId: row.member_directory_user_id,
-    teamsJson: row.teams_json ?? '[]',
-  };
-}
-
 /**
- * GET /v1/org's data in one round trip; undefined when the member is not an active member of the
- * organization.
+ * GET /v1/org's answer in one round trip; undefined when the member is not an active member of
+ * the organization.
  */
-export async function organizationContext(db: Db, organizationId: string, memberId: string): Promise<OrganizationContextRows | undefined> {
-  const result = await sql<ContextColumns>`${preparedAs('org_context')}
-    SELECT ${CONTEXT_COLUMNS}
+export async function organizationContext(db: Db, organizationId: string, memberId: string): Promise<string | undefined> {
+  const result = await sql<{ org_context_json: string | null }>`${preparedAs('org_context')}
+    SELECT ${CONTEXT_COLUMN}
     FROM members m JOIN users u ON u.id = m.user_id ${CONTEXT_JOINS}
     WHERE m.organization_id = ${organizationId} AND m.id = ${memberId} AND m.removed_at IS NULL AND m.suspended_at IS NULL`.execute(db);
-  return result.rows[0] ? toContextRows(result.rows[0]) : undefined;
+  return result.rows[0]?.org_context_json ?? undefined;
 }
 
 /**
- * GET /v1/org's data read by the session check itself (src/principal/session.ts runs the one
- * session query with these columns and joins), so the request is one round trip.
+ * GET /v1/org's answer read by the session check itself (src/principal/session.ts runs the one
+ * session query with this column and these joins), so the request is one round trip.
  */
-export const organizationContextPreload: SessionPreload<OrganizationContextRows> = {
+export const organizationContextPreload: SessionPreload<string> = {
   name: 'org_context',
-  columns: CONTEXT_COLUMNS,
+  columns: CONTEXT_COLUMN,
   joins: CONTEXT_JOINS,
-  read: (row) => toContextRows(row as unknown as ContextColumns),
+  read: (row) => (row.org_context_json as string | null) ?? undefined,
 };
 
 /** A platform admin's plan change; false when there is no such organization. */

@@ -1,0 +1,15 @@
+import { sql, type RawBuilder } from 'kysely';
+
+/*
+ * SQL that writes the contract's JSON itself, for answers Postgres aggregates or sends as text
+ * (src/lib/json-text.ts): the SQL is the mapper then, so it must write what the TypeScript
+ * mappers write.
+ */
+
+/**
+ * A timestamp as Date#toISOString writes it (UTC, milliseconds: what a JS Date read from the
+ * same column holds).
+ */
+export function isoTimestamp(column: RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+}
