@@ -52,7 +52,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       if (!secret) return false;
       const operationId = c.operation?.operationId as OperationId;
       const sessionLoader = sessionLoaders[operationId];
-      return (await resolve({ db: deps.db, secret, now: deps.clock.now(), sessionLoader, query: c.request.query as Record<string, unknown>, deferred: deferredCredentials.has(operationId) })) ?? false;
+      return (await resolve({ db: deps.db, secret, now: deps.clock.now(), sessionLoader, query: c.request.query as Record<string, unknown>, cursors: deps.cursors, deferred: deferredCredentials.has(operationId) })) ?? false;
     });
   }
 

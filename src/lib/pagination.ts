@@ -31,6 +31,8 @@ export interface Page<T> {
 export const DEFAULT_PAGE_SIZE = 50;
 /** The contract's largest page (`Limit` in openapi/components/parameters.yaml). */
 export const MAX_PAGE_SIZE = 100;
+/** The contract's longest cursor (`Cursor` in openapi/components/parameters.yaml). */
+export const MAX_CURSOR_LENGTH = 255;
 
 export class Cursors {
   constructor(private readonly key: Buffer) {}

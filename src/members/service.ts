@@ -1,10 +1,9 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
-import { positioned } from '../lib/pagination';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, PermissionSet, Principal } from '../domain/principal';
 import { Conflict, Forbidden, Invalid, NotFound } from '../lib/errors';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type PageRequest } from '../lib/pagination';
+import { DEFAULT_PAGE_SIZE, MAX_CURSOR_LENGTH, MAX_PAGE_SIZE, positioned, type Cursors, type PageRequest, type Position } from '../lib/pagination';
 import { jsonText } from '../lib/json-text';
 import { RequestPreload } from '../principal/preload';
 import { principalFromSession, principalFromSessionWith, type LoaderRequest } from '../principal';
@@ -20,36 +19,49 @@ import { recordChange } from '../audit';
 
 const memberNotFound = () => new NotFound('member_not_found', 'The member could not be found.');
 
-/** First pages read together with the session that asked for them (src/principal/preload.ts). */
-const prefetched = new RequestPreload<store.PreloadedMembersPage>();
+/** Pages read together with the session that asked for them (src/principal/preload.ts), with the cursor they were read for. */
+const prefetched = new RequestPreload<store.PreloadedMembersPage & { cursor: string | undefined }>();
 
-/** The first page's size a query asks for, as sent; null for any other page or a query validation will refuse. */
-function firstPageLimit(query: Record<string, unknown>): number | null {
-  if (query.cursor !== undefined) return null;
-  if (query.limit === undefined) return DEFAULT_PAGE_SIZE;
-  if (typeof query.limit !== 'string' || !/^[1-9][0-9]{0,2}$/.test(query.limit)) return null;
-  const limit = Number(query.limit);
-  return limit <= MAX_PAGE_SIZE ? limit : null;
+/**
+ * The page a query asks for, as sent: its size, and its cursor with the position that cursor
+ * holds; null for a query validation will refuse or a cursor that is not a valid one of this list
+ * (the handler answers those as before).
+ */
+function pageAsked(query: Record<string, unknown>, cursors: Cursors | undefined): { limit: number; cursor: string | undefined; after: Position | null } | null {
+  let limit = DEFAULT_PAGE_SIZE;
+  if (query.limit !== undefined) {
+    if (typeof query.limit !== 'string' || !/^[1-9][0-9]{0,2}$/.test(query.limit)) return null;
+    limit = Number(query.limit);
+    if (limit > MAX_PAGE_SIZE) return null;
+  }
+  const cursor = query.cursor;
+  if (cursor === undefined) return { limit, cursor: undefined, after: null };
+  if (typeof cursor !== 'string' || cursor.length > MAX_CURSOR_LENGTH || !cursors) return null;
+  try {
+    return { limit, cursor, after: cursors.decode('members', cursor) };
+  } catch {
+    return null;
+  }
 }
 
 /**
- * GET /v1/members' session check and, for a first page, the page in the same round trip
+ * GET /v1/members' session check and the page it asks for, first or later, in the same round trip
  * (registered as its session loader in src/http/registry.ts): the same principal as
  * principalFromSession; listMembers takes the page.
  */
 export async function loadSessionWithMembersPage(db: AppDeps['db'], token: string, now: Date, request: LoaderRequest): Promise<Principal | null> {
-  const limit = firstPageLimit(request.query);
-  if (limit === null) return principalFromSession(db, token, now);
-  const found = await principalFromSessionWith(db, token, now, store.membersPagePreload(limit));
+  const asked = pageAsked(request.query, request.cursors);
+  if (asked === null) return principalFromSession(db, token, now);
+  const found = await principalFromSessionWith(db, token, now, store.membersPagePreload(asked.limit, asked.after));
   if (!found) return null;
   const { principal, preloaded } = found;
-  if (principal.membership && preloaded) prefetched.keep(principal.membership, preloaded);
+  if (principal.membership && preloaded) prefetched.keep(principal.membership, { ...preloaded, cursor: asked.cursor });
   return principal;
 }
 
 export async function listMembers(deps: AppDeps, membership: Membership, page: PageRequest) {
   const ready = prefetched.take(membership);
-  if (ready && page.cursor === undefined && ready.limit === (page.limit ?? DEFAULT_PAGE_SIZE)) {
+  if (ready && ready.cursor === page.cursor && ready.limit === (page.limit ?? DEFAULT_PAGE_SIZE)) {
     return { items: jsonText<ReturnType<typeof toListedMember>[]>(ready.itemsJson), nextCursor: ready.next ? deps.cursors.encode('members', ready.next) : null };
   }
   return deps.cursors.page(

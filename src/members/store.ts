@@ -206,16 +206,18 @@ export interface PreloadedMembersPage {
 }
 
 /**
- * The first page of `limit` active members, newest first, read by the session query itself for
- * member `m` (src/principal/session.ts), so GET /v1/members is one round trip. One row more is
- * read to learn whether another page follows. The items are JSON text sent as it is
+ * A page of `limit` active members, newest first (the first one, or the one after `after`: the
+ * same index range scan at any depth), read by the session query itself for member `m`
+ * (src/principal/session.ts), so GET /v1/members is one round trip whatever page it asks for. One
+ * row more is read to learn whether another page follows. The items are JSON text sent as it is
  * (src/lib/json-text.ts): this SQL is their mapper, the same fields as listMembers' rows through
  * toMember plus `directoryUserId`, `createdAt` as Date#toISOString writes it (milliseconds, as a
  * JS Date holds them).
  */
-export function membersPagePreload(limit: number): SessionPreload<PreloadedMembersPage> {
+export function membersPagePreload(limit: number, after: Position | null): SessionPreload<PreloadedMembersPage> {
   return {
-    name: 'members_page',
+    // Two texts, two prepared statements: with and without the keyset condition.
+    name: after ? 'members_page_after' : 'members_page',
     columns: sql`mp.items_json AS members_page_json, mp.last_created_at AS members_page_last_created_at, mp.last_id AS members_page_last_id`,
     joins: sql`LEFT JOIN LATERAL (
       SELECT coalesce(json_agg(${memberJson(memberColumnsOf('p'))} ORDER BY p.created_at DESC, p.id DESC) FILTER (WHERE p.n <= ${limit}::int), '[]'::json)::text AS items_json,
@@ -228,6 +230,7 @@ export function membersPagePreload(limit: number): SessionPreload<PreloadedMembe
             row_number() OVER (ORDER BY pm.created_at DESC, pm.id DESC) AS n
           FROM members pm JOIN users pu ON pu.id = pm.user_id
           WHERE pm.organization_id = m.organization_id AND pm.removed_at IS NULL
+            ${after ? sql`AND ${before('pm.created_at', 'pm.id', after)}` : sql``}
           ORDER BY pm.created_at DESC, pm.id DESC
           LIMIT ${limit + 1}::int
         ) q

@@ -1,5 +1,6 @@
 import type { Db } from '../db/schema';
 import type { AnyPrincipal, Principal } from '../domain/principal';
+import type { Cursors } from '../lib/pagination';
 import { principalFromApiKey } from './api-key';
 import { principalFromSession } from './session';
 import { principalFromWorkerToken, workerClaimFromToken } from './worker-token';
@@ -16,6 +17,8 @@ export type SessionLoader = (db: Db, token: string, now: Date, request: LoaderRe
 /** What a session loader may read of the request: its query as sent (not yet validated). */
 export interface LoaderRequest {
   query: Record<string, unknown>;
+  /** The service's cursor codec, to read a page cursor the query carries (absent: not read). */
+  cursors?: Cursors;
 }
 
 export interface ResolveInput {
@@ -27,6 +30,8 @@ export interface ResolveInput {
   sessionLoader?: SessionLoader;
   /** The request's query as sent, for the session loader. */
   query?: Record<string, unknown>;
+  /** The service's cursor codec, for the session loader. */
+  cursors?: Cursors;
   /**
    * The operation verifies the credential in its own statement (`deferredCredentials` in
    * src/http/registry.ts): the resolver answers an unchecked claim without a query. Only the
@@ -38,7 +43,8 @@ export interface ResolveInput {
 export type CredentialResolver = (input: ResolveInput) => Promise<AnyPrincipal | null>;
 
 export const CREDENTIAL_RESOLVERS: Record<string, CredentialResolver> = {
-  bearerAuth: ({ db, secret, now, sessionLoader, query }) => (sessionLoader ? sessionLoader(db, secret, now, { query: query ?? {} }) : principalFromSession(db, secret, now)),
+  bearerAuth: ({ db, secret, now, sessionLoader, query, cursors }) =>
+    sessionLoader ? sessionLoader(db, secret, now, { query: query ?? {}, cursors }) : principalFromSession(db, secret, now),
   orgApiKey: ({ db, secret, now }) => principalFromApiKey(db, secret, now),
   workerToken: ({ db, secret, deferred }) => (deferred ? Promise.resolve(workerClaimFromToken(secret)) : principalFromWorkerToken(db, secret)),
   scimBearer: ({ db, secret, now }) => principalFromScimToken(db, secret, now),
