@@ -44,17 +44,21 @@ export class Cursors {
 
   decode(list: string, cursor: string | undefined): Position | null {
     if (cursor === undefined) return null;
-    const bad = Invalid.at(['query', 'cursor'], 'cursor is not valid for this list');
+    // The error is made only when thrown: an Error captures its stack when constructed, which
+    // cost every page with a valid cursor tens of microseconds.
+    const bad = () => Invalid.at(['query', 'cursor'], 'cursor is not valid for this list');
     const [payload, mac] = cursor.split('.');
-    if (!payload || !mac || !safeEqual(mac, hmacBase64url(this.key, payload).slice(0, 22))) throw bad;
+    if (!payload || !mac || !safeEqual(mac, hmacBase64url(this.key, payload).slice(0, 22))) throw bad();
+    let position: Position | null = null;
     try {
       const [l, t, id] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [string, string, string];
       const createdAt = new Date(t);
-      if (l !== list || typeof id !== 'string' || Number.isNaN(createdAt.getTime())) throw bad;
-      return { createdAt, id };
+      if (l === list && typeof id === 'string' && !Number.isNaN(createdAt.getTime())) position = { createdAt, id };
     } catch {
-      throw bad;
+      // Not JSON of the expected shape: refused below.
     }
+    if (!position) throw bad();
+    return position;
   }
 
   /**
