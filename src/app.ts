@@ -39,6 +39,8 @@ export interface AppOptions {
    * validator is compiled on first use, once per process (test/seams/validator-parity compiles all).
    */
   compileValidatorsAtStart?: boolean;
+  /** Called once the API router is ready to serve (its contract loaded, its validators compiled). */
+  onReady?: () => void;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -120,7 +122,7 @@ export function createApp(options: AppOptions): express.Express {
   app.use(bodyParser(settings.bodyLimitBytes));
   // The pages the links in messages open, when they point here (accounts-and-email §1).
   if (servesPages(settings)) app.use(pagesRouter(deps));
-  app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true }));
+  app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true, onReady: options.onReady }));
 
   // Body-parser failures carry a `type`; everything else goes through the one error mapper.
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {

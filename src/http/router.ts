@@ -28,6 +28,8 @@ export interface RouterOptions {
   compileValidatorsAtStart: boolean;
   /** The contract to serve (tests build the router on an altered copy); the bundled one by default. */
   contract?: Document;
+  /** Called once the contract is loaded and the validators compiled (src/main.ts collects start-up's garbage then). */
+  onReady?: () => void;
 }
 
 /**
@@ -152,7 +154,9 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
     compileResponseValidators: options.validateResponses && options.compileValidatorsAtStart,
   }).then(() => {
     installFastRouting(api.router);
-    return createDispatcher(api, installFastParsing(api.router));
+    const dispatch = createDispatcher(api, installFastParsing(api.router));
+    options.onReady?.();
+    return dispatch;
   });
 
   return (req: Request, res: Response, next: NextFunction) => {

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
@@ -53,7 +54,9 @@ maybe('the service process', () => {
     await adminSql(`CREATE DATABASE ${database}`);
     await new Promise<void>((r) => runtime.listen(0, '127.0.0.1', r));
     // Address verification is another suite's: off here, the signed-up user acts at once.
-    service = await startService(database, { EMAIL_VERIFICATION: 'optional', REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), ...LOCAL_FAKES });
+    // --expose-gc as the start command passes it, and a probe that reports each collection.
+    const gcProbe = path.join(__dirname, '..', 'support', 'gc-probe.cjs');
+    service = await startService(database, { EMAIL_VERIFICATION: 'optional', REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), NODE_OPTIONS: `--expose-gc --require ${gcProbe}`, ...LOCAL_FAKES });
     port = service.port;
   }, 120_000);
 
@@ -61,6 +64,12 @@ maybe('the service process', () => {
     await service?.kill();
     await new Promise<void>((r) => runtime.close(() => r()));
     await adminSql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  });
+
+  it("hands start-up's garbage back once the router is ready, before the first API answer (src/main.ts)", async () => {
+    const answer = await fetch(`${service.url}/v1/org`);
+    expect(answer.status).toBe(401);
+    expect(service.stderr()).toContain('gc-probe: full collection');
   });
 
   it('cuts a slow-loris body at the request timeout', async () => {
