@@ -60,7 +60,10 @@ async function factorChanged(deps: AppDeps, trx: Transaction<DB>, userId: string
 }
 
 export async function methodsOf(deps: AppDeps, db: AppDeps['db'] | Transaction<DB>, userId: string): Promise<Method[]> {
-  const factors = await store.factorsOf(db, userId);
+  return methodsFrom(await store.factorsOf(db, userId));
+}
+
+function methodsFrom(factors: store.Factors): Method[] {
   const methods: Method[] = [];
   if (factors.totp) methods.push('totp');
   if (factors.passkeys > 0) methods.push('passkey');
@@ -205,12 +208,13 @@ export interface Challenge {
  * reauthentication of `sessionId` completes only through `verify` with one of `methods`.
  */
 export async function challengeFor(deps: AppDeps, userId: string, purpose: 'sign_in' | 'reauthenticate', sessionId: string | null): Promise<Challenge | null> {
-  const methods = await methodsOf(deps, deps.db, userId);
-  if (methods.length === 0) return null;
   const token = randomSecret(CHALLENGE_TOKEN_PREFIX);
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_MS);
-  await store.insertChallenge(deps.db, { id: newId('mfaChallenge'), userId, tokenHash: sha256Hex(token), purpose, sessionId, now, expiresAt });
+  // One round trip: the factors, and the challenge only when they hold a second one.
+  const factors = await store.factorsWithChallenge(deps.db, { id: newId('mfaChallenge'), userId, tokenHash: sha256Hex(token), purpose, sessionId, now, expiresAt });
+  const methods = methodsFrom(factors);
+  if (methods.length === 0) return null;
   return { token, methods, expiresAt: expiresAt.toISOString() };
 }
 
@@ -235,9 +239,12 @@ export async function passkeyChallengeOptions(deps: AppDeps, challengeToken: str
 
 export type Answer = { method: 'totp' | 'recovery_code'; code: string } | { method: 'passkey'; response: AuthenticationResponseJSON };
 
-/** Whether the answer proves the factor; spends what it uses (the TOTP step, the code, the counter). */
-async function proves(deps: AppDeps, userId: string, webauthnChallenge: string | null, answer: Answer, now: Date): Promise<boolean> {
-  if (answer.method !== 'passkey') return provesCode(deps, userId, answer, now);
+/**
+ * Whether a recovery code or a passkey proves the factor; spends what it uses (the code, the
+ * counter). A TOTP code is checked by totpStep and spent with the challenge (verify).
+ */
+async function proves(deps: AppDeps, userId: string, webauthnChallenge: string | null, answer: { method: 'recovery_code'; code: string } | { method: 'passkey'; response: AuthenticationResponseJSON }, now: Date): Promise<boolean> {
+  if (answer.method === 'recovery_code') return store.useRecoveryCode(deps.db, userId, recoveryCodeHash(secretKey(deps), answer.code), now);
   if (!webauthnChallenge) throw new Conflict('passkey_options_required', 'Ask for request options first (POST /v1/auth/mfa/passkey-options).');
   const passkey = (await store.listPasskeys(deps.db, userId)).find((p) => p.credential_id === answer.response.id);
   if (!passkey) return false;
@@ -245,15 +252,22 @@ async function proves(deps: AppDeps, userId: string, webauthnChallenge: string |
   return counter !== null && (await store.advancePasskey(deps.db, userId, passkey.id, passkey.counter, counter, now));
 }
 
-async function provesCode(deps: AppDeps, userId: string, answer: { method: 'totp' | 'recovery_code'; code: string }, now: Date): Promise<boolean> {
-  if (answer.method === 'totp') {
-    const row = await store.findTotp(deps.db, userId);
-    if (!row?.confirmed_at) return false;
-    const step = await acceptedStep(deps.secrets.decrypt(row.secret_sealed), answer.code, now, row.last_used_step === null ? null : Number(row.last_used_step));
-    return step !== null && (await store.useTotpStep(deps.db, userId, step, now, false));
-  }
-  return store.useRecoveryCode(deps.db, userId, recoveryCodeHash(secretKey(deps), answer.code), now);
+/** The step a TOTP code proves (checked, not spent), or null. */
+async function totpStep(deps: AppDeps, row: { secret_sealed: string; confirmed_at: Date | null; last_used_step: string | null } | null, code: string, now: Date): Promise<number | null> {
+  if (!row?.confirmed_at) return null;
+  return acceptedStep(deps.secrets.decrypt(row.secret_sealed), code, now, row.last_used_step === null ? null : Number(row.last_used_step));
 }
+
+/** A wrong answer: counts against the challenge and the sign-in limits of the e-mail and the IP. */
+async function refuseAnswer(deps: AppDeps, challengeId: string, email: string, ip: string): Promise<never> {
+  await store.failChallenge(deps.db, challengeId);
+  await limits.recordFailure(deps, 'signInEmail', email);
+  await limits.recordFailure(deps, 'signInIp', ip);
+  throw new Unauthenticated('invalid_credentials', 'The second factor is incorrect.');
+}
+
+/** Thrown inside the transaction when the TOTP step was spent by another answer (rolls it back). */
+class StepAlreadyUsed extends Error {}
 
 export type Verified =
   | { purpose: 'sign_in'; user: ReturnType<typeof toUser>; session: users.NewSession; method: Method }
@@ -265,30 +279,45 @@ export type Verified =
  * do not reset a guesser's budget.
  */
 export async function verify(deps: AppDeps, challengeToken: string, answer: Answer, ip: string, userAgent: string | undefined): Promise<Verified> {
-  const challenge = await liveChallenge(deps, challengeToken);
-  const user = await userOf(deps, challenge.user_id);
-  const email = users.normalizeEmail(user.email);
-  await limits.assertNotLimited(deps, 'signInEmail', email);
-  await limits.assertNotLimited(deps, 'signInIp', ip);
   const now = deps.clock.now();
-  if (!(await proves(deps, user.id, challenge.webauthn_challenge, answer, now))) {
-    await store.failChallenge(deps.db, challenge.id);
-    await limits.recordFailure(deps, 'signInEmail', email);
-    await limits.recordFailure(deps, 'signInIp', ip);
-    throw new Unauthenticated('invalid_credentials', 'The second factor is incorrect.');
+  const found = await store.findChallengeToAnswer(deps.db, sha256Hex(challengeToken), now, CHALLENGE_MAX_FAILURES);
+  if (!found) throw invalidToken();
+  const { challenge, user, totp } = found;
+  const email = users.normalizeEmail(user.email);
+  // Both limits in one read, the TOTP code checked while it runs; nothing is spent before they allow it.
+  const [failing, step] = await Promise.all([
+    limits.assertNoneLimited(deps, [['signInEmail', email], ['signInIp', ip]]),
+    answer.method === 'totp' ? totpStep(deps, totp, answer.code, now) : null,
+  ]);
+  const other = answer.method === 'passkey' ? answer : answer.method === 'recovery_code' ? { method: answer.method, code: answer.code } : null;
+  if (other ? !(await proves(deps, user.id, challenge.webauthn_challenge, other, now)) : step === null) {
+    return refuseAnswer(deps, challenge.id, email, ip);
   }
-  await limits.clear(deps, 'signInEmail', email);
-  return deps.db.transaction().execute(async (trx): Promise<Verified> => {
-    if (!(await store.useChallenge(trx, challenge.id, now))) throw invalidToken();
-    if (answer.method === 'recovery_code') await factorChanged(deps, trx, user.id, { factor: 'recovery_codes', change: 'used' });
-    if (challenge.purpose === 'reauthenticate' && challenge.session_id) {
-      await users.markAuthenticated(trx, challenge.session_id, now);
-      await users.setSessionSecondFactor(trx, challenge.session_id, answer.method);
-      return { purpose: 'reauthenticate', user: toUser(user), authenticatedAt: now.toISOString(), method: answer.method };
-    }
-    const session = await openSignInSession(deps, trx, { userId: user.id, secondFactor: answer.method }, { ip, userAgent }, now);
-    return { purpose: 'sign_in', user: toUser(user), session, method: answer.method };
-  });
+  try {
+    return await deps.db.transaction().execute(async (trx): Promise<Verified> => {
+      if (answer.method === 'totp') {
+        // The step and the challenge in one statement; a step spent by another answer is a wrong answer.
+        const spent = await store.useTotpStepAndChallenge(trx, user.id, step!, challenge.id, now);
+        if (!spent.step) throw new StepAlreadyUsed();
+        if (!spent.challenge) throw invalidToken();
+      } else if (!(await store.useChallenge(trx, challenge.id, now))) {
+        throw invalidToken();
+      }
+      // A proven factor forgets the e-mail's failures; there is nothing to forget without a live window.
+      if (failing.includes('signInEmail')) await limits.clear({ ...deps, db: trx }, 'signInEmail', email);
+      if (answer.method === 'recovery_code') await factorChanged(deps, trx, user.id, { factor: 'recovery_codes', change: 'used' });
+      if (challenge.purpose === 'reauthenticate' && challenge.session_id) {
+        await users.markAuthenticated(trx, challenge.session_id, now);
+        await users.setSessionSecondFactor(trx, challenge.session_id, answer.method);
+        return { purpose: 'reauthenticate', user: toUser(user), authenticatedAt: now.toISOString(), method: answer.method };
+      }
+      const session = await openSignInSession(deps, trx, { userId: user.id, secondFactor: answer.method }, { ip, userAgent }, now);
+      return { purpose: 'sign_in', user: toUser(user), session, method: answer.method };
+    });
+  } catch (err) {
+    if (err instanceof StepAlreadyUsed) return refuseAnswer(deps, challenge.id, email, ip);
+    throw err;
+  }
 }
 
 // ---- The organization's policy ------------------------------------------------------------------

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema';
+import type { UserRow } from '../users/service';
 
 /** SQL of src/mfa's tables only; every function takes the user (or organization) it is about. */
 
@@ -152,24 +153,47 @@ export async function takeRegistrationChallenge(db: Db, userId: string, now: Dat
   return row?.challenge ?? null;
 }
 
-/** Which factors a user holds: a confirmed TOTP secret, passkeys, unused recovery codes. */
-export async function factorsOf(db: Db, userId: string): Promise<{ totp: boolean; passkeys: number; recoveryCodes: number }> {
-  const row = await sql<{ totp: boolean; passkeys: string; recovery_codes: string }>`
-    SELECT EXISTS (SELECT 1 FROM user_totp WHERE user_id = ${userId} AND confirmed_at IS NOT NULL) AS totp,
+export interface Factors {
+  totp: boolean;
+  passkeys: number;
+  recoveryCodes: number;
+}
+
+function factorsSql(userId: string) {
+  return sql`SELECT EXISTS (SELECT 1 FROM user_totp WHERE user_id = ${userId} AND confirmed_at IS NOT NULL) AS totp,
            (SELECT count(*) FROM passkeys WHERE user_id = ${userId}) AS passkeys,
-           (SELECT count(*) FROM user_recovery_codes WHERE user_id = ${userId} AND used_at IS NULL) AS recovery_codes`.execute(db);
-  const r = row.rows[0]!;
+           (SELECT count(*) FROM user_recovery_codes WHERE user_id = ${userId} AND used_at IS NULL) AS recovery_codes`;
+}
+
+type FactorsRow = { totp: boolean; passkeys: string; recovery_codes: string };
+
+function toFactors(r: FactorsRow): Factors {
   return { totp: r.totp, passkeys: Number(r.passkeys), recoveryCodes: Number(r.recovery_codes) };
 }
 
-export async function insertChallenge(
+/** Which factors a user holds: a confirmed TOTP secret, passkeys, unused recovery codes. */
+export async function factorsOf(db: Db, userId: string): Promise<Factors> {
+  const row = await sql<FactorsRow>`${factorsSql(userId)}`.execute(db);
+  return toFactors(row.rows[0]!);
+}
+
+/**
+ * The user's factors, and in the same statement a new challenge when they hold a second factor
+ * (a confirmed TOTP secret or a passkey; recovery codes back one up and do not count alone).
+ */
+export async function factorsWithChallenge(
   db: Db,
   row: { id: string; userId: string; tokenHash: string; purpose: 'sign_in' | 'reauthenticate'; sessionId: string | null; now: Date; expiresAt: Date },
-): Promise<void> {
-  await db
-    .insertInto('mfa_challenges')
-    .values({ id: row.id, user_id: row.userId, token_hash: row.tokenHash, purpose: row.purpose, session_id: row.sessionId, created_at: row.now, expires_at: row.expiresAt })
-    .execute();
+): Promise<Factors> {
+  const result = await sql<FactorsRow>`
+    WITH f AS (${factorsSql(row.userId)}),
+    challenge AS (
+      INSERT INTO mfa_challenges (id, user_id, token_hash, purpose, session_id, created_at, expires_at)
+      SELECT ${row.id}::text, ${row.userId}::text, ${row.tokenHash}::text, ${row.purpose}::text, ${row.sessionId}::text, ${row.now}::timestamptz, ${row.expiresAt}::timestamptz
+      FROM f WHERE f.totp OR f.passkeys > 0
+    )
+    SELECT totp, passkeys, recovery_codes FROM f`.execute(db);
+  return toFactors(result.rows[0]!);
 }
 
 /** A live challenge (not used, not expired, fewer than `maxFailures` wrong answers). */
@@ -182,6 +206,65 @@ export async function findLiveChallenge(db: Db, tokenHash: string, now: Date, ma
     .where('expires_at', '>', now)
     .where('failures', '<', maxFailures)
     .executeTakeFirst();
+}
+
+/**
+ * A live challenge with what answering it needs, in one statement: its user's row (read in a join;
+ * src/users owns and writes it) and the user's TOTP factor (null without one).
+ */
+export async function findChallengeToAnswer(db: Db, tokenHash: string, now: Date, maxFailures: number) {
+  const row = await db
+    .selectFrom('mfa_challenges as c')
+    .innerJoin('users as u', 'u.id', 'c.user_id')
+    .leftJoin('user_totp as t', 't.user_id', 'c.user_id')
+    .select([
+      'c.id',
+      'c.user_id',
+      'c.purpose',
+      'c.session_id',
+      'c.webauthn_challenge',
+      'u.email',
+      'u.name',
+      'u.image',
+      'u.email_verified_at',
+      'u.created_at',
+      't.secret_sealed',
+      't.confirmed_at',
+      't.last_used_step',
+    ])
+    .where('c.token_hash', '=', tokenHash)
+    .where('c.used_at', 'is', null)
+    .where('c.expires_at', '>', now)
+    .where('c.failures', '<', maxFailures)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const user: UserRow = { id: row.user_id, email: row.email, name: row.name, image: row.image, email_verified_at: row.email_verified_at, created_at: row.created_at };
+  return {
+    challenge: { id: row.id, purpose: row.purpose, session_id: row.session_id, webauthn_challenge: row.webauthn_challenge },
+    user,
+    totp: row.secret_sealed === null ? null : { secret_sealed: row.secret_sealed, confirmed_at: row.confirmed_at, last_used_step: row.last_used_step },
+  };
+}
+
+/**
+ * The TOTP step and the challenge spent in one statement: the step only if it is after the last
+ * accepted one (as useTotpStep), the challenge only if the step was spent and nobody used it
+ * first. Of concurrent answers, one spends each.
+ */
+export async function useTotpStepAndChallenge(db: Db, userId: string, step: number, challengeId: string, now: Date): Promise<{ step: boolean; challenge: boolean }> {
+  const result = await sql<{ step: boolean; challenge: boolean }>`
+    WITH step AS (
+      UPDATE user_totp SET last_used_step = ${String(step)}::bigint
+      WHERE user_id = ${userId} AND confirmed_at IS NOT NULL AND (last_used_step IS NULL OR last_used_step < ${String(step)}::bigint)
+      RETURNING user_id
+    ),
+    challenge AS (
+      UPDATE mfa_challenges SET used_at = ${now}::timestamptz
+      WHERE id = ${challengeId} AND used_at IS NULL AND EXISTS (SELECT 1 FROM step)
+      RETURNING id
+    )
+    SELECT EXISTS (SELECT 1 FROM step) AS step, EXISTS (SELECT 1 FROM challenge) AS challenge`.execute(db);
+  return result.rows[0]!;
 }
 
 export async function setChallengeWebauthn(db: Db, id: string, challenge: string): Promise<void> {

@@ -89,6 +89,32 @@ export async function assertNotLimited(deps: LimiterDeps, name: LimitName, subje
   if (row && row.points >= rule.points) throw limited(name, rule, new Date(row.expires_at), now);
 }
 
+/**
+ * `assertNotLimited` for several keys in one statement, refusing for the first of `checks` (in
+ * order) that has used up its window. Returns the names whose key has a live window, so a caller
+ * clears only what holds failures.
+ */
+export async function assertNoneLimited(deps: LimiterDeps, checks: readonly (readonly [LimitName, string])[]): Promise<LimitName[]> {
+  const active = checks.filter(([name, subject]) => deps.settings.rateLimits[name] && subject).map(([name, subject]) => ({ name, key: keyOf(name, subject) }));
+  if (active.length === 0) return [];
+  const now = deps.clock.now();
+  const rows = await deps.db
+    .selectFrom('rate_limits')
+    .select(['key', 'points', 'expires_at'])
+    .where('key', 'in', active.map((a) => a.key))
+    .where('expires_at', '>', now)
+    .execute();
+  const live: LimitName[] = [];
+  for (const { name, key } of active) {
+    const row = rows.find((r) => r.key === key);
+    if (!row) continue;
+    const rule = deps.settings.rateLimits[name]!;
+    if (row.points >= rule.points) throw limited(name, rule, new Date(row.expires_at), now);
+    live.push(name);
+  }
+  return live;
+}
+
 /** Counts a failure (wrong password) without refusing this request; the next one is refused. */
 export async function recordFailure(deps: LimiterDeps, name: LimitName, subject: string): Promise<void> {
   const rule = deps.settings.rateLimits[name];
