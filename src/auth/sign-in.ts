@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { DB } from '../db/schema';
+import type { DB, Db } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
 import * as users from '../users/service';
 import type { NewSession, Origin, SecondFactor } from '../users/service';
@@ -11,7 +11,16 @@ import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
  * step of a two-step one (src/mfa/service.ts), so both make the same session and audit entry.
  */
 
-/** A new password session; its active organization is the user's most recently joined one. */
+/** The organization a new password session opens in: the user's most recently joined one. */
+export async function signInOrganization(db: Db, userId: string): Promise<string | null> {
+  const [latest] = await membershipsOfUser(db, userId);
+  return latest?.id ?? null;
+}
+
+/**
+ * A new password session in `signInOrganization`'s organization, read in `db` unless the caller
+ * read it already (the second step of a sign-in reads it while it checks the code).
+ */
 export async function openSession(
   deps: AppDeps,
   db: Transaction<DB>,
@@ -19,9 +28,9 @@ export async function openSession(
   origin: Origin,
   now: Date,
   secondFactor: SecondFactor | null = null,
+  organization?: string | null,
 ): Promise<NewSession & { activeOrganizationId: string | null }> {
-  const [latest] = await membershipsOfUser(db, userId);
-  const activeOrganizationId = latest?.id ?? null;
+  const activeOrganizationId = organization === undefined ? await signInOrganization(db, userId) : organization;
   const session = await users.createSession(db, deps, { userId, authMethod: 'password', secondFactor, ip: origin.ip, userAgent: origin.userAgent, activeOrganizationId }, now);
   return { ...session, activeOrganizationId };
 }
@@ -47,11 +56,11 @@ export async function recordSignIn(trx: Transaction<DB>, audit: AuditContext | n
 export async function openSignInSession(
   deps: AppDeps,
   trx: Transaction<DB>,
-  input: { userId: string; secondFactor: SecondFactor | null },
+  input: { userId: string; secondFactor: SecondFactor | null; organization?: string | null },
   origin: Origin,
   now: Date,
 ): Promise<NewSession> {
-  const { activeOrganizationId, ...session } = await openSession(deps, trx, input.userId, origin, now, input.secondFactor);
+  const { activeOrganizationId, ...session } = await openSession(deps, trx, input.userId, origin, now, input.secondFactor, input.organization);
   await recordSignIn(trx, deps.audit, input.userId, activeOrganizationId, input.secondFactor ?? 'password');
   return session;
 }

@@ -10,7 +10,7 @@ import { randomSecret, sha256Hex } from '../lib/crypto';
 import * as limits from '../protection/rate-limit';
 import * as users from '../users/service';
 import { toUser } from '../users/mappers';
-import { openSignInSession } from '../auth/sign-in';
+import { openSignInSession, signInOrganization } from '../auth/sign-in';
 import * as store from './store';
 import { acceptedStep, newTotpSecret, otpauthUrl } from './totp';
 import { newRecoveryCodes, recoveryCodeHash } from './recovery-codes';
@@ -284,9 +284,11 @@ export async function verify(deps: AppDeps, challengeToken: string, answer: Answ
   if (!found) throw invalidToken();
   const { challenge, user, totp } = found;
   const email = users.normalizeEmail(user.email);
-  // Both limits in one read, the TOTP code checked while it runs; nothing is spent before they allow it.
-  const [failing, step] = await Promise.all([
+  // Both limits in one read, and a sign-in's organization read beside it, while the TOTP code is
+  // checked; nothing is spent before the limits allow it.
+  const [failing, organization, step] = await Promise.all([
     limits.assertNoneLimited(deps, [['signInEmail', email], ['signInIp', ip]]),
+    challenge.purpose === 'sign_in' ? signInOrganization(deps.db, user.id) : undefined,
     answer.method === 'totp' ? totpStep(deps, totp, answer.code, now) : null,
   ]);
   const other = answer.method === 'passkey' ? answer : answer.method === 'recovery_code' ? { method: answer.method, code: answer.code } : null;
@@ -311,7 +313,7 @@ export async function verify(deps: AppDeps, challengeToken: string, answer: Answ
         await users.setSessionSecondFactor(trx, challenge.session_id, answer.method);
         return { purpose: 'reauthenticate', user: toUser(user), authenticatedAt: now.toISOString(), method: answer.method };
       }
-      const session = await openSignInSession(deps, trx, { userId: user.id, secondFactor: answer.method }, { ip, userAgent }, now);
+      const session = await openSignInSession(deps, trx, { userId: user.id, secondFactor: answer.method, organization }, { ip, userAgent }, now);
       return { purpose: 'sign_in', user: toUser(user), session, method: answer.method };
     });
   } catch (err) {
