@@ -283,6 +283,7 @@ export async function verify(deps: AppDeps, challengeToken: string, answer: Answ
   const found = await store.findChallengeToAnswer(deps.db, sha256Hex(challengeToken), now, CHALLENGE_MAX_FAILURES);
   if (!found) throw invalidToken();
   const { challenge, user, totp } = found;
+  if (!user) throw new Unauthorized();
   const email = users.normalizeEmail(user.email);
   // Both limits in one read, and a sign-in's organization read beside it, while the TOTP code is
   // checked; nothing is spent before the limits allow it.

@@ -210,12 +210,13 @@ export async function findLiveChallenge(db: Db, tokenHash: string, now: Date, ma
 
 /**
  * A live challenge with what answering it needs, in one statement: its user's row (read in a join;
- * src/users owns and writes it) and the user's TOTP factor (null without one).
+ * src/users owns and writes it; null once the user is gone) and the user's TOTP factor (null
+ * without one).
  */
 export async function findChallengeToAnswer(db: Db, tokenHash: string, now: Date, maxFailures: number) {
   const row = await db
     .selectFrom('mfa_challenges as c')
-    .innerJoin('users as u', 'u.id', 'c.user_id')
+    .leftJoin('users as u', 'u.id', 'c.user_id')
     .leftJoin('user_totp as t', 't.user_id', 'c.user_id')
     .select([
       'c.id',
@@ -238,7 +239,11 @@ export async function findChallengeToAnswer(db: Db, tokenHash: string, now: Date
     .where('c.failures', '<', maxFailures)
     .executeTakeFirst();
   if (!row) return undefined;
-  const user: UserRow = { id: row.user_id, email: row.email, name: row.name, image: row.image, email_verified_at: row.email_verified_at, created_at: row.created_at };
+  // Deleting a user deletes their challenges, so the row is there; a missing one stays 401 (verify).
+  const user: UserRow | null =
+    row.email === null || row.created_at === null
+      ? null
+      : { id: row.user_id, email: row.email, name: row.name, image: row.image, email_verified_at: row.email_verified_at, created_at: row.created_at };
   return {
     challenge: { id: row.id, purpose: row.purpose, session_id: row.session_id, webauthn_challenge: row.webauthn_challenge },
     user,
