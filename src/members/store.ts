@@ -195,6 +195,9 @@ export async function openMembershipsOfUser(db: Db, userId: string): Promise<{ o
     .execute();
 }
 
+/** The page's items as the contract's `Member` (constant SQL text, built once). */
+const PAGE_MEMBER_JSON = sql.raw(memberJson(memberColumnsOf('p')));
+
 /** A first page of GET /v1/members read by the session check (`membersPagePreload`). */
 export interface PreloadedMembersPage {
   /** The page size it was read for. */
@@ -226,7 +229,7 @@ export function membersPagePreload(limit: number, after: Position | null): Sessi
     name: `${after ? 'members_page_after' : 'members_page'}_${limit}`,
     columns: sql`mp.items_json AS members_page_json, mp.last_created_at AS members_page_last_created_at, mp.last_id AS members_page_last_id`,
     joins: sql`LEFT JOIN LATERAL (
-      SELECT coalesce(json_agg(${memberJson(memberColumnsOf('p'))} ORDER BY p.created_at DESC, p.id DESC) FILTER (WHERE p.n <= ${size}), '[]'::json)::text AS items_json,
+      SELECT coalesce(json_agg(${PAGE_MEMBER_JSON} ORDER BY p.created_at DESC, p.id DESC) FILTER (WHERE p.n <= ${size}), '[]'::json)::text AS items_json,
         max(p.created_at) FILTER (WHERE p.n = ${size} AND p.more) AS last_created_at,
         max(p.id) FILTER (WHERE p.n = ${size} AND p.more) AS last_id
       FROM (

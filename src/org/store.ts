@@ -66,35 +66,35 @@ export async function findOwner(db: Db, organizationId: string): Promise<OwnerRo
  * Reads organization `o`, member `m` with user `u`, owner `ow`/`owu`; null when the member or the
  * organization is missing.
  */
-const CONTEXT_COLUMN = sql`CASE WHEN o.id IS NOT NULL AND m.id IS NOT NULL THEN json_build_object(
+const CONTEXT_COLUMN = sql.raw(`CASE WHEN o.id IS NOT NULL AND m.id IS NOT NULL THEN json_build_object(
     'organization', json_build_object(
       'id', o.id, 'name', o.name, 'plan', o.plan,
       'owner', CASE WHEN ow.id IS NULL THEN NULL ELSE json_build_object('memberId', ow.id, 'userId', owu.id, 'name', owu.name, 'email', owu.email, 'image', owu.image) END,
-      'createdAt', ${isoTimestamp(sql.ref('o.created_at'))}, 'updatedAt', ${isoTimestamp(sql.ref('o.updated_at'))}),
+      'createdAt', ${isoTimestamp('o.created_at')}, 'updatedAt', ${isoTimestamp('o.updated_at')}),
     'currentMember', ${memberJson({
-      id: sql.ref('m.id'),
-      organizationId: sql.ref('m.organization_id'),
-      userId: sql.ref('m.user_id'),
-      role: sql.ref('m.role'),
-      suspendedAt: sql.ref('m.suspended_at'),
-      createdAt: sql.ref('m.created_at'),
-      userName: sql.ref('u.name'),
-      userEmail: sql.ref('u.email'),
-      userImage: sql.ref('u.image'),
-      directoryUserId: sql`(SELECT d.id FROM directory_users d WHERE d.member_id = m.id)`,
+      id: 'm.id',
+      organizationId: 'm.organization_id',
+      userId: 'm.user_id',
+      role: 'm.role',
+      suspendedAt: 'm.suspended_at',
+      createdAt: 'm.created_at',
+      userName: 'u.name',
+      userEmail: 'u.email',
+      userImage: 'u.image',
+      directoryUserId: '(SELECT d.id FROM directory_users d WHERE d.member_id = m.id)',
     })},
     'currentMemberTeams', (SELECT coalesce(json_agg(json_build_object(
-        'id', t.id, 'name', t.name, 'memberCount', t.member_count, 'createdAt', ${isoTimestamp(sql.ref('t.created_at'))}
+        'id', t.id, 'name', t.name, 'memberCount', t.member_count, 'createdAt', ${isoTimestamp('t.created_at')}
       ) ORDER BY t.created_at, t.id), '[]'::json)
       FROM team_members mine
       JOIN teams t ON t.id = mine.team_id
       WHERE mine.member_id = m.id AND t.organization_id = m.organization_id)
-  )::text END AS org_context_json`;
+  )::text END AS org_context_json`);
 
 /** The organization, its owner (absent when none) and the owner's user, for member `m` (may be null). */
-const CONTEXT_JOINS = sql`LEFT JOIN organizations o ON o.id = m.organization_id
+const CONTEXT_JOINS = sql.raw(`LEFT JOIN organizations o ON o.id = m.organization_id
   LEFT JOIN members ow ON ow.organization_id = m.organization_id AND ow.role = 'owner' AND ow.removed_at IS NULL
-  LEFT JOIN users owu ON owu.id = ow.user_id`;
+  LEFT JOIN users owu ON owu.id = ow.user_id`);
 
 /**
  * GET /v1/org's answer in one round trip; undefined when the member is not an active member of
