@@ -77,22 +77,13 @@ export async function consume(deps: LimiterDeps, name: LimitName, subject: strin
 
 /** Refuses (429) when the key has already used up its window; counts nothing. */
 export async function assertNotLimited(deps: LimiterDeps, name: LimitName, subject: string): Promise<void> {
-  const rule = deps.settings.rateLimits[name];
-  if (!rule || !subject) return;
-  const now = deps.clock.now();
-  const row = await deps.db
-    .selectFrom('rate_limits')
-    .select(['points', 'expires_at'])
-    .where('key', '=', keyOf(name, subject))
-    .where('expires_at', '>', now)
-    .executeTakeFirst();
-  if (row && row.points >= rule.points) throw limited(name, rule, new Date(row.expires_at), now);
+  await assertNoneLimited(deps, [[name, subject]]);
 }
 
 /**
- * `assertNotLimited` for several keys in one statement, refusing for the first of `checks` (in
- * order) that has used up its window. Returns the names whose key has a live window, so a caller
- * clears only what holds failures.
+ * Refuses (429) for the first of `checks` (in order) whose key has used up its window, reading
+ * every key in one statement; counts nothing. Returns the names whose key has a live window, so a
+ * caller clears only what holds failures.
  */
 export async function assertNoneLimited(deps: LimiterDeps, checks: readonly (readonly [LimitName, string])[]): Promise<LimitName[]> {
   const active = checks.filter(([name, subject]) => deps.settings.rateLimits[name] && subject).map(([name, subject]) => ({ name, key: keyOf(name, subject) }));
