@@ -243,8 +243,9 @@ export type Answer = { method: 'totp' | 'recovery_code'; code: string } | { meth
  * Whether a recovery code or a passkey proves the factor; spends what it uses (the code, the
  * counter). A TOTP code is checked by totpStep and spent with the challenge (verify).
  */
-async function proves(deps: AppDeps, userId: string, webauthnChallenge: string | null, answer: { method: 'recovery_code'; code: string } | { method: 'passkey'; response: AuthenticationResponseJSON }, now: Date): Promise<boolean> {
-  if (answer.method === 'recovery_code') return store.useRecoveryCode(deps.db, userId, recoveryCodeHash(secretKey(deps), answer.code), now);
+async function proves(deps: AppDeps, userId: string, webauthnChallenge: string | null, answer: Answer, now: Date): Promise<boolean> {
+  if (answer.method === 'totp') throw new Error('a TOTP code is checked by totpStep, not here');
+  if (answer.method !== 'passkey') return store.useRecoveryCode(deps.db, userId, recoveryCodeHash(secretKey(deps), answer.code), now);
   if (!webauthnChallenge) throw new Conflict('passkey_options_required', 'Ask for request options first (POST /v1/auth/mfa/passkey-options).');
   const passkey = (await store.listPasskeys(deps.db, userId)).find((p) => p.credential_id === answer.response.id);
   if (!passkey) return false;
@@ -292,10 +293,8 @@ export async function verify(deps: AppDeps, challengeToken: string, answer: Answ
     challenge.purpose === 'sign_in' ? signInOrganization(deps.db, user.id) : undefined,
     answer.method === 'totp' ? totpStep(deps, totp, answer.code, now) : null,
   ]);
-  const other = answer.method === 'passkey' ? answer : answer.method === 'recovery_code' ? { method: answer.method, code: answer.code } : null;
-  if (other ? !(await proves(deps, user.id, challenge.webauthn_challenge, other, now)) : step === null) {
-    return refuseAnswer(deps, challenge.id, email, ip);
-  }
+  const proven = answer.method === 'totp' ? step !== null : await proves(deps, user.id, challenge.webauthn_challenge, answer, now);
+  if (!proven) return refuseAnswer(deps, challenge.id, email, ip);
   try {
     return await deps.db.transaction().execute(async (trx): Promise<Verified> => {
       if (answer.method === 'totp') {
