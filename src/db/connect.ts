@@ -34,7 +34,7 @@ export interface ServerDatabaseOptions {
 }
 
 /** Marks a query to be sent as a named prepared statement (see ./named-statements.ts). */
-export { preparedAs } from './named-statements';
+export { preparedAs, sizeInText } from './named-statements';
 
 /** Kysely on a Postgres server (`DATABASE_URL`). */
 export function connectServer(url: string, options: ServerDatabaseOptions = {}): Database {
