@@ -20,7 +20,8 @@ async function adminQuery(text: string): Promise<void> {
 }
 
 /** A fresh, migrated database for one test file: a copy of the run's template. Never a mock. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** A scratch database copied from the migrated template; `max` bounds the server pool (default as the service's). */
+export async function createTestDatabase(options: { max?: number } = {}): Promise<TestDatabase> {
   if (testDbKind() === 'pglite') {
     const dump = process.env.TEST_PGLITE_DUMP;
     if (!dump) throw new Error('TEST_PGLITE_DUMP is not set; run tests through jest (global-setup)');
@@ -39,7 +40,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
     }
   }
-  const database = connectServer(serverUrl(name));
+  const database = connectServer(serverUrl(name), options.max === undefined ? {} : { max: options.max });
   return {
     ...database,
     name,
