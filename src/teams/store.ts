@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/schema';
 import { preparedAs, sizeInText } from '../db/connect';
 import type { MemberRow } from '../members/mappers';
@@ -41,6 +41,22 @@ export async function renameTeam(db: Db, organizationId: string, teamId: string,
 export async function deleteTeam(db: Db, organizationId: string, teamId: string): Promise<boolean> {
   const row = await db.deleteFrom('teams').where('organization_id', '=', organizationId).where('id', '=', teamId).returning('id').executeTakeFirst();
   return row !== undefined;
+}
+
+/**
+ * A new team with no members in ONE statement (atomic by itself, one round trip), answering the
+ * row. `audit`: the change's audit entry and event as CTEs (`changeCtes(context, change, 'team')`
+ * of src/audit), written by the same statement.
+ */
+export async function insertTeamAlone(db: Db, team: { id: string; organizationId: string; name: string; now: Date }, audit?: RawBuilder<unknown>): Promise<TeamRow> {
+  const result = await sql<TeamRow>`${preparedAs(audit ? 'create_team_audited' : 'create_team')}
+    WITH team AS (
+      INSERT INTO teams (id, organization_id, name, created_at, updated_at)
+      VALUES (${team.id}, ${team.organizationId}, ${team.name}, ${team.now}, ${team.now})
+      RETURNING id, name, created_at, member_count
+    )${audit ? sql`, ${audit}` : sql``}
+    SELECT * FROM team`.execute(db);
+  return result.rows[0]!;
 }
 
 /** Idempotent: adding a member already in the team changes nothing. */

@@ -114,4 +114,19 @@ describe('hot paths in few round trips', () => {
     expect(await t.db.selectFrom('audit_logs').select('action').where('target_id', '=', res!.body.item.id).execute()).toEqual([{ action: 'invitation.created' }]);
     expect(await t.db.selectFrom('events').select('type').where('organization_id', '=', owner.organizationId).where('type', '=', 'invitation.created').execute()).toHaveLength(1);
   });
+
+  it('POST /v1/teams without members: the session and one write statement (team, audit entry, event)', async () => {
+    const owner = await createOrganization(t, 'Teaming');
+    let res: supertest.Response | undefined;
+    expect(await statements(async () => (res = await http.post('/v1/teams').set(...bearer(owner.token)).send({ name: 'Platform' })))).toBe(2);
+    expect(res!.status).toBe(201);
+    expect(res!.body.item).toMatchObject({ name: 'Platform', memberCount: 0 });
+    expect(await t.db.selectFrom('audit_logs').select('action').where('target_id', '=', res!.body.item.id).execute()).toEqual([{ action: 'team.created' }]);
+    expect(await t.db.selectFrom('events').select('type').where('organization_id', '=', owner.organizationId).where('type', '=', 'team.created').execute()).toHaveLength(1);
+    // A name taken answers 409 and writes nothing more.
+    const again = await http.post('/v1/teams').set(...bearer(owner.token)).send({ name: 'platform' });
+    expect([again.status, again.body.error]).toEqual([409, 'team_name_taken']);
+    expect(await t.db.selectFrom('audit_logs').select('action').where('organization_id', '=', owner.organizationId).where('action', '=', 'team.created').execute()).toHaveLength(1);
+    expect(await t.db.selectFrom('events').select('type').where('organization_id', '=', owner.organizationId).where('type', '=', 'team.created').execute()).toHaveLength(1);
+  });
 });
