@@ -134,10 +134,10 @@ maybe('OpenTelemetry traces', () => {
 
     const childrenOf = (id: string) => inTrace().filter((s) => s.parentSpanId === id);
     const descendants = (id: string): Span[] => childrenOf(id).flatMap((c) => [c, ...descendants(c.spanId)]);
-    // Its SQL: pg spans below the request span (the audit statement among them).
+    // Its SQL: pg spans below the request span (the team's one statement, audit entry and event included).
     const sqlSpans = descendants(request.spanId).filter((s) => s.attributes['db.system.name'] === 'postgresql' && s.name.startsWith('pg.query'));
     expect(sqlSpans.length).toBeGreaterThan(0);
-    expect(sqlSpans.some((s) => s.attributes['db.postgresql.plan'] === 'audit_record')).toBe(true);
+    expect(sqlSpans.some((s) => s.attributes['db.postgresql.plan'] === 'create_team_audited')).toBe(true);
 
     // Later, from the job runner: the delivery span, the request's child, and its outbound POST.
     const delivery = await waitFor('the delivery span', () => inTrace().find((s) => s.name === 'webhook.deliver'));
