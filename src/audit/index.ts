@@ -29,8 +29,9 @@
  *   so its row lock orders that organization's writes only. Call recordChange late in the
  *   transaction: the lock is held until commit.
  * - The events outbox (webhooks, §2) is written from here too, so every audited change is an event.
- * - A change written as ONE statement of its own (no transaction; creating a plugin with its
- *   components) takes the same entry and event as CTEs of that statement:
+ * - A change written as ONE statement of its own (no transaction: creating a plugin with its
+ *   components, a team without members, an invitation) takes the same entry and event as CTEs of
+ *   that statement:
  *   `changeCtes(context, change, after)` (record.ts), with recordChange in a transaction as its
  *   fallback.
  */
