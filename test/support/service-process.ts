@@ -19,12 +19,25 @@ export async function adminSql(text: string): Promise<void> {
   }
 }
 
+/**
+ * A port nothing listens on, for a server started later (a service process, a receiver that is
+ * down at first). Chosen below the kernel's ephemeral range (32768-60999 on Linux): a port the
+ * kernel hands out for listen(0) is one it also gives outgoing connections as their source port,
+ * and a connection of a test running beside this one could take it between the check and the
+ * listen (EADDRINUSE).
+ */
 export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 }
 
