@@ -19,18 +19,26 @@ export async function adminSql(text: string): Promise<void> {
   }
 }
 
+/** Ports this process has handed out (never twice: a child may take seconds to listen). */
+const handedOut = new Set<number>();
+
 /**
  * A port nothing listens on, for a server started later (a service process, a receiver that is
  * down at first). Chosen below the kernel's ephemeral range (32768-60999 on Linux): a port the
  * kernel hands out for listen(0) is one it also gives outgoing connections as their source port,
  * and a connection of a test running beside this one could take it between the check and the
- * listen (EADDRINUSE).
+ * listen (EADDRINUSE). Each jest worker draws from its own thousand ports, so two test files
+ * running side by side are never handed the same one.
  */
 export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (await canListen(port)) return port;
+  const base = 20_000 + (Number(process.env.JEST_WORKER_ID ?? 0) % 12) * 1_000;
+  while (handedOut.size < 1_000) {
+    const port = base + Math.floor(Math.random() * 1_000);
+    if (handedOut.has(port) || !(await canListen(port))) continue;
+    handedOut.add(port);
+    return port;
   }
+  throw new Error('freePort: this process has used every port of its range');
 }
 
 function canListen(port: number): Promise<boolean> {
