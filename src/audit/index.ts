@@ -32,10 +32,10 @@
  * - A change written as ONE statement of its own (no transaction: creating a plugin with its
  *   components, a team without members, an invitation) takes the same entry and event as CTEs of
  *   that statement:
- *   `changeCtes(context, change, after)` (record.ts), with recordChange in a transaction as its
- *   fallback.
+ *   `writeWithAudit(context, change, after, oneStatement, inTransaction)` (record.ts, over
+ *   `changeCtes`), with recordChange in a transaction as its fallback.
  */
-export { recordChange, changeCtes, type Change, type Changes, type AuditEntry } from './record';
+export { recordChange, writeWithAudit, type Change, type Changes, type AuditEntry } from './record';
 export { contextOfRequest, systemContext, actorOf, type AuditContext, type Actor, type ActorType } from './context';
 export { REDACTED, isSecretField } from './redact';
 export { created, deleted, changed } from './changes';

@@ -165,3 +165,26 @@ export function changeCtes(context: AuditContext | null, change: Change, after: 
   const hook = eventHook();
   return { ctes: auditCtes(prepared, ctes, after), entry, overflowed: (err) => hook.isOverflow(err) };
 }
+
+/**
+ * The one way to write a change as ONE statement with its audit entry and event: `oneStatement`
+ * writes the change, with the entry's and event's CTEs (none when auditing is off). When the
+ * organization has more matching webhook endpoints than that statement carries delivery ids for,
+ * it fails and writes nothing, and `inTransaction` writes the change instead, calling
+ * recordChange in its transaction.
+ */
+export async function writeWithAudit<T>(
+  context: AuditContext | null,
+  change: Change,
+  after: string,
+  oneStatement: (ctes: RawBuilder<unknown> | undefined) => Promise<T>,
+  inTransaction: () => Promise<T>,
+): Promise<T> {
+  const audited = changeCtes(context, change, after);
+  try {
+    return await oneStatement(audited?.ctes);
+  } catch (err) {
+    if (!audited?.overflowed(err)) throw err;
+  }
+  return inTransaction();
+}

@@ -16,7 +16,7 @@ import { toMember } from '../members/mappers';
 import { enforceLimit } from '../plans';
 import * as store from './store';
 import type { InvitationRow } from './store';
-import { changeCtes, changed, created, recordChange, type Change } from '../audit';
+import { changed, created, recordChange, writeWithAudit, type Change } from '../audit';
 import { refuseAcceptOutsideSso, refuseSignUpUnderSso } from '../sso/enforcement';
 import { mailCtes, prepareMail, queueMail } from '../mail/queue';
 import type { MailInput } from '../mail/templates';
@@ -106,23 +106,17 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
   const message = mailCtes(prepareMail(deps, invitationMail(checked, { email, role, token, expiresAt: invitation.expiresAt })));
   const change: Change = { action: 'invitation.created', target: { type: 'invitation', id: invitation.id }, changes: created({ email, role: input.role }) };
   try {
-    const audited = changeCtes(deps.audit, change, 'invitation');
-    let written = false;
-    if (audited) {
-      try {
-        await store.insertInvitationWithMessage(deps.db, invitation, message, audited.ctes);
-        written = true;
-      } catch (err) {
-        if (!audited.overflowed(err)) throw err;
-      }
-    }
-    // Auditing off, or more webhook endpoints to queue than one statement carries.
-    if (!written) {
-      await deps.db.transaction().execute(async (trx) => {
-        await store.insertInvitationWithMessage(trx, invitation, message);
-        await recordChange(trx, deps.audit, change);
-      });
-    }
+    await writeWithAudit(
+      deps.audit,
+      change,
+      'invitation',
+      (ctes) => store.insertInvitationWithMessage(deps.db, invitation, message, ctes),
+      () =>
+        deps.db.transaction().execute(async (trx) => {
+          await store.insertInvitationWithMessage(trx, invitation, message);
+          await recordChange(trx, deps.audit, change);
+        }),
+    );
   } catch (err) {
     if (isUniqueViolation(err, 'invitations_pending_email_key')) {
       throw new Conflict('invitation_pending', 'A pending invitation for this e-mail already exists.');

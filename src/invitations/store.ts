@@ -95,7 +95,7 @@ export async function invitationPrecheck(db: Db, organizationId: string, inviter
  * the address's expired pending invitations cancelled first (they no longer block it), the message
  * (`mail`: `mailCtes` of src/mail/queue.ts, defining `mail_queued` and `mail_announced`) and the
  * invitation naming it. `audit`: the change's audit entry and event as
- * CTEs (`changeCtes(context, change, 'invitation')` of src/audit), written by the same statement
+ * CTEs (`writeWithAudit` of src/audit), written by the same statement
  * after the rest, so the organization's chain-head lock is taken by its last step.
  */
 export async function insertInvitationWithMessage(db: Db, invitation: NewInvitation, mail: RawBuilder<unknown>, audit?: RawBuilder<unknown>): Promise<void> {

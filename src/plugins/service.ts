@@ -13,7 +13,7 @@ import { addPlugin, authorizeMarketplace, lockMarketplace, marketplaceNotFound }
 import { componentTypeOf, toComponent, toPlugin } from './mappers';
 import * as store from './store';
 import type { RawBuilder } from 'kysely';
-import { changeCtes, changed, created, recordChange, type Change } from '../audit';
+import { changed, created, recordChange, writeWithAudit, type Change } from '../audit';
 
 export const pluginNotFound = () => new NotFound('plugin_not_found', 'The plugin could not be found.');
 
@@ -65,8 +65,8 @@ export interface CreatePluginBody {
 /**
  * All or nothing. Without a marketplace: the plugin, all components, the creator's manager grant,
  * the org-wide viewer grant, the audit entry and its event are ONE statement (one round trip,
- * atomic on its own); only an organization with more matching webhook endpoints than that
- * statement carries delivery ids for (or auditing off) takes a transaction of the same writes.
+ * atomic on its own, `writeWithAudit`); only an organization with more matching webhook endpoints
+ * than that statement carries delivery ids for takes a transaction of the same writes.
  * With a marketplace it runs in a transaction after the marketplace is locked and the caller's
  * editor role checked, and the membership follows; a failure at any step (the marketplace
  * missing, archived or not editable) writes nothing. The answer is built from what was written,
@@ -102,19 +102,18 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
     changes: created({ name: body.name, description: body.description ?? '', orgWide: body.orgWide ?? false, marketplaceId: body.marketplaceId, componentTypes: components.map((c) => c.type) }),
   };
   if (!body.marketplaceId) {
-    const audited = changeCtes(deps.audit, change, 'components');
-    if (audited) {
-      try {
-        return toPlugin(await write(deps.db, audited.ctes), parts, []);
-      } catch (err) {
-        if (!audited.overflowed(err)) throw err;
-      }
-    }
-    return deps.db.transaction().execute(async (trx) => {
-      const row = await write(trx);
-      await recordChange(trx, deps.audit, change);
-      return toPlugin(row, parts, []);
-    });
+    return writeWithAudit(
+      deps.audit,
+      change,
+      'components',
+      async (ctes) => toPlugin(await write(deps.db, ctes), parts, []),
+      () =>
+        deps.db.transaction().execute(async (trx) => {
+          const row = await write(trx);
+          await recordChange(trx, deps.audit, change);
+          return toPlugin(row, parts, []);
+        }),
+    );
   }
   const marketplaceId = body.marketplaceId;
   return deps.db.transaction().execute(async (trx) => {

@@ -119,7 +119,7 @@ export async function insertComponents(db: Db, organizationId: string, pluginId:
  * grants) in ONE statement: one round trip, atomic without a transaction of its own. The components
  * travel as one jsonb array parameter expanded in SQL (not 8 parameters per component), so the
  * statement text depends only on the grants' shape and is prepared once per connection. `audit`:
- * the change's audit entry and event as CTEs (`changeCtes(context, change, 'components')` of
+ * the change's audit entry and event as CTEs (`writeWithAudit` of
  * src/audit), written by the same statement.
  */
 export async function insertPluginWithComponents(

@@ -10,7 +10,7 @@ import { authorize } from '../access/roles';
 import { toTeam } from './mappers';
 import { toMember } from '../members/mappers';
 import { existingMemberIds } from '../members/memberships';
-import { changeCtes, changed, created, deleted, recordChange, type Change } from '../audit';
+import { changed, created, deleted, recordChange, writeWithAudit, type Change } from '../audit';
 import * as store from './store';
 
 const teamNotFound = () => new NotFound('team_not_found', 'The team could not be found.');
@@ -32,16 +32,8 @@ export async function createTeam(deps: AppDeps, membership: Membership, input: {
   const id = newId('team');
   const team = { id, organizationId, name: input.name, now: deps.clock.now() };
   const change: Change = { action: 'team.created', target: { type: 'team', id }, changes: created({ name: input.name, memberIds }) };
-  try {
-    if (memberIds.length === 0) {
-      const audited = changeCtes(deps.audit, change, 'team');
-      try {
-        return toTeam(await store.insertTeamAlone(deps.db, team, audited?.ctes));
-      } catch (err) {
-        if (!audited?.overflowed(err)) throw err;
-      }
-    }
-    return await deps.db.transaction().execute(async (trx) => {
+  const inTransaction = () =>
+    deps.db.transaction().execute(async (trx) => {
       const found = await existingMemberIds(trx, organizationId, memberIds);
       if (found.length !== memberIds.length) throw memberNotFound();
       await store.insertTeam(trx, team);
@@ -51,6 +43,9 @@ export async function createTeam(deps: AppDeps, membership: Membership, input: {
       await recordChange(trx, deps.audit, change);
       return toTeam(row);
     });
+  try {
+    if (memberIds.length > 0) return await inTransaction();
+    return await writeWithAudit(deps.audit, change, 'team', async (ctes) => toTeam(await store.insertTeamAlone(deps.db, team, ctes)), inTransaction);
   } catch (err) {
     return translateNameTaken(err);
   }

@@ -45,7 +45,7 @@ export async function deleteTeam(db: Db, organizationId: string, teamId: string)
 
 /**
  * A new team with no members in ONE statement (atomic by itself, one round trip), answering the
- * row. `audit`: the change's audit entry and event as CTEs (`changeCtes(context, change, 'team')`
+ * row. `audit`: the change's audit entry and event as CTEs (`writeWithAudit`
  * of src/audit), written by the same statement.
  */
 export async function insertTeamAlone(db: Db, team: { id: string; organizationId: string; name: string; now: Date }, audit?: RawBuilder<unknown>): Promise<TeamRow> {
