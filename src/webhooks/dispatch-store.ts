@@ -28,8 +28,13 @@ export interface ClaimedDelivery {
 /**
  * Leases up to `batch` due deliveries, at most `perEndpoint` in flight per endpoint (counting
  * live leases of every process), oldest first within an endpoint. FOR UPDATE SKIP LOCKED makes
- * concurrent claims from other processes pass over rows being claimed; the lease condition is
- * re-checked on the row's latest version, so a delivery is never leased twice at once.
+ * concurrent claims from other processes pass over rows being claimed; a row another claim has
+ * just leased is locked in its latest version and the candidate's conditions (pending, due, no
+ * live lease) are re-checked on it there, so a delivery is never leased twice at once. The
+ * UPDATE then only touches rows this statement holds locked, as an array of primary keys: joined
+ * to `picked` (or with those conditions repeated), the planner read every pending delivery (a
+ * scan of the table or of the pending index, then a hash join) whenever the table's statistics
+ * predated a burst, so a claim cost more the longer the queue (test/api/webhook-claim.test.ts).
  */
 export async function claimDeliveries(
   db: Kysely<DB>,
@@ -60,9 +65,8 @@ export async function claimDeliveries(
     )
     UPDATE webhook_deliveries d
     SET lease_until = ${leaseUntil}::timestamptz, lease_token = ${token}, attempts = d.attempts + 1, retry_requested = false, updated_at = ${now}::timestamptz
-    FROM picked, events ev, webhook_endpoints e
-    WHERE d.id = picked.id AND ev.id = d.event_id AND e.id = d.endpoint_id
-      AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
+    FROM events ev, webhook_endpoints e
+    WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND ev.id = d.event_id AND e.id = d.endpoint_id
     RETURNING d.id, d.endpoint_id, d.event_id, d.organization_id, d.attempts, d.lease_token, d.trace_context, ev.type, ev.data, ev.created_at,
       e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at
   `.execute(db);

@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { claimDeliveries } from '../../src/webhooks/dispatch-store';
+import { createTestApp, type TestApp } from '../support/app';
+import { bearer, createOrganization } from '../support/factories';
+import { WEBHOOK_TEST_ENV } from '../support/webhooks';
+
+/**
+ * A dispatcher's claim costs the same whatever the queue holds: it reads the due deliveries of
+ * each endpoint up to its limit and leases them by primary key. That must hold when a burst was
+ * queued after the table's statistics were taken (the usual case: a backlog arrives faster than
+ * autovacuum analyzes); a plan reading every pending delivery on each claim drains a queue the
+ * slower the longer it is.
+ */
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp({ env: WEBHOOK_TEST_ENV });
+});
+afterAll(() => t.close());
+
+const ENDPOINTS = 5;
+const PER_ENDPOINT = 8;
+
+async function queue(organizationId: string, prefix: string, events: number, at: Date): Promise<void> {
+  await sql`INSERT INTO events (id, organization_id, type, data, created_at)
+    SELECT ${prefix} || i, ${organizationId}, 'team.created', '{"target":null,"changes":{}}'::jsonb, ${at}::timestamptz FROM generate_series(1, ${events}::int) i`.execute(t.db);
+  await sql`INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, next_attempt_at, created_at, updated_at)
+    SELECT 'whd_' || ${prefix} || i || '_' || e.id, ${organizationId}, e.id, ${prefix} || i, 'team.created', 'pending', ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
+    FROM generate_series(1, ${events}::int) i CROSS JOIN webhook_endpoints e WHERE e.organization_id = ${organizationId}`.execute(t.db);
+}
+
+class Measured extends Error {
+  constructor(readonly result: { claimed: number; rowsRead: number }) {
+    super('rolled back');
+  }
+}
+
+/** Claims once in a transaction of its own, counts the delivery rows Postgres read for it, and rolls the claim back. */
+async function claimAndCountReads(): Promise<{ claimed: number; rowsRead: number }> {
+  try {
+    await t.db.transaction().execute(async (trx) => {
+      // The backend's counts not yet sent to the statistics (they may include statements just before): a difference.
+      const read = async () => {
+        const { rows } = await sql<{ read: string }>`
+          SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::text AS read FROM pg_stat_xact_user_tables WHERE relname = 'webhook_deliveries'`.execute(trx);
+        return Number(rows[0]?.read ?? 0);
+      };
+      const before = await read();
+      const now = t.clock.now();
+      const claimed = await claimDeliveries(trx, { now, leaseUntil: new Date(now.getTime() + 30_000), token: randomBytes(12).toString('base64url'), batch: 64, perEndpoint: PER_ENDPOINT });
+      const after = await read();
+      throw new Measured({ claimed: claimed.length, rowsRead: after - before });
+    });
+  } catch (err) {
+    if (err instanceof Measured) return err.result;
+    throw err;
+  }
+  throw new Error('unreachable');
+}
+
+it('reads the rows it leases, not the queue, also when the queue grew from 25 to 10,025 since the statistics were taken', async () => {
+  const owner = await createOrganization(t, 'Backlog');
+  for (let i = 0; i < ENDPOINTS; i++) {
+    const res = await t.http.post('/v1/webhooks').set(...bearer(owner.token)).send({ url: `https://hooks.example.test/b${i}`, events: ['team.*'] });
+    expect(res.status).toBe(201);
+  }
+  const at = new Date(t.clock.now().getTime() - 1000);
+  await queue(owner.organizationId, 'evt_small_', 5, at);
+  await sql`ANALYZE webhook_deliveries`.execute(t.db);
+  const small = await claimAndCountReads();
+  expect(small.claimed).toBe(ENDPOINTS * 5);
+
+  await queue(owner.organizationId, 'evt_burst_', 2000, at);
+  const large = await claimAndCountReads();
+  expect(large.claimed).toBe(ENDPOINTS * PER_ENDPOINT);
+  // Each endpoint's first due rows and the leased rows themselves (80), not the queue (10,025).
+  expect(large.rowsRead).toBeLessThanOrEqual(4 * ENDPOINTS * PER_ENDPOINT);
+});
