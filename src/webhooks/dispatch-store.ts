@@ -89,7 +89,9 @@ export interface Outcome {
  * Writes attempts' outcomes and releases their leases, and ends the failure streak of the
  * endpoints whose latest attempt succeeded, in one statement (one round trip per batch of
  * outcomes). A row whose lease was taken over (it expired and another process claimed it) is left
- * alone. A manual retry that came during the attempt keeps the delivery pending for now.
+ * alone. A manual retry that came during the attempt keeps the delivery pending for now. The rows
+ * are found by their primary keys as an array: joined to the payload's rows alone, the planner
+ * could scan the whole table when its statistics predated a burst (see claimDeliveries).
  */
 export async function recordOutcomes(db: Kysely<DB>, outcomes: Outcome[], succeededEndpoints: string[] = []): Promise<void> {
   if (outcomes.length === 0) return;
@@ -105,7 +107,7 @@ export async function recordOutcomes(db: Kysely<DB>, outcomes: Outcome[], succee
           last_status_code = v.code, last_error = v.error,
           lease_until = NULL, lease_token = NULL, retry_requested = false, updated_at = v.finished
       FROM jsonb_to_recordset(${payload}::jsonb) AS v(id text, token text, status text, code int, error text, next timestamptz, finished timestamptz)
-      WHERE d.id = v.id AND d.lease_token = v.token
+      WHERE d.id = ANY (${outcomes.map((o) => o.id)}::text[]) AND d.id = v.id AND d.lease_token = v.token
     ), cleared AS (
       UPDATE webhook_endpoints SET failing_since = NULL
       WHERE id = ANY(${succeededEndpoints}::text[]) AND failing_since IS NOT NULL

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { claimDeliveries } from '../../src/webhooks/dispatch-store';
+import { claimDeliveries, recordOutcomes } from '../../src/webhooks/dispatch-store';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization } from '../support/factories';
 import { WEBHOOK_TEST_ENV } from '../support/webhooks';
@@ -30,16 +30,19 @@ async function queue(organizationId: string, prefix: string, events: number, at:
 }
 
 class Measured extends Error {
-  constructor(readonly result: { claimed: number; rowsRead: number }) {
+  constructor(readonly result: { claimed: number; claimRead: number; recordRead: number }) {
     super('rolled back');
   }
 }
 
-/** Claims once in a transaction of its own, counts the delivery rows Postgres read for it, and rolls the claim back. */
-async function claimAndCountReads(): Promise<{ claimed: number; rowsRead: number }> {
+/**
+ * Claims once in a transaction of its own, records every claimed delivery as delivered, counts
+ * the delivery rows Postgres read for each statement, and rolls it all back.
+ */
+async function claimAndCountReads(): Promise<{ claimed: number; claimRead: number; recordRead: number }> {
   try {
     await t.db.transaction().execute(async (trx) => {
-      // The backend's counts not yet sent to the statistics (they may include statements just before): a difference.
+      // The backend's counts not yet sent to the statistics (they may include statements just before): differences.
       const read = async () => {
         const { rows } = await sql<{ read: string }>`
           SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::text AS read FROM pg_stat_xact_user_tables WHERE relname = 'webhook_deliveries'`.execute(trx);
@@ -48,8 +51,13 @@ async function claimAndCountReads(): Promise<{ claimed: number; rowsRead: number
       const before = await read();
       const now = t.clock.now();
       const claimed = await claimDeliveries(trx, { now, leaseUntil: new Date(now.getTime() + 30_000), token: randomBytes(12).toString('base64url'), batch: 64, perEndpoint: PER_ENDPOINT });
-      const after = await read();
-      throw new Measured({ claimed: claimed.length, rowsRead: after - before });
+      const afterClaim = await read();
+      const outcomes = claimed.map((d) => ({ id: d.id, token: d.lease_token, endpointId: d.endpoint_id, organizationId: d.organization_id, status: 'succeeded' as const, code: 204, error: null, next: null, finished: now }));
+      await recordOutcomes(trx, outcomes);
+      const recorded = await sql<{ n: string }>`SELECT count(*)::text AS n FROM webhook_deliveries WHERE status = 'succeeded' AND lease_token IS NULL AND id = ANY (${claimed.map((d) => d.id)}::text[])`.execute(trx);
+      expect(Number(recorded.rows[0]!.n)).toBe(claimed.length);
+      const afterRecord = await read();
+      throw new Measured({ claimed: claimed.length, claimRead: afterClaim - before, recordRead: afterRecord - afterClaim });
     });
   } catch (err) {
     if (err instanceof Measured) return err.result;
@@ -58,7 +66,7 @@ async function claimAndCountReads(): Promise<{ claimed: number; rowsRead: number
   throw new Error('unreachable');
 }
 
-it('reads the rows it leases, not the queue, also when the queue grew from 25 to 10,025 since the statistics were taken', async () => {
+it('claims and records outcomes reading the rows it leases, not the queue, also when the queue grew from 25 to 10,025 since the statistics were taken', async () => {
   const owner = await createOrganization(t, 'Backlog');
   for (let i = 0; i < ENDPOINTS; i++) {
     const res = await t.http.post('/v1/webhooks').set(...bearer(owner.token)).send({ url: `https://hooks.example.test/b${i}`, events: ['team.*'] });
@@ -74,5 +82,7 @@ it('reads the rows it leases, not the queue, also when the queue grew from 25 to
   const large = await claimAndCountReads();
   expect(large.claimed).toBe(ENDPOINTS * PER_ENDPOINT);
   // Each endpoint's first due rows and the leased rows themselves (80), not the queue (10,025).
-  expect(large.rowsRead).toBeLessThanOrEqual(4 * ENDPOINTS * PER_ENDPOINT);
+  expect(large.claimRead).toBeLessThanOrEqual(4 * ENDPOINTS * PER_ENDPOINT);
+  // The outcomes: the 40 rows they name (and the count above).
+  expect(large.recordRead).toBeLessThanOrEqual(4 * ENDPOINTS * PER_ENDPOINT);
 });
