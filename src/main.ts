@@ -8,7 +8,7 @@ import { createAppServer } from './http/server';
 import { createLogger } from './http/logging';
 import { systemClock } from './lib/clock';
 import { SecretBox } from './lib/crypto';
-import { createJobRunner } from './jobs';
+import { createJobRunner, JOB_SESSION_SETTINGS } from './jobs';
 import { createMailTransport } from './mail/transport';
 import { createOutbound } from './outbound';
 import { startAuditRetention } from './audit/retention';
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   // has one connection and one process, so there it shares the connection and polls.
   const kinds = { webhooks: settings.webhooks.dispatch, mail: settings.mail.dispatch };
   const runsJobs = kinds.webhooks || kinds.mail;
-  const jobDatabase = settings.databaseUrl && runsJobs ? connectServer(settings.databaseUrl, { max: JOB_POOL_MAX }) : null;
+  const jobDatabase = settings.databaseUrl && runsJobs ? connectServer(settings.databaseUrl, { max: JOB_POOL_MAX, sessionSettings: JOB_SESSION_SETTINGS }) : null;
   const mailTransport = createMailTransport(settings.mail);
   // Where mail goes (SMTP host and port, or the folder of .eml files); never SMTP_URL itself.
   logger.info({ mail: mailTransport.destination, sending: kinds.mail }, 'mail delivery');

@@ -31,6 +31,8 @@ export interface ServerDatabaseOptions {
   /** Upper bound on waiting for a connection; past it the request gets 503, not a hang. */
   connectionTimeoutMs?: number;
   max?: number;
+  /** Settings of every connection of the pool (sent at connect: `-c name=value`). */
+  sessionSettings?: Readonly<Record<string, string>>;
 }
 
 /** Marks a query to be sent as a named prepared statement (see ./named-statements.ts). */
@@ -45,6 +47,7 @@ export function connectServer(url: string, options: ServerDatabaseOptions = {}):
     // Bounded queries: a statement that runs this long is a bug or a dead server.
     query_timeout: 15_000,
     idleTimeoutMillis: 30_000,
+    ...(options.sessionSettings ? { options: Object.entries(options.sessionSettings).map(([name, value]) => `-c ${name}=${value}`).join(' ') } : {}),
   });
   // An idle client losing its server must not crash the process; the next query reports it.
   pool.on('error', () => undefined);

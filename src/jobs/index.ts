@@ -13,6 +13,18 @@ import { listenForJobs } from './wakeup';
 
 export { JobRunner } from './runner';
 
+/**
+ * Settings of the job runner's own connections (src/main.ts): every statement is planned for the
+ * tables as they are when it runs. The queue tables swing from empty to thousands of rows within
+ * seconds, faster than autovacuum analyzes them, and the generic plan Postgres keeps for a
+ * prepared statement after five runs is made from the statistics of that moment: planned while
+ * the queue was empty, a claim read the whole queue on every pass until the next ANALYZE (a
+ * burst of 10,000 deliveries drained at half speed; test/api/webhook-claim.test.ts). A custom
+ * plan sees the table's current size; planning costs about a millisecond of Postgres's time per
+ * claim, a few per second when idle. Requests keep the default: their tables do not swing so.
+ */
+export const JOB_SESSION_SETTINGS = { plan_cache_mode: 'force_custom_plan' } as const;
+
 export interface JobRunnerSetup {
   db: Kysely<DB>;
   clock: Clock;

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
+import type { Kysely } from 'kysely';
+import { connectServer, type Database } from '../../src/db/connect';
+import type { DB } from '../../src/db/schema';
+import { JOB_SESSION_SETTINGS } from '../../src/jobs';
 import { claimDeliveries, recordOutcomes } from '../../src/webhooks/dispatch-store';
 import { createTestApp, type TestApp } from '../support/app';
+import { serverUrl } from '../support/env';
 import { bearer, createOrganization } from '../support/factories';
 import { WEBHOOK_TEST_ENV } from '../support/webhooks';
 
@@ -10,13 +15,20 @@ import { WEBHOOK_TEST_ENV } from '../support/webhooks';
  * each endpoint up to its limit and leases them by primary key. That must hold when a burst was
  * queued after the table's statistics were taken (the usual case: a backlog arrives faster than
  * autovacuum analyzes); a plan reading every pending delivery on each claim drains a queue the
- * slower the longer it is.
+ * slower the longer it is. The claims run on a connection made as the service makes its job
+ * runner's (src/main.ts: JOB_SESSION_SETTINGS).
  */
 let t: TestApp;
+let jobs: Database;
 beforeAll(async () => {
   t = await createTestApp({ env: WEBHOOK_TEST_ENV });
+  // One connection: its prepared statements' plans are what the claims below reuse.
+  jobs = connectServer(serverUrl(t.database.name!), { max: 1, sessionSettings: JOB_SESSION_SETTINGS });
 });
-afterAll(() => t.close());
+afterAll(async () => {
+  await jobs.close();
+  await t.close();
+});
 
 const ENDPOINTS = 5;
 const PER_ENDPOINT = 8;
@@ -39,9 +51,9 @@ class Measured extends Error {
  * Claims once in a transaction of its own, records every claimed delivery as delivered, counts
  * the delivery rows Postgres read for each statement, and rolls it all back.
  */
-async function claimAndCountReads(): Promise<{ claimed: number; claimRead: number; recordRead: number }> {
+async function claimAndCountReads(db: Kysely<DB>): Promise<{ claimed: number; claimRead: number; recordRead: number }> {
   try {
-    await t.db.transaction().execute(async (trx) => {
+    await db.transaction().execute(async (trx) => {
       // The backend's counts not yet sent to the statistics (they may include statements just before): differences.
       const read = async () => {
         const { rows } = await sql<{ read: string }>`
@@ -66,23 +78,43 @@ async function claimAndCountReads(): Promise<{ claimed: number; claimRead: numbe
   throw new Error('unreachable');
 }
 
-it('claims and records outcomes reading the rows it leases, not the queue, also when the queue grew from 25 to 10,025 since the statistics were taken', async () => {
-  const owner = await createOrganization(t, 'Backlog');
+async function organizationWithEndpoints(name: string): Promise<string> {
+  const owner = await createOrganization(t, name);
   for (let i = 0; i < ENDPOINTS; i++) {
-    const res = await t.http.post('/v1/webhooks').set(...bearer(owner.token)).send({ url: `https://hooks.example.test/b${i}`, events: ['team.*'] });
+    const res = await t.http.post('/v1/webhooks').set(...bearer(owner.token)).send({ url: `https://hooks.example.test/${name}/${i}`, events: ['team.*'] });
     expect(res.status).toBe(201);
   }
-  const at = new Date(t.clock.now().getTime() - 1000);
-  await queue(owner.organizationId, 'evt_small_', 5, at);
+  return owner.organizationId;
+}
+
+it('claims and records outcomes reading the rows it leases when the statistics saw the queue empty, then 10,000 arrived', async () => {
+  const organizationId = await organizationWithEndpoints('empty-then-burst');
   await sql`ANALYZE webhook_deliveries`.execute(t.db);
-  const small = await claimAndCountReads();
+  const at = new Date(t.clock.now().getTime() - 1000);
+  // An idle dispatcher polls: after five executions Postgres keeps a generic plan of the claim,
+  // made from these statistics, until the next ANALYZE.
+  await queue(organizationId, 'evt_idle_', 1, at);
+  for (let i = 0; i < 8; i++) expect((await claimAndCountReads(jobs.db)).claimed).toBe(ENDPOINTS);
+  await queue(organizationId, 'evt_empty_burst_', 2000, at);
+  const claim = await claimAndCountReads(jobs.db);
+  expect(claim.claimed).toBe(ENDPOINTS * PER_ENDPOINT);
+  // Each endpoint's first due rows and the leased rows themselves (80), not the queue (10,005).
+  expect(claim.claimRead).toBeLessThanOrEqual(4 * ENDPOINTS * PER_ENDPOINT);
+  expect(claim.recordRead).toBeLessThanOrEqual(4 * ENDPOINTS * PER_ENDPOINT);
+});
+
+it('claims and records outcomes reading the rows it leases when the statistics saw 25 queued, then 10,000 more arrived', async () => {
+  await sql`TRUNCATE webhook_deliveries`.execute(t.db);
+  const organizationId = await organizationWithEndpoints('small-then-burst');
+  const at = new Date(t.clock.now().getTime() - 1000);
+  await queue(organizationId, 'evt_small_', 5, at);
+  await sql`ANALYZE webhook_deliveries`.execute(t.db);
+  const small = await claimAndCountReads(jobs.db);
   expect(small.claimed).toBe(ENDPOINTS * 5);
 
-  await queue(owner.organizationId, 'evt_burst_', 2000, at);
-  const large = await claimAndCountReads();
+  await queue(organizationId, 'evt_burst_', 2000, at);
+  const large = await claimAndCountReads(jobs.db);
   expect(large.claimed).toBe(ENDPOINTS * PER_ENDPOINT);
-  // Each endpoint's first due rows and the leased rows themselves (80), not the queue (10,025).
   expect(large.claimRead).toBeLessThanOrEqual(4 * ENDPOINTS * PER_ENDPOINT);
-  // The outcomes: the 40 rows they name (and the count above).
   expect(large.recordRead).toBeLessThanOrEqual(4 * ENDPOINTS * PER_ENDPOINT);
 });
