@@ -32,13 +32,14 @@ const handedOut = new Set<number>();
  */
 export async function freePort(): Promise<number> {
   const base = 20_000 + (Number(process.env.JEST_WORKER_ID ?? 0) % 12) * 1_000;
-  while (handedOut.size < 1_000) {
+  // Bounded: ports taken by other programs are never handed out, so the loop cannot count on them.
+  for (let tries = 0; tries < 5_000; tries++) {
     const port = base + Math.floor(Math.random() * 1_000);
     if (handedOut.has(port) || !(await canListen(port))) continue;
     handedOut.add(port);
     return port;
   }
-  throw new Error('freePort: this process has used every port of its range');
+  throw new Error(`freePort: no free port left in ${base}-${base + 999}`);
 }
 
 function canListen(port: number): Promise<boolean> {
