@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { connectServer, type Database } from '../../src/db/connect';
 import type { DB } from '../../src/db/schema';
 import { JOB_SESSION_SETTINGS } from '../../src/jobs';
