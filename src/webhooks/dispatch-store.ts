@@ -35,6 +35,10 @@ export interface ClaimedDelivery {
  * to `picked` (or with those conditions repeated), the planner read every pending delivery (a
  * scan of the table or of the pending index, then a hash join) whenever the table's statistics
  * predated a burst, so a claim cost more the longer the queue (test/api/webhook-claim.test.ts).
+ *
+ * The endpoints looked at are those with a pending delivery (`queued`: a loose scan of the due
+ * index, one probe per such endpoint and one more), not every enabled endpoint: an idle poll
+ * costs one probe however many endpoints the organizations have.
  */
 export async function claimDeliveries(
   db: Kysely<DB>,
@@ -43,10 +47,18 @@ export async function claimDeliveries(
   const { now, leaseUntil, token, batch, perEndpoint } = options;
   const { rows } = await sql<ClaimedDelivery>`
     /* prepared:webhooks_claim */
-    WITH candidates AS (
+    WITH RECURSIVE queued AS (
+      (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY endpoint_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT w.endpoint_id FROM webhook_deliveries w WHERE w.status = 'pending' AND w.endpoint_id > q.endpoint_id ORDER BY w.endpoint_id LIMIT 1)
+      FROM queued q WHERE q.endpoint_id IS NOT NULL
+    ), candidates AS (
       SELECT c.id, c.next_attempt_at, b.busy,
              row_number() OVER (PARTITION BY e.id ORDER BY c.next_attempt_at, c.id) AS rank
-      FROM webhook_endpoints e
+      FROM queued q
+      -- LIMIT keeps this a lookup by primary key per queued endpoint: as a join, the planner
+      -- hashed every endpoint (a scan of the table) when it expected many queued ones.
+      CROSS JOIN LATERAL (SELECT id FROM webhook_endpoints WHERE id = q.endpoint_id AND enabled LIMIT 1) e
       CROSS JOIN LATERAL (
         SELECT count(*)::int AS busy FROM webhook_deliveries y
         WHERE y.endpoint_id = e.id AND y.lease_until IS NOT NULL AND y.lease_until > ${now}::timestamptz
@@ -59,16 +71,21 @@ export async function claimDeliveries(
         LIMIT ${perEndpoint}::int
         FOR UPDATE SKIP LOCKED
       ) c
-      WHERE e.enabled AND b.busy < ${perEndpoint}::int
+      WHERE b.busy < ${perEndpoint}::int
     ), picked AS (
       SELECT id FROM candidates WHERE rank <= ${perEndpoint}::int - busy ORDER BY next_attempt_at, id LIMIT ${batch}::int
+    ), leased AS (
+      UPDATE webhook_deliveries d
+      SET lease_until = ${leaseUntil}::timestamptz, lease_token = ${token}, attempts = d.attempts + 1, retry_requested = false, updated_at = ${now}::timestamptz
+      WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
+      RETURNING d.id, d.endpoint_id, d.event_id, d.organization_id, d.attempts, d.lease_token, d.trace_context
     )
-    UPDATE webhook_deliveries d
-    SET lease_until = ${leaseUntil}::timestamptz, lease_token = ${token}, attempts = d.attempts + 1, retry_requested = false, updated_at = ${now}::timestamptz
-    FROM events ev, webhook_endpoints e
-    WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND ev.id = d.event_id AND e.id = d.endpoint_id
-    RETURNING d.id, d.endpoint_id, d.event_id, d.organization_id, d.attempts, d.lease_token, d.trace_context, ev.type, ev.data, ev.created_at,
-      e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at
+    -- Each leased row's event and endpoint by primary key (LIMIT 1: not a join the planner may
+    -- turn into a merge or hash over the whole table).
+    SELECT d.*, ev.type, ev.data, ev.created_at, e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at
+    FROM leased d
+    CROSS JOIN LATERAL (SELECT type, data, created_at FROM events WHERE id = d.event_id LIMIT 1) ev
+    CROSS JOIN LATERAL (SELECT url, secret_sealed, previous_secret_sealed, previous_secret_expires_at FROM webhook_endpoints WHERE id = d.endpoint_id LIMIT 1) e
   `.execute(db);
   return rows;
 }

@@ -10,8 +10,9 @@ import { bearer, createOrganization } from '../support/factories';
 import { WEBHOOK_TEST_ENV } from '../support/webhooks';
 
 /**
- * A dispatcher's claim costs the same whatever the queue holds: it reads the due deliveries of
- * each endpoint up to its limit and leases them by primary key. That must hold when a burst was
+ * A dispatcher's claim costs the same whatever the queue holds: it looks at the endpoints that
+ * have deliveries queued (not every endpoint), reads the due deliveries of each up to its limit
+ * and leases them by primary key. That must hold when a burst was
  * queued after the table's statistics were taken (the usual case: a backlog arrives faster than
  * autovacuum analyzes); a plan reading every pending delivery on each claim drains a queue the
  * slower the longer it is. The claims run on a connection made as the service makes its job
@@ -40,8 +41,16 @@ async function queue(organizationId: string, prefix: string, events: number, at:
     FROM generate_series(1, ${events}::int) i CROSS JOIN webhook_endpoints e WHERE e.organization_id = ${organizationId}`.execute(t.db);
 }
 
+interface Reads {
+  claimed: number;
+  /** Delivery rows read by the claim, by the outcome batch; endpoint rows read by the claim. */
+  claimRead: number;
+  recordRead: number;
+  claimEndpointsRead: number;
+}
+
 class Measured extends Error {
-  constructor(readonly result: { claimed: number; claimRead: number; recordRead: number }) {
+  constructor(readonly result: Reads) {
     super('rolled back');
   }
 }
@@ -50,25 +59,28 @@ class Measured extends Error {
  * Claims once in a transaction of its own, records every claimed delivery as delivered, counts
  * the delivery rows Postgres read for each statement, and rolls it all back.
  */
-async function claimAndCountReads(db: Kysely<DB>): Promise<{ claimed: number; claimRead: number; recordRead: number }> {
+async function claimAndCountReads(db: Kysely<DB>): Promise<Reads> {
   try {
     await db.transaction().execute(async (trx) => {
       // The backend's counts not yet sent to the statistics (they may include statements just before): differences.
-      const read = async () => {
+      const reads = async (table: string) => {
         const { rows } = await sql<{ read: string }>`
-          SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::text AS read FROM pg_stat_xact_user_tables WHERE relname = 'webhook_deliveries'`.execute(trx);
+          SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::text AS read FROM pg_stat_xact_user_tables WHERE relname = ${table}`.execute(trx);
         return Number(rows[0]?.read ?? 0);
       };
+      const read = () => reads('webhook_deliveries');
       const before = await read();
+      const endpointsBefore = await reads('webhook_endpoints');
       const now = t.clock.now();
       const claimed = await claimDeliveries(trx, { now, leaseUntil: new Date(now.getTime() + 30_000), token: randomBytes(12).toString('base64url'), batch: 64, perEndpoint: PER_ENDPOINT });
       const afterClaim = await read();
+      const claimEndpointsRead = (await reads('webhook_endpoints')) - endpointsBefore;
       const outcomes = claimed.map((d) => ({ id: d.id, token: d.lease_token, endpointId: d.endpoint_id, organizationId: d.organization_id, status: 'succeeded' as const, code: 204, error: null, next: null, finished: now }));
       await recordOutcomes(trx, outcomes);
       const recorded = await sql<{ n: string }>`SELECT count(*)::text AS n FROM webhook_deliveries WHERE status = 'succeeded' AND lease_token IS NULL AND id = ANY (${claimed.map((d) => d.id)}::text[])`.execute(trx);
       expect(Number(recorded.rows[0]!.n)).toBe(claimed.length);
       const afterRecord = await read();
-      throw new Measured({ claimed: claimed.length, claimRead: afterClaim - before, recordRead: afterRecord - afterClaim });
+      throw new Measured({ claimed: claimed.length, claimRead: afterClaim - before, recordRead: afterRecord - afterClaim, claimEndpointsRead });
     });
   } catch (err) {
     if (err instanceof Measured) return err.result;
@@ -116,4 +128,31 @@ it('claims and records outcomes reading the rows it leases when the statistics s
   expect(large.claimed).toBe(ENDPOINTS * PER_ENDPOINT);
   expect(large.claimRead).toBeLessThanOrEqual(4 * ENDPOINTS * PER_ENDPOINT);
   expect(large.recordRead).toBeLessThanOrEqual(4 * ENDPOINTS * PER_ENDPOINT);
+});
+
+it('looks only at endpoints with deliveries queued: an idle poll reads nothing of 2,000 endpoints', async () => {
+  await sql`TRUNCATE webhook_deliveries`.execute(t.db);
+  const organizationId = await organizationWithEndpoints('beside-many');
+  // Another organization's 2,000 enabled endpoints, copies of one made through the API.
+  const other = await createOrganization(t, 'many-endpoints');
+  await sql`INSERT INTO webhook_endpoints (id, organization_id, url, events, enabled, secret_sealed, created_at, updated_at)
+    SELECT 'whk_many_' || i, ${other.organizationId}, e.url, e.events, true, e.secret_sealed, e.created_at, e.updated_at
+    FROM generate_series(1, 2000) i CROSS JOIN (SELECT * FROM webhook_endpoints WHERE organization_id = ${organizationId} LIMIT 1) e`.execute(t.db);
+  // Deliveries made before: the queue is empty, the table is not.
+  const before = new Date(t.clock.now().getTime() - 60_000);
+  await queue(organizationId, 'evt_delivered_', 2000, before);
+  await sql`UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL`.execute(t.db);
+  await sql`ANALYZE webhook_endpoints`.execute(t.db);
+  await sql`ANALYZE webhook_deliveries`.execute(t.db);
+
+  const idle = await claimAndCountReads(jobs.db);
+  expect(idle.claimed).toBe(0);
+  expect(idle.claimEndpointsRead).toBe(0);
+  expect(idle.claimRead).toBe(0);
+
+  await queue(organizationId, 'evt_beside_', 2, new Date(t.clock.now().getTime() - 1000));
+  const busy = await claimAndCountReads(jobs.db);
+  expect(busy.claimed).toBe(ENDPOINTS * 2);
+  // The five endpoints with deliveries (looked up, then joined to the leased rows), not the 2,005.
+  expect(busy.claimEndpointsRead).toBeLessThanOrEqual(4 * ENDPOINTS);
 });
