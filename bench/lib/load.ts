@@ -28,6 +28,22 @@ export interface Measurement {
   extra?: Record<string, number | string>;
 }
 
+/** CPU ms per request of the measured process(es); NaN when not sampled. */
+export function cpuMsPerRequest(m: Measurement): number {
+  return m.cpuCores !== null && m.rps > 0 ? (m.cpuCores / m.rps) * 1000 : NaN;
+}
+
+/** Where a measureRounds load's CPU went, per request: the target(s), every local Postgres process, the load generator; and the machine's busy cores. */
+export function cpuExtras(m: Measurement): Record<string, number> {
+  const postgres = m.machine?.postgresCores;
+  return {
+    cpu_ms_per_req: Number(cpuMsPerRequest(m).toFixed(3)),
+    ...(postgres != null && m.rps > 0 ? { pg_cpu_ms_per_req: Number(((postgres / m.rps) * 1000).toFixed(3)) } : {}),
+    ...(m.loadGeneratorCpuMsPerReq !== undefined ? { loadgen_cpu_ms_per_req: Number(m.loadGeneratorCpuMsPerReq.toFixed(3)) } : {}),
+    ...(m.machine ? { machine_busy_cores: Number(m.machine.busyCores.toFixed(2)) } : {}),
+  };
+}
+
 const mean = (values: number[]): number => values.reduce((sum, v) => sum + v, 0) / Math.max(values.length, 1);
 
 export function percentile(sorted: number[], p: number): number {

@@ -1,5 +1,5 @@
 import { shippedNodeFlags, type BenchContext } from '../lib/context';
-import { measureRounds, type LoadOptions, type Measurement } from '../lib/load';
+import { cpuExtras, cpuMsPerRequest, measureRounds, type LoadOptions, type Measurement } from '../lib/load';
 import type { Target } from '../lib/procs';
 import { check, type ScenarioResult } from '../lib/report';
 import { seedOrganization } from '../seed/org';
@@ -19,11 +19,6 @@ const SIZES = [50, 200] as const;
  * per-round CPU figures printed with the results show whether a target was still warming up.
  */
 const WARMUP_SECONDS = 10;
-
-/** CPU milliseconds the process spent per answered request (CPU cores ÷ req/s). */
-function cpuMsPerRequest(m: Measurement): number {
-  return m.cpuCores !== null && m.rps > 0 ? (m.cpuCores / m.rps) * 1000 : NaN;
-}
 
 /**
  * Scenario 1: GET /v1/org with a session token at 32 connections, on organizations of 50 and 200
@@ -102,14 +97,7 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
         result.notes.push(`${members} members: CPU per request service ${cpuMsPerRequest(service).toFixed(3)} ms, previous build ${cpuMsPerRequest(previous).toFixed(3)} ms; p50 ${service.p50.toFixed(2)} / ${previous.p50.toFixed(2)} ms`);
       }
       for (const m of Object.values(rows)) {
-        const postgres = m.machine?.postgresCores;
-        m.extra = {
-          ...m.extra,
-          cpu_ms_per_req: Number(cpuMsPerRequest(m).toFixed(3)),
-          ...(postgres != null && m.rps > 0 ? { pg_cpu_ms_per_req: Number(((postgres / m.rps) * 1000).toFixed(3)) } : {}),
-          ...(m.loadGeneratorCpuMsPerReq !== undefined ? { loadgen_cpu_ms_per_req: Number(m.loadGeneratorCpuMsPerReq.toFixed(3)) } : {}),
-          ...(m.machine ? { machine_busy_cores: Number(m.machine.busyCores.toFixed(2)) } : {}),
-        };
+        m.extra = { ...m.extra, ...cpuExtras(m) };
       }
       result.rows.push(...Object.values(rows));
       result.checks.push(

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { BenchContext } from '../lib/context';
-import { measureRounds, type LoadOptions, type Measurement } from '../lib/load';
+import { cpuExtras, measureRounds, type LoadOptions, type Measurement } from '../lib/load';
 import { ROOT, startProcess, type Target } from '../lib/procs';
 import { check, type Check, type ScenarioResult } from '../lib/report';
 import { seedOrganization, type SeededOrg } from '../seed/org';
@@ -50,7 +50,6 @@ async function invitationMail(ctx: BenchContext): Promise<Record<string, number>
   return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
 }
 
-const cpuMsPerRequest = (m: Measurement) => (m.cpuCores !== null && m.rps > 0 ? (m.cpuCores / m.rps) * 1000 : NaN);
 
 /**
  * Scenario 13: the service against the leading peer, Better Auth 1.7 with its organization plugin
@@ -169,13 +168,7 @@ export async function scenarioPeer(ctx: BenchContext): Promise<ScenarioResult> {
         `${members} members: service invitation e-mails of the pair: ${(mailAfter.sent ?? 0) - (mailBefore.sent ?? 0)} sent by its job runner, ${(mailAfter.pending ?? 0) - (mailBefore.pending ?? 0)} still queued, ${(mailAfter.failed ?? 0) - (mailBefore.failed ?? 0)} failed, for ${myInvites.requests} measured invitations (plus the warm-up's)`,
       );
       const rows = [myOrg, peerFull, peerActive, myMembers, peerMembers, myTeams, peerTeams, myInvites, peerInvites];
-      for (const m of rows) {
-        const postgres = m.machine?.postgresCores;
-        m.extra = {
-          cpu_ms_per_req: Number(cpuMsPerRequest(m).toFixed(3)),
-          ...(postgres != null && m.rps > 0 ? { pg_cpu_ms_per_req: Number(((postgres / m.rps) * 1000).toFixed(3)) } : {}),
-        };
-      }
+      for (const m of rows) m.extra = cpuExtras(m);
       result.rows.push(...rows);
       // A side that answered nothing in its rounds makes no ratio (NaN is never met).
       const ratio = (name: string, mineM: Measurement, theirM: Measurement, bound: number): Check =>

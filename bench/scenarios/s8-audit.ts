@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { BenchContext } from '../lib/context';
-import { measureRounds, type Measurement } from '../lib/load';
+import { cpuExtras, measureRounds, type Measurement } from '../lib/load';
 import { sampleProcesses, type Target } from '../lib/procs';
 import { check, type ScenarioResult } from '../lib/report';
 import { seedOrganization } from '../seed/org';
@@ -59,6 +59,8 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
     const entries = await ctx.scratch.pool.query<{ org: string; n: string }>('SELECT organization_id AS org, count(*) AS n FROM audit_logs WHERE organization_id = ANY($1) GROUP BY 1', [[withOrg.organizationId, withoutOrg.organizationId]]);
     const count = (org: string) => Number(entries.rows.find((r) => r.org === org)?.n ?? 0);
     result.notes.push(`entries written: audit on ${count(withOrg.organizationId)} for ${audited.requests} requests; audit off ${count(withoutOrg.organizationId)} (only organization.created from the seed)`);
+    // Where each write's CPU went (the service, Postgres, the load generator) and how busy the machine was: a ratio above the CPU ratio is time spent waiting (the chain head's row lock), not working.
+    for (const m of [bare, audited]) m.extra = cpuExtras(m);
     result.rows.push(bare, audited);
     result.checks.push(
       check('p50 latency audit on / off', audited.p50 / bare.p50, '<=', 1.3),
