@@ -1,5 +1,4 @@
 import { IncomingMessage, ServerResponse, createServer, type Server, type ServerOptions } from 'node:http';
-import type { Socket } from 'node:net';
 import type { Express } from 'express';
 
 /**
@@ -31,38 +30,15 @@ export function createAppServer(app: Express, options: ServerOptions = {}, timeo
   app.request = AppRequest.prototype as Express['request'];
   app.response = AppResponse.prototype as unknown as Express['response'];
   if (!timeouts) return createServer({ ...options, IncomingMessage: AppRequest, ServerResponse: AppResponse }, app);
-  // Node checks request timeouts every connectionsCheckingInterval (30 s by default), so a short
-  // timeout would otherwise let a slow-loris client hold a socket for up to 30 s more.
+  // Node closes a connection whose request head is not in within headersTimeout, counted from
+  // the connection's start for its first request (one that never sends a byte gets a 408 and is
+  // closed), and a request not complete within requestTimeout. It checks every
+  // connectionsCheckingInterval (30 s by default): a short timeout would otherwise let a silent or
+  // slow-loris client hold a socket for up to 30 s more.
   const headersTimeout = Math.min(timeouts.headersTimeoutMs, timeouts.requestTimeoutMs);
   const connectionsCheckingInterval = Math.min(30_000, Math.max(100, Math.floor(headersTimeout / 4)));
   const server = createServer({ connectionsCheckingInterval, ...options, IncomingMessage: AppRequest, ServerResponse: AppResponse }, app);
   server.requestTimeout = timeouts.requestTimeoutMs;
   server.headersTimeout = headersTimeout;
-  boundFirstRequest(server, headersTimeout);
   return server;
-}
-
-const AWAITING_FIRST_REQUEST = Symbol('awaitingFirstRequest');
-type TrackedSocket = Socket & { [AWAITING_FIRST_REQUEST]?: boolean };
-
-/**
- * Node's headersTimeout runs from a request's first byte, and keepAliveTimeout from a response's
- * end: a connection that never sends a byte has neither, and is held until the client lets go
- * (1,500 such sockets were held in a probe). Each new connection gets an idle timer of the
- * headers timeout, cleared when its first request's head has arrived; after that, Node's own
- * timers (headers, request, keep-alive) cover it. With no request in flight, Node's socket
- * timeout handler destroys the socket.
- */
-function boundFirstRequest(server: Server, ms: number): void {
-  server.on('connection', (socket: TrackedSocket) => {
-    socket[AWAITING_FIRST_REQUEST] = true;
-    socket.setTimeout(ms);
-  });
-  server.prependListener('request', (req: IncomingMessage) => {
-    const socket = req.socket as TrackedSocket;
-    if (socket[AWAITING_FIRST_REQUEST]) {
-      socket[AWAITING_FIRST_REQUEST] = false;
-      socket.setTimeout(0);
-    }
-  });
 }

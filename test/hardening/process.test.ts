@@ -93,24 +93,28 @@ maybe('the service process', () => {
     expect(outcome).toMatch(/408|closed/);
   }, 30_000);
 
-  it('closes connections that never send a byte at the headers timeout', async () => {
+  it('closes connections that never send a byte at the headers timeout, with a 408', async () => {
     const started = Date.now();
-    const lifetimes = await Promise.all(
+    const closed = await Promise.all(
       Array.from({ length: 20 }, () =>
-        new Promise<number>((resolve) => {
+        new Promise<{ lifetime: number; received: string }>((resolve) => {
           const socket = net.connect(port, '127.0.0.1');
           const giveUp = setTimeout(() => socket.destroy(), 15_000);
+          // Read what comes: a socket whose received bytes are never read never sees the end.
+          let received = '';
+          socket.on('data', (chunk) => (received += chunk));
           socket.on('close', () => {
             clearTimeout(giveUp);
-            resolve(Date.now() - started);
+            resolve({ lifetime: Date.now() - started, received });
           });
           socket.on('error', () => undefined);
         }),
       ),
     );
-    for (const lifetime of lifetimes) {
+    for (const { lifetime, received } of closed) {
       expect(lifetime).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 200);
       expect(lifetime).toBeLessThan(HEADERS_TIMEOUT_MS + 3000);
+      expect(received).toMatch(/^HTTP\/1\.1 408 /);
     }
     // A connection that sends its request later than that, on a fresh socket, is still served.
     expect((await request(port, 'GET', '/health')).status).toBe(200);
