@@ -11,7 +11,7 @@ const ENDPOINTS = 5;
 const WRITES_PER_SECOND = 120;
 const DRAIN_LIMIT_MS = 60_000;
 /** Seconds of the write load before the measured window (see scenarioWebhooks). */
-const WARMUP_SECONDS = 6;
+const WARMUP_SECONDS = 10;
 /** Events queued at once for the capacity measurement (each delivered to every endpoint). */
 const BACKLOG_EVENTS = 2000;
 
@@ -67,10 +67,10 @@ async function startReceiver() {
  * deliveries (every acknowledged write × endpoint must arrive once the queue drains).
  */
 export async function scenarioWebhooks(ctx: BenchContext): Promise<ScenarioResult> {
-  // Two fresh processes take about 5 s of this load to settle (route groups loaded and compiled on
-  // first use, JIT): deliveries queue up to ~1 s behind meanwhile, then run 13-22 ms p50 (the
-  // per-second delays in the notes show it). The measured window starts after that, as scenario
-  // 1's does after its 10-s warm-up.
+  // Two fresh processes take 5-7 s of this load to settle (JIT; in a full run, after the other
+  // scenarios, the longer): deliveries queue up to 1-2 s behind meanwhile, then run 13-22 ms p50
+  // (the per-second delays in the notes show it). The measured window starts after a 10-s
+  // warm-up, as scenario 1's does.
   const warmup = ctx.smoke ? ctx.warmup : Math.max(ctx.warmup, WARMUP_SECONDS);
   const seconds = ctx.duration + warmup;
   const result: ScenarioResult = {
