@@ -11,9 +11,12 @@ const EXPORT_ENTRIES = 1_000_000;
 
 /**
  * Scenario 8: the audit log's costs.
- * (a) POST /v1/teams with audit (the service as shipped) and without (the same build with the
- *     benchmark-only switch AUDIT_BENCH_DISABLE=on), in alternating rounds of the same run: the
- *     latency an audit entry adds to a write (target ≤ 1.3×).
+ * (a) POST /v1/teams with audit (the service as shipped) and without its audit entry (the same
+ *     build with the benchmark-only switch AUDIT_BENCH_DISABLE=on: the team and its event, no entry
+ *     and no chain head), in alternating rounds of the same run: the latency an audit entry adds
+ *     to a write (target ≤ 1.3×, issue 18). A third process writes the team alone (=entries-and-events:
+ *     no event either), the scenario's baseline until the event was measured with the change; its
+ *     ratio is printed, without a target.
  * (b) GET /v1/audit-logs/export of 1,000,000 entries (NDJSON), read to the end: peak RSS of the
  *     service above its idle RSS (target < 100 MB) and throughput.
  */
@@ -21,12 +24,13 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
   const db = ctx.scratch.database.db;
   const withOrg = await seedOrganization(db, { name: 'Audit On', members: 10, teams: 0 });
   const withoutOrg = await seedOrganization(db, { name: 'Audit Off', members: 10, teams: 0 });
+  const aloneOrg = await seedOrganization(db, { name: 'Team Alone', members: 10, teams: 0 });
   const exportOrg = await seedOrganization(db, { name: 'Audit Export', members: 10, teams: 0 });
   const result: ScenarioResult = {
     id: '8',
     title: 'Audit: cost on POST /v1/teams; export of 1,000,000 entries',
     setup: [
-      `(a) ${CONNECTIONS} connections of POST /v1/teams (unique names), warmed ${ctx.warmup} s, measured ${ctx.duration} s in ${ROUNDS} alternating rounds; two service processes on the same database, one with AUDIT_BENCH_DISABLE=on; each writes into its own organization`,
+      `(a) ${CONNECTIONS} connections of POST /v1/teams (unique names), warmed ${ctx.warmup} s, measured ${ctx.duration} s in ${ROUNDS} alternating rounds; three service processes on the same database: as shipped (team, event, audit entry, chain head), AUDIT_BENCH_DISABLE=on (team and event: the baseline) and =entries-and-events (the team alone: printed, no target); each writes into its own organization`,
       `(b) ${EXPORT_ENTRIES.toLocaleString('en')} entries inserted into one organization with SQL, then ANALYZE; one GET /v1/audit-logs/export?format=ndjson read to the end by one client; RSS sampled every 50 ms`,
     ],
     rows: [],
@@ -37,7 +41,8 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
   try {
     const on = await ctx.startService('s8-audit-on');
     const off = await ctx.startService('s8-audit-off', { AUDIT_BENCH_DISABLE: 'on' });
-    targets.push(on, off);
+    const alone = await ctx.startService('s8-team-alone', { AUDIT_BENCH_DISABLE: 'entries-and-events' });
+    targets.push(on, off, alone);
     let n = 0;
     const teamLoad = (label: string, target: Target, token: string) => ({
       label,
@@ -55,13 +60,30 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
         },
       ],
     });
-    const [audited, bare] = (await measureRounds([teamLoad('POST /v1/teams, audit on', on, withOrg.callerToken), teamLoad('POST /v1/teams, audit off (baseline)', off, withoutOrg.callerToken)], ROUNDS)) as [Measurement, Measurement];
-    const entries = await ctx.scratch.pool.query<{ org: string; n: string }>('SELECT organization_id AS org, count(*) AS n FROM audit_logs WHERE organization_id = ANY($1) GROUP BY 1', [[withOrg.organizationId, withoutOrg.organizationId]]);
-    const count = (org: string) => Number(entries.rows.find((r) => r.org === org)?.n ?? 0);
-    result.notes.push(`entries written: audit on ${count(withOrg.organizationId)} for ${audited.requests} requests; audit off ${count(withoutOrg.organizationId)} (only organization.created from the seed)`);
+    const [audited, bare, teamAlone] = (await measureRounds(
+      [
+        teamLoad('POST /v1/teams, audit on', on, withOrg.callerToken),
+        teamLoad('POST /v1/teams, no audit entry (baseline)', off, withoutOrg.callerToken),
+        teamLoad('POST /v1/teams, no entry and no event', alone, aloneOrg.callerToken),
+      ],
+      ROUNDS,
+    )) as [Measurement, Measurement, Measurement];
+    const rows = await ctx.scratch.pool.query<{ org: string; entries: string; events: string }>(
+      `SELECT o.id AS org, (SELECT count(*) FROM audit_logs a WHERE a.organization_id = o.id) AS entries, (SELECT count(*) FROM events e WHERE e.organization_id = o.id) AS events
+       FROM organizations o WHERE o.id = ANY($1)`,
+      [[withOrg.organizationId, withoutOrg.organizationId, aloneOrg.organizationId]],
+    );
+    const written = (org: string) => {
+      const row = rows.rows.find((r) => r.org === org);
+      return `${row?.entries ?? 0} / ${row?.events ?? 0}`;
+    };
+    result.notes.push(
+      `rows written (entries / events, the seed's organization.created included): audit on ${written(withOrg.organizationId)} for ${audited.requests} requests; no audit entry ${written(withoutOrg.organizationId)} for ${bare.requests}; team alone ${written(aloneOrg.organizationId)}`,
+      `p50 / p99 audit on ÷ team alone (no entry, no event; no target): ${(audited.p50 / teamAlone.p50).toFixed(2)} / ${(audited.p99 / teamAlone.p99).toFixed(2)}`,
+    );
     // Where each write's CPU went (the service, Postgres, the load generator) and how busy the machine was: a ratio above the CPU ratio is time spent waiting (the chain head's row lock), not working.
-    for (const m of [bare, audited]) m.extra = cpuExtras(m);
-    result.rows.push(bare, audited);
+    for (const m of [teamAlone, bare, audited]) m.extra = cpuExtras(m);
+    result.rows.push(teamAlone, bare, audited);
     result.checks.push(
       check('p50 latency audit on / off', audited.p50 / bare.p50, '<=', 1.3),
       check('p99 latency audit on / off', audited.p99 / bare.p99, '<=', 1.3),

@@ -1,5 +1,5 @@
 import type { AnyPrincipal } from '../domain/principal';
-import type { Actor, AuditContext } from '../domain/audit-context';
+import type { Actor, AuditBenchSkip, AuditContext } from '../domain/audit-context';
 import type { Clock } from '../lib/clock';
 
 // The context travels explicitly, on the request's AppDeps (`deps.audit`), not in an
@@ -45,7 +45,7 @@ export function contextOfRequest(input: {
   ip: string;
   userAgent: string | undefined;
   clock: Clock;
-  enabled: boolean;
+  benchSkip: AuditBenchSkip;
 }): AuditContext {
   return {
     actor: actorOf(input.principal),
@@ -54,11 +54,11 @@ export function contextOfRequest(input: {
     ip: input.ip || null,
     userAgent: input.userAgent ? input.userAgent.slice(0, 512) : null,
     clock: input.clock,
-    enabled: input.enabled,
+    benchSkip: input.benchSkip,
   };
 }
 
 /** A change made by the service itself (a periodic job, a worker-facing route without a member). */
 export function systemContext(clock: Clock, organizationId: string | null = null, actor: Actor = { type: 'system', id: null, memberId: null }): AuditContext {
-  return { actor, organizationId, requestId: null, ip: null, userAgent: null, clock, enabled: true };
+  return { actor, organizationId, requestId: null, ip: null, userAgent: null, clock, benchSkip: 'off' };
 }

@@ -35,7 +35,7 @@
  *   `writeWithAudit(context, change, after, oneStatement, inTransaction)` (record.ts, over
  *   `changeCtes`), with recordChange in a transaction as its fallback.
  */
-export { recordChange, writeWithAudit, type Change, type Changes, type AuditEntry } from './record';
+export { recordChange, writeWithAudit, type Change, type Changes, type AuditEntry, type AuditCtes } from './record';
 export { contextOfRequest, systemContext, actorOf, type AuditContext, type Actor, type ActorType } from './context';
 export { REDACTED, isSecretField } from './redact';
 export { created, deleted, changed } from './changes';

@@ -1,6 +1,7 @@
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import { newId } from '../lib/ids';
+import { preparedAs } from '../db/named-statements';
 import { canonicalJson } from './canonical';
 import type { Actor, AuditContext } from './context';
 import { redactChanges } from './redact';
@@ -40,12 +41,6 @@ export interface AuditEntry {
 
 const ACTION = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 
-/** A benchmark-only switch (AUDIT_BENCH_DISABLE); see docs/settings.md. */
-let disabledForBenchmark = false;
-export function disableAuditForBenchmark(off: boolean): void {
-  disabledForBenchmark = off;
-}
-
 /**
  * The canonical JSON the entry's hash covers (also used by verify on the stored columns).
  */
@@ -59,12 +54,17 @@ interface PreparedEntry {
   organizationId: string;
   createdAt: Date;
   canonical: string;
+  /** False only under the benchmark switch AUDIT_BENCH_DISABLE=on: the event is written, the entry is not. */
+  written: boolean;
 }
 
-/** The entry `recordChange` writes (null when auditing is off), checked and redacted. */
+/**
+ * The entry `recordChange` writes, checked and redacted; null when neither it nor its event is
+ * written (AUDIT_BENCH_DISABLE=entries-and-events).
+ */
 function prepareEntry(context: AuditContext | null, change: Change): PreparedEntry | null {
   if (!context) throw new Error(`recordChange(${change.action}) outside a request: pass a context (systemContext()).`);
-  if (!context.enabled || disabledForBenchmark) return null;
+  if (context.benchSkip === 'entries-and-events') return null;
   if (!ACTION.test(change.action)) throw new Error(`audit action "${change.action}" is not '<resource>.<verb>'`);
   const organizationId = change.organizationId ?? context.organizationId;
   if (!organizationId) throw new Error(`recordChange(${change.action}) has no organization`);
@@ -82,7 +82,9 @@ function prepareEntry(context: AuditContext | null, change: Change): PreparedEnt
   };
   const createdAt = context.clock.now();
   entry.createdAt = createdAt.toISOString();
-  return { entry, organizationId, createdAt, canonical: entryCanonical(entry) };
+  const written = context.benchSkip === 'off';
+  // The hash's input is the entry's work: a benchmark baseline without the entry does not pay for it.
+  return { entry, organizationId, createdAt, canonical: written ? entryCanonical(entry) : '', written };
 }
 
 /**
@@ -103,6 +105,9 @@ function eventCtes(input: EventInput, overflow: 'queue-the-rest' | 'fail'): { ev
  */
 function auditCtes(p: PreparedEntry, event: RawBuilder<unknown>, after: string | null) {
   const { entry } = p;
+  // Benchmark only: the event without the entry. Nothing reads `event_announced` then, so no NOTIFY
+  // is sent at commit and dispatchers find the deliveries by polling (scenario 8 has no endpoints).
+  if (!p.written) return event;
   const changeWritten = after ? sql`(SELECT count(*) FROM ${sql.table(after)}) AS change_written, ` : sql``;
   return sql`${event}, audit_head AS (
       INSERT INTO audit_chain_heads AS h (organization_id, seq, prev_hash, hash, last_at)
@@ -134,14 +139,23 @@ export async function recordChange(trx: Transaction<DB>, context: AuditContext |
   const hook = eventHook();
   const { event, ctes } = eventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt }, 'queue-the-rest');
   const startedAt = metrics ? performance.now() : 0;
-  const { rows } = await sql<{ id: string; queued: boolean }>`
-    /* prepared:audit_record */
+  const { rows } = await sql<{ id: string; queued: boolean }>`${preparedAs(prepared.written ? 'audit_record' : 'audit_record_event_only')}
     WITH ${auditCtes(prepared, ctes, null)}
     ${hook.matched()}
   `.execute(trx);
   metrics?.auditChainWait.observe((performance.now() - startedAt) / 1000);
   await hook.queueRest(trx, event, rows);
-  return entry;
+  return prepared.written ? entry : null;
+}
+
+/**
+ * What a one-statement change adds to its statement: the CTEs, and the suffix of its prepared
+ * statement's name (`<name>${suffix}`): the text differs under the benchmark switch, and one
+ * name must keep one text (src/db/named-statements.ts).
+ */
+export interface AuditCtes {
+  ctes: RawBuilder<unknown>;
+  suffix: string;
 }
 
 /**
@@ -151,19 +165,20 @@ export async function recordChange(trx: Transaction<DB>, context: AuditContext |
  * deliveries (`eventCtes`), then the chain head and the entry. `after` names a CTE of the change
  * with a RETURNING clause: the chain head is moved only once it has run, so the head's row lock
  * (which orders the organization's audited writes) is held for the entry and the commit, not for
- * the whole change. Null when auditing is off: write the change without them.
+ * the whole change. Null under AUDIT_BENCH_DISABLE=entries-and-events: write the change without them.
  *
  * When the organization has more matching webhook endpoints than the statement carries delivery
  * ids for, the statement fails and writes nothing (`overflowed(err)` is then true): write the
  * change in a transaction with recordChange instead.
  */
-export function changeCtes(context: AuditContext | null, change: Change, after: string): { ctes: RawBuilder<unknown>; entry: AuditEntry; overflowed(err: unknown): boolean } | null {
+export function changeCtes(context: AuditContext | null, change: Change, after: string): { audit: AuditCtes; entry: AuditEntry; overflowed(err: unknown): boolean } | null {
   const prepared = prepareEntry(context, change);
   if (!prepared) return null;
   const { entry, organizationId, createdAt } = prepared;
   const { ctes } = eventCtes({ organizationId, type: entry.action, target: entry.target, changes: entry.changes, createdAt }, 'fail');
   const hook = eventHook();
-  return { ctes: auditCtes(prepared, ctes, after), entry, overflowed: (err) => hook.isOverflow(err) };
+  const suffix = prepared.written ? '_audited' : '_event_only';
+  return { audit: { ctes: auditCtes(prepared, ctes, after), suffix }, entry, overflowed: (err) => hook.isOverflow(err) };
 }
 
 /**
@@ -177,12 +192,12 @@ export async function writeWithAudit<T>(
   context: AuditContext | null,
   change: Change,
   after: string,
-  oneStatement: (ctes: RawBuilder<unknown> | undefined) => Promise<T>,
+  oneStatement: (audit: AuditCtes | undefined) => Promise<T>,
   inTransaction: () => Promise<T>,
 ): Promise<T> {
   const audited = changeCtes(context, change, after);
   try {
-    return await oneStatement(audited?.ctes);
+    return await oneStatement(audited?.audit);
   } catch (err) {
     if (!audited?.overflowed(err)) throw err;
   }

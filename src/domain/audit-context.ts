@@ -16,6 +16,12 @@ export interface Actor {
   memberId: string | null;
 }
 
+/**
+ * What audited writes leave out under the benchmark-only switch AUDIT_BENCH_DISABLE: nothing (as
+ * shipped), the audit entry and chain head, or the change's event and deliveries too.
+ */
+export type AuditBenchSkip = 'off' | 'entries' | 'entries-and-events';
+
 /** What an audit entry says about the request that made the change. */
 export interface AuditContext {
   actor: Actor;
@@ -26,6 +32,6 @@ export interface AuditContext {
   userAgent: string | null;
   /** The service's injected clock: entries are timed by it (retention tests move it). */
   clock: Clock;
-  /** False only under the benchmark switch AUDIT_BENCH_DISABLE (see docs/settings.md): entries are skipped. */
-  enabled: boolean;
+  /** 'off' except under the benchmark switch AUDIT_BENCH_DISABLE (see docs/settings.md). */
+  benchSkip: AuditBenchSkip;
 }

@@ -98,7 +98,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
         ip,
         userAgent: req.get('user-agent'),
         clock: deps.clock,
-        enabled: !deps.settings.auditBenchDisable,
+        benchSkip: deps.settings.auditBenchDisable,
       });
       // The request span's org.id (src/observability/start-tracing.ts); set only while tracing.
       if (tracing && audit.organizationId) res.locals.organizationId = audit.organizationId;

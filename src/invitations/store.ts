@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import type { AuditCtes } from '../audit';
 import type { Db } from '../db/schema';
 import { preparedAs } from '../db/connect';
 import { before, type Position } from '../lib/pagination';
@@ -98,9 +99,9 @@ export async function invitationPrecheck(db: Db, organizationId: string, inviter
  * CTEs (`writeWithAudit` of src/audit), written by the same statement
  * after the rest, so the organization's chain-head lock is taken by its last step.
  */
-export async function insertInvitationWithMessage(db: Db, invitation: NewInvitation, mail: RawBuilder<unknown>, audit?: RawBuilder<unknown>): Promise<void> {
+export async function insertInvitationWithMessage(db: Db, invitation: NewInvitation, mail: RawBuilder<unknown>, audit?: AuditCtes): Promise<void> {
   const i = invitation;
-  await sql`${preparedAs(audit ? 'invitation_create_audited' : 'invitation_create')}
+  await sql`${preparedAs(`invitation_create${audit?.suffix ?? ''}`)}
     WITH cancelled AS (
       UPDATE invitations SET status = 'cancelled', cancelled_at = ${i.now}::timestamptz
       WHERE organization_id = ${i.organizationId} AND email_normalized = ${i.emailNormalized} AND status = 'pending' AND expires_at <= ${i.now}::timestamptz
@@ -112,7 +113,7 @@ export async function insertInvitationWithMessage(db: Db, invitation: NewInvitat
       -- Reading the cancellation's count makes it run first: the unique index of pending addresses then no longer holds the expired one.
       FROM mail_queued q, (SELECT count(*) FROM cancelled) AS c
       RETURNING id
-    )${audit ? sql`, ${audit}` : sql``}
+    )${audit ? sql`, ${audit.ctes}` : sql``}
     SELECT (SELECT count(*) FROM invitation) AS written, (SELECT count(*) FROM mail_announced) AS announced`.execute(db);
 }
 

@@ -44,7 +44,7 @@ export function pagesRouter(deps: AppDeps): Router {
   const router = Router();
   const productName = templateContext(deps.settings.mail).productName;
   const context = (req: Request): PageContext => {
-    const audit = contextOfRequest({ principal: null, requestId: String(req.id ?? ''), ip: req.ip ?? '', userAgent: req.get('user-agent'), clock: deps.clock, enabled: !deps.settings.auditBenchDisable });
+    const audit = contextOfRequest({ principal: null, requestId: String(req.id ?? ''), ip: req.ip ?? '', userAgent: req.get('user-agent'), clock: deps.clock, benchSkip: deps.settings.auditBenchDisable });
     return { deps: { ...deps, audit }, productName, ip: req.ip ?? '', userAgent: req.get('user-agent') };
   };
   const serve = (handler: PageHandler, names: readonly string[], from: 'query' | 'body') => async (req: Request, res: Response) => {

@@ -12,8 +12,7 @@ import { grantsInsert, withPosition } from '../grants/store';
 import { addPlugin, authorizeMarketplace, lockMarketplace, marketplaceNotFound } from '../marketplaces/service';
 import { componentTypeOf, toComponent, toPlugin } from './mappers';
 import * as store from './store';
-import type { RawBuilder } from 'kysely';
-import { changed, created, recordChange, writeWithAudit, type Change } from '../audit';
+import { changed, created, recordChange, writeWithAudit, type AuditCtes, type Change } from '../audit';
 
 export const pluginNotFound = () => new NotFound('plugin_not_found', 'The plugin could not be found.');
 
@@ -94,7 +93,7 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
   };
   const grants = creatorGrants(PLUGIN, { organizationId, resourceId: id, memberId, now, orgWideRole: body.orgWide ? 'viewer' : undefined });
   const grantRows = { insert: grantsInsert(PLUGIN, grants), count: grants.length };
-  const write = (db: Db, audit?: RawBuilder<unknown>) => store.insertPluginWithComponents(db, plugin, components, grantRows, audit);
+  const write = (db: Db, audit?: AuditCtes) => store.insertPluginWithComponents(db, plugin, components, grantRows, audit);
   const parts = components.map((c) => ({ type: c.type, payload: (c.input.normalizedPayloadJson as Record<string, unknown> | undefined) ?? null }));
   const change: Change = {
     action: 'plugin.created',

@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import type { AuditCtes } from '../audit';
 import { preparedAs } from '../db/connect';
 import type { Db } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
@@ -127,10 +128,10 @@ export async function insertPluginWithComponents(
   p: NewPlugin,
   components: NewComponent[],
   grants: { insert: RawBuilder<unknown>; count: number },
-  audit?: RawBuilder<unknown>,
+  audit?: AuditCtes,
 ): Promise<PluginRow> {
   const json = JSON.stringify(components.map((c) => ({ id: c.id, type: c.type, input: c.input })));
-  const name = audit ? `create_plugin_audited_${grants.count}` : `create_plugin_${grants.count}`;
+  const name = `create_plugin${audit?.suffix ?? ''}_${grants.count}`;
   const result = await sql<PluginRow>`${preparedAs(name)}
     WITH plugin AS (
       INSERT INTO plugins (id, organization_id, name, description, status, source_format, source_origin, source_trusted, source_reference,
@@ -145,7 +146,7 @@ export async function insertPluginWithComponents(
         ${p.now}::timestamptz, NULL
       FROM jsonb_array_elements(${json}::jsonb) WITH ORDINALITY AS c
       RETURNING 1
-    ), grants AS (${grants.insert})${audit ? sql`, ${audit}` : sql``}
+    ), grants AS (${grants.insert})${audit ? sql`, ${audit.ctes}` : sql``}
     SELECT * FROM plugin`.execute(db);
   return result.rows[0]!;
 }

@@ -1,4 +1,5 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql } from 'kysely';
+import type { AuditCtes } from '../audit';
 import type { Db } from '../db/schema';
 import { preparedAs, sizeInText } from '../db/connect';
 import type { MemberRow } from '../members/mappers';
@@ -48,13 +49,13 @@ export async function deleteTeam(db: Db, organizationId: string, teamId: string)
  * row. `audit`: the change's audit entry and event as CTEs (`writeWithAudit`
  * of src/audit), written by the same statement.
  */
-export async function insertTeamAlone(db: Db, team: { id: string; organizationId: string; name: string; now: Date }, audit?: RawBuilder<unknown>): Promise<TeamRow> {
-  const result = await sql<TeamRow>`${preparedAs(audit ? 'create_team_audited' : 'create_team')}
+export async function insertTeamAlone(db: Db, team: { id: string; organizationId: string; name: string; now: Date }, audit?: AuditCtes): Promise<TeamRow> {
+  const result = await sql<TeamRow>`${preparedAs(`create_team${audit?.suffix ?? ''}`)}
     WITH team AS (
       INSERT INTO teams (id, organization_id, name, created_at, updated_at)
       VALUES (${team.id}, ${team.organizationId}, ${team.name}, ${team.now}, ${team.now})
       RETURNING id, name, created_at, member_count
-    )${audit ? sql`, ${audit}` : sql``}
+    )${audit ? sql`, ${audit.ctes}` : sql``}
     SELECT * FROM team`.execute(db);
   return result.rows[0]!;
 }
