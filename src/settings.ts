@@ -52,8 +52,7 @@ export interface Settings {
   auditRetentionDays: number;
   /** PASSWORD_HASH_COST: argon2 cost of new password hashes; `test` is for test suites only (src/lib/crypto.ts). */
   passwordHashCost: PasswordHashCost;
-  /** Benchmark-only: skip audit entries (the baseline of the audit-cost benchmark). Never in production. */
-  /** Benchmark only (AUDIT_BENCH_DISABLE): what audited writes leave out. */
+  /** Benchmark only (AUDIT_BENCH_DISABLE): what audited writes leave out. Never in production. */
   auditBenchDisable: AuditBenchSkip;
   /** Webhook delivery (src/webhooks/). */
   webhooks: WebhookSettings;
