@@ -110,7 +110,7 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
       deps.audit,
       change,
       'invitation',
-      (ctes) => store.insertInvitationWithMessage(deps.db, invitation, message, ctes),
+      (audit) => store.insertInvitationWithMessage(deps.db, invitation, message, audit),
       () =>
         deps.db.transaction().execute(async (trx) => {
           await store.insertInvitationWithMessage(trx, invitation, message);

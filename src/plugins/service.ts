@@ -105,7 +105,7 @@ export async function createPlugin(deps: AppDeps, membership: Membership, body: 
       deps.audit,
       change,
       'components',
-      async (ctes) => toPlugin(await write(deps.db, ctes), parts, []),
+      async (audit) => toPlugin(await write(deps.db, audit), parts, []),
       () =>
         deps.db.transaction().execute(async (trx) => {
           const row = await write(trx);

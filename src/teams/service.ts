@@ -45,7 +45,7 @@ export async function createTeam(deps: AppDeps, membership: Membership, input: {
     });
   try {
     if (memberIds.length > 0) return await inTransaction();
-    return await writeWithAudit(deps.audit, change, 'team', async (ctes) => toTeam(await store.insertTeamAlone(deps.db, team, ctes)), inTransaction);
+    return await writeWithAudit(deps.audit, change, 'team', async (audit) => toTeam(await store.insertTeamAlone(deps.db, team, audit)), inTransaction);
   } catch (err) {
     return translateNameTaken(err);
   }
