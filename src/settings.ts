@@ -151,11 +151,15 @@ function int(env: Env, name: string, fallback: number, min = 0): number {
   return Number(raw);
 }
 
+/** The words an on/off setting accepts (lower case). */
+const ON_WORDS = ['1', 'true', 'on', 'yes'];
+const OFF_WORDS = ['0', 'false', 'off', 'no'];
+
 function bool(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name]?.toLowerCase();
   if (raw === undefined || raw === '') return fallback;
-  if (['1', 'true', 'on', 'yes'].includes(raw)) return true;
-  if (['0', 'false', 'off', 'no'].includes(raw)) return false;
+  if (ON_WORDS.includes(raw)) return true;
+  if (OFF_WORDS.includes(raw)) return false;
   throw new SettingsError(`${name} must be on/off (true/false), got "${env[name]}"`);
 }
 
@@ -313,8 +317,8 @@ function passwordHashCost(env: Env): PasswordHashCost {
 function auditBenchDisable(env: Env): AuditBenchSkip {
   const raw = (env.AUDIT_BENCH_DISABLE ?? '').toLowerCase();
   if (raw === 'entries-and-events') return raw;
-  if (['on', 'true', '1', 'yes', 'entries'].includes(raw)) return 'entries';
-  if (['', 'off', 'false', '0', 'no'].includes(raw)) return 'off';
+  if (ON_WORDS.includes(raw)) return 'entries';
+  if (raw === '' || OFF_WORDS.includes(raw)) return 'off';
   throw new SettingsError(`AUDIT_BENCH_DISABLE must be off, on or entries-and-events, got "${env.AUDIT_BENCH_DISABLE}"`);
 }
 

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import { newId } from '../lib/ids';
-import { preparedAs } from '../db/named-statements';
+import { preparedAs } from '../db/connect';
 import { canonicalJson } from './canonical';
 import type { Actor, AuditContext } from './context';
 import { redactChanges } from './redact';
