@@ -1,6 +1,6 @@
 // Scenario 1's floor: what this machine can do for GET /v1/org. Node's own http server, no
 // framework, a pg pool (max 10, as the service): hash the token, ONE prepared statement (the
-// session, its member, user, organization, owner and the member's teams with their member counts,
+// session, its member, user, directory user, organization, owner and the member's teams with their member counts,
 // json-aggregated), JSON.stringify. Same body as the service. Everything the service spends above
 // this is its overhead (routing, auth wiring, validation, logging, mapping).
 import { Buffer } from 'node:buffer';
@@ -16,6 +16,7 @@ const ORG = {
   text: `SELECT o.id, o.name, o.plan, o.created_at, o.updated_at,
     m.id AS member_id, m.organization_id AS member_organization_id, m.user_id AS member_user_id, m.role AS member_role,
     m.created_at AS member_created_at, u.name AS user_name, u.email AS user_email, u.image AS user_image,
+    (SELECT d.id FROM directory_users d WHERE d.member_id = m.id) AS directory_user_id,
     ow.id AS owner_member_id, owu.id AS owner_user_id, owu.name AS owner_name, owu.email AS owner_email, owu.image AS owner_image,
     (SELECT json_agg(json_build_object('id', t.id, 'name', t.name, 'memberCount', t.member_count,
         'createdAt', to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY t.created_at, t.id)
@@ -62,6 +63,7 @@ const server = createServer(async (req, res) => {
         status: 'active',
         createdAt: row.member_created_at.toISOString(),
         user: { id: row.member_user_id, name: row.user_name, email: row.user_email, image: row.user_image },
+        directoryUserId: row.directory_user_id,
       },
       currentMemberTeams: row.teams ?? [],
     });

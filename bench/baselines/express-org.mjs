@@ -13,9 +13,10 @@ pool.on('error', () => undefined);
 const SESSION = `SELECT id, user_id, active_organization_id FROM sessions
   WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > now()`;
 const MEMBER = `SELECT m.id, m.organization_id, m.user_id, m.role, m.created_at, u.name, u.email, u.image,
+    (SELECT d.id FROM directory_users d WHERE d.member_id = m.id) AS directory_user_id,
     o.id AS org_id, o.name AS org_name, o.plan, o.created_at AS org_created_at, o.updated_at AS org_updated_at
   FROM members m JOIN users u ON u.id = m.user_id JOIN organizations o ON o.id = m.organization_id
-  WHERE m.organization_id = $1 AND m.user_id = $2 AND m.removed_at IS NULL`;
+  WHERE m.organization_id = $1 AND m.user_id = $2 AND m.removed_at IS NULL AND m.suspended_at IS NULL`;
 const OWNER = `SELECT m.id AS member_id, u.id AS user_id, u.name, u.email, u.image
   FROM members m JOIN users u ON u.id = m.user_id
   WHERE m.organization_id = $1 AND m.role = 'owner' AND m.removed_at IS NULL`;
@@ -51,8 +52,10 @@ app.get('/v1/org', async (req, res) => {
         organizationId: member.organization_id,
         userId: member.user_id,
         role: member.role,
+        status: 'active',
         createdAt: member.created_at.toISOString(),
         user: { id: member.user_id, name: member.name, email: member.email, image: member.image },
+        directoryUserId: member.directory_user_id,
       },
       currentMemberTeams: teams.map((t) => ({ id: t.id, name: t.name, memberCount: t.member_count, createdAt: t.created_at.toISOString() })),
     });

@@ -84,7 +84,14 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
         }
         loads.push({ label: `${label}, ${members} members`, url: target.url, path, headers, connections: CONNECTIONS, duration: ctx.duration, warmup, targets: [target] });
       }
-      if (bodies['bare-org'] !== undefined && bodies['bare-org'] !== bodies['service']) result.notes.push(`${members} members: bare-org and the service answered different bodies: compare them before trusting the ratio`);
+      // A baseline that answers less than the service does less work, and its ratio would flatter
+      // the service. CI's smoke run fails on it, so a contract change cannot leave the floor behind.
+      for (const baseline of ['bare-org', 'express-org'] as const) {
+        if (bodies[baseline] === undefined) continue;
+        const same = bodies[baseline] === bodies['service'];
+        if (ctx.smoke && !same) throw new Error(`${baseline} answers GET /v1/org with another body than the service: ${bodies[baseline]} vs ${bodies['service']}`);
+        result.checks.push(check(`${members} members: ${baseline} answers the service's body (1 = same JSON)`, same ? 1 : 0, '>=', 1));
+      }
       const rows: Record<string, Measurement> = {};
       for (const m of await measureRounds(loads, ROUNDS)) rows[m.label.split(',')[0]!] = m;
       const service = rows['service']!;
