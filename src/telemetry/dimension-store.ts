@@ -64,8 +64,8 @@ async function addFacts(db: Db, name: string, organizationId: string, facts: Raw
 
 /**
  * Adds to the per-dimension summaries, in one statement: the batch's hourly deltas (as given to
- * ./ingest-store.ts addHourly) once per tag their session carries, and for the sessions tagged
- * for the first time by this batch (`newTags`, as returned by tagSessions) the rollup rows their
+ * ./ingest-store.ts addRollups) once per tag their session carries, and for the sessions tagged
+ * for the first time by this batch (`newTags`, as returned by insertEventsAndTags) the rollup rows their
  * earlier batches left. Runs before the batch's deltas are added to the rollup, so each event is
  * counted once.
  */
@@ -98,7 +98,7 @@ export async function addTagged(db: Db, organizationId: string, newTags: Session
 }
 
 /**
- * Copies the hours of the batch's tagged sessions (after ./ingest-store.ts addSessionHours) to
+ * Copies the hours of the batch's tagged sessions (after ./ingest-store.ts addRollups) to
  * each of their tags; a row changes only when the session has a new hour or a new tag.
  */
 export async function copyTaggedSessions(db: Db, organizationId: string, sessionIds: string[]): Promise<void> {

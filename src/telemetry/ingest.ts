@@ -109,17 +109,12 @@ export async function writeBatch(db: Kysely<DB>, organizationId: string, memberI
   const sessionIds = [...new Set(plan.sessionHours.map((p) => p.sessionId))];
   await db.transaction().execute(async (trx) => {
     await store.lockSessions(trx, organizationId, sessionIds);
-    await store.insertEvents(trx, organizationId, memberId, receivedAt, rows);
+    const newTags = await store.insertEventsAndTags(trx, organizationId, memberId, receivedAt, rows, plan.tags);
     // A session tagged now for the first time brings its earlier rollup rows to the tag's
     // summaries, read before this batch's rows are added to the rollup.
-    const newTags = await store.tagSessions(trx, plan.tags);
     await dimensions.addTagged(trx, organizationId, newTags, plan.hourly);
-    await store.addHourly(trx, organizationId, plan.hourly);
-    await store.addFiveMinute(trx, organizationId, plan.buckets);
-    await store.addSessionHours(trx, organizationId, plan.sessionHours);
+    await store.addRollups(trx, organizationId, plan.hourly, plan.buckets, plan.sessionHours);
     await dimensions.copyTaggedSessions(trx, organizationId, sessionIds);
-    await store.addDailyMember(trx, organizationId, memberId, plan.days);
-    await store.addDailyTotals(trx, organizationId, plan.daily);
-    await store.addWeeklyKeys(trx, organizationId, plan.weeklyKeys);
+    await store.addCalendar(trx, organizationId, memberId, plan.days, plan.daily, plan.weeklyKeys);
   });
 }

@@ -1,7 +1,7 @@
 /** UTC calendar units shared by ingestion (which rollup row an event adds to) and analytics (window edges). */
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
-/** The finer rollup's bucket (./ingest-store.ts addFiveMinute). */
+/** The finer rollup's bucket (./ingest-store.ts addRollups). */
 export const BUCKET_MS = 300_000;
 
 /** `YYYY-MM-DD` of the UTC day holding `date`. */
