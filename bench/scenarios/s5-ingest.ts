@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../src/lib/ids';
 import type { BenchContext } from '../lib/context';
-import { measureRounds, type LoadOptions, type LoopLoad, type Measurement } from '../lib/load';
+import { cpuExtras, cpuMsPerRequest, measureRounds, type LoadOptions, type LoopLoad, type Measurement } from '../lib/load';
 import { check, type ScenarioResult } from '../lib/report';
 import { seedOrganization } from '../seed/org';
 
@@ -72,6 +72,8 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
   const org = await seedOrganization(ctx.scratch.database.db, { name: 'Ingest Org', members: 20, teams: 2 });
   await ctx.scratch.analyze();
   const service = await ctx.startService('s5-service');
+  // --previous: the earlier build on the same data, in the same rounds (printed, no target).
+  const previous = ctx.startPrevious ? await ctx.startPrevious('s5-previous') : null;
   try {
     const probe = await fetch(`${service.url}/v1/telemetry/ingest`, {
       method: 'POST',
@@ -230,15 +232,17 @@ export async function scenarioIngest(ctx: BenchContext): Promise<ScenarioResult>
     };
     const serviceLoad: LoadOptions = { label: 'service', url: service.url, connections: CONNECTIONS, duration: ctx.duration, warmup: ctx.warmup, requests: ingestRequests(org.callerToken, 's5'), targets: [service] };
     const floorLoad: LoopLoad = { label: 'floor: pg, one transaction', concurrency: CONNECTIONS, work: floorWork, duration: ctx.duration, warmup: ctx.warmup };
-    const [measured, floor] = (await measureRounds([serviceLoad, floorLoad], ROUNDS)) as [Measurement, Measurement];
+    const previousLoad: LoadOptions[] = previous ? [{ label: 'previous build', url: previous.url, connections: CONNECTIONS, duration: ctx.duration, warmup: ctx.warmup, requests: ingestRequests(org.callerToken, 's5p'), targets: [previous] }] : [];
+    const [measured, floor, earlier] = (await measureRounds([serviceLoad, floorLoad, ...previousLoad], ROUNDS)) as [Measurement, Measurement, Measurement | undefined];
     if (floor.requests === 0) throw new Error(`the floor failed on every batch (${floor.errors} errors): ${floorError}`);
-    for (const m of [measured, floor]) {
-      m.extra = { events_per_s: m.rps * BATCH };
+    for (const m of [measured, floor, ...(earlier ? [earlier] : [])]) {
+      m.extra = { events_per_s: m.rps * BATCH, ...(m === floor ? {} : cpuExtras(m)) };
       result.rows.push(m);
     }
+    if (earlier) result.notes.push(`events/s service / previous build: ${(measured.rps / earlier.rps).toFixed(2)}; service CPU per batch ${cpuMsPerRequest(measured).toFixed(2)} ms, previous ${cpuMsPerRequest(earlier).toFixed(2)} ms`);
     if (floor.errors > 0) result.notes.push(`floor errors: ${floor.errors} (last: ${floorError})`);
   } finally {
-    await service.stop();
+    await Promise.all([service.stop(), previous?.stop()]);
   }
   const [measured, floor] = result.rows as [Measurement, Measurement];
   result.checks.push(
