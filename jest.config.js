@@ -24,6 +24,7 @@ const PGLITE = [
   'test/audit/record.test.ts',
   'test/audit/routes.test.ts',
   'test/api/telemetry.test.ts',
+  'test/api/telemetry-round-trips.test.ts',
   'test/api/analytics.test.ts',
   'test/api/billing.test.ts',
   'test/api/webhook-delivery.test.ts',
