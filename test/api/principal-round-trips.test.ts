@@ -1,38 +1,16 @@
-import pino from 'pino';
-import supertest from 'supertest';
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
-import { createApp } from '../../src/app';
+import type supertest from 'supertest';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization } from '../support/factories';
-
-/** Counts the statements the app sends to the database (one per round trip). */
-class StatementCounter implements KyselyPlugin {
-  count = 0;
-  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
-    return args.node;
-  }
-  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
-    this.count += 1;
-    return args.result;
-  }
-}
+import { countingApp } from '../support/statement-counter';
 
 let t: TestApp;
-let counter: StatementCounter;
 let http: ReturnType<typeof supertest>;
+let statements: ReturnType<typeof countingApp>['statements'];
 beforeAll(async () => {
   t = await createTestApp();
-  counter = new StatementCounter();
-  const app = createApp({ db: t.db.withPlugin(counter), clock: t.clock, logger: pino({ level: 'silent' }), fetch: globalThis.fetch, settings: t.settings, validateResponses: true, compileValidatorsAtStart: false });
-  http = supertest(app);
+  ({ http, statements } = countingApp(t));
 });
 afterAll(() => t.close());
-
-async function statements(run: () => Promise<unknown>): Promise<number> {
-  const before = counter.count;
-  await run();
-  return counter.count - before;
-}
 
 describe('permission checks cost no round trip', () => {
   it('GET /v1/org is one statement for a custom role, its permissions included', async () => {

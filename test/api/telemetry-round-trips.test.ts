@@ -1,33 +1,18 @@
-import pino from 'pino';
-import supertest from 'supertest';
-import { sql, type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, type QueryResult, type RootOperationNode, type UnknownRow } from 'kysely';
-import { createApp } from '../../src/app';
+import { sql } from 'kysely';
+import type supertest from 'supertest';
 import { ManualClock } from '../../src/lib/clock';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization } from '../support/factories';
-
-/** Counts the statements the app sends to the database (one per round trip; BEGIN and COMMIT are not counted). */
-class StatementCounter implements KyselyPlugin {
-  count = 0;
-  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
-    return args.node;
-  }
-  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
-    this.count += 1;
-    return args.result;
-  }
-}
+import { countingApp } from '../support/statement-counter';
 
 const NOW = new Date('2026-11-19T15:00:00.000Z');
 const H = 3_600_000;
 let t: TestApp;
-let counter: StatementCounter;
 let http: ReturnType<typeof supertest>;
+let statements: ReturnType<typeof countingApp>['statements'];
 beforeAll(async () => {
   t = await createTestApp({ clock: new ManualClock(NOW) });
-  counter = new StatementCounter();
-  const app = createApp({ db: t.db.withPlugin(counter), clock: t.clock, logger: pino({ level: 'silent' }), fetch: globalThis.fetch, settings: t.settings, validateResponses: true, compileValidatorsAtStart: false });
-  http = supertest(app);
+  ({ http, statements } = countingApp(t));
 });
 afterAll(() => t.close());
 
@@ -47,10 +32,9 @@ it('an ingest batch touching every summary is seven statements, and every summar
     { type: 'task.completed', timestamp: at(1), sessionId: 'b', durationMs: 500, dimensions: [{ type: 'team', value: 'blue' }] },
     { type: 'session.started', timestamp: at(1) },
   ];
-  const before = counter.count;
-  const res = await http.post('/v1/telemetry/ingest').set(...bearer(owner.token)).send({ events });
-  expect(res.status).toBe(202);
-  expect(counter.count - before).toBe(7);
+  let res: supertest.Response | undefined;
+  expect(await statements(async () => (res = await http.post('/v1/telemetry/ingest').set(...bearer(owner.token)).send({ events })))).toBe(7);
+  expect(res!.status).toBe(202);
 
   // Every table the batch writes holds its rows (one statement per group does not drop a part).
   const org = owner.organizationId;
