@@ -1,6 +1,7 @@
 import { sql, type Expression, type SqlBool } from 'kysely';
 import { hmacBase64url, safeEqual } from './crypto';
 import { Invalid } from './errors';
+import { jsonText } from './json-text';
 
 /**
  * Keyset pagination on (created_at, id), newest first. The cursor is opaque: the last row's
@@ -77,6 +78,15 @@ export class Cursors {
     const pageRows = more ? rows.slice(0, limit) : rows;
     const last = pageRows[pageRows.length - 1];
     return { items: pageRows.map(toItem), nextCursor: more && last ? this.encode(list, last) : null };
+  }
+
+  /**
+   * A page whose items Postgres wrote as JSON text (src/lib/json-text.ts): `fetch` returns the text
+   * of at most `limit` items and the last one's position when another page follows.
+   */
+  async textPage<T>(list: string, request: PageRequest, fetch: (after: Position | null, limit: number) => Promise<{ itemsJson: string; next: Position | null }>): Promise<Page<T>> {
+    const { itemsJson, next } = await fetch(this.decode(list, request.cursor), request.limit ?? DEFAULT_PAGE_SIZE);
+    return { items: jsonText<T[]>(itemsJson), nextCursor: next ? this.encode(list, next) : null };
   }
 }
 
