@@ -1,6 +1,6 @@
 import OpenAPIBackend, { OpenAPIValidator, type Context, type Document } from 'openapi-backend';
 import type { Request as ExpressRequest } from 'express';
-import { createAjv } from './validator';
+import { checkSchemas, createAjv } from './validator';
 // Imported (not read from disk) so the build copies it beside the compiled code.
 import bundled from '../../generated/openapi.json';
 
@@ -51,6 +51,8 @@ export interface CompileOptions {
  * time and tens of MB of heap, so they are compiled only when asked (and otherwise on first use).
  */
 export async function initBackend(api: OpenAPIBackend, options: CompileOptions): Promise<OpenAPIBackend> {
+  // The document as given (init dereferences it into a cyclic graph); a backend of this module is given an object.
+  if (!shared) checkSchemas(api.inputDocument as Document);
   await api.init();
   shared ??= {
     validator: validatorFor(api),
