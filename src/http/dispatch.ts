@@ -37,6 +37,8 @@ interface Plan {
   /** Each scheme the requirements name, once, in the library's order; handler undefined when none is registered. */
   schemes: { name: string; handler: Handler | undefined }[];
   handler: Handler;
+  /** No parameters and no body: a request without a query string has nothing to validate. */
+  takesNothing: boolean;
 }
 
 const HOOKS_NOT_RUN = ['preRoutingHandler', 'postSecurityHandler', 'preOperationHandler', 'postResponseHandler'];
@@ -61,7 +63,8 @@ export function createDispatcher(api: OpenAPIBackend, parse: FastParse): Dispatc
     const requirements = (operation.security ?? []).map((requirement) => Object.keys(requirement));
     const names = [...new Set(requirements.flat())];
     leanDispatch.planned++;
-    plans.set(operation.operationId!, { requirements, schemes: names.map((name) => ({ name, handler: api.securityHandlers[name] })), handler });
+    const takesNothing = (operation.parameters ?? []).length === 0 && operation.requestBody === undefined;
+    plans.set(operation.operationId!, { requirements, schemes: names.map((name) => ({ name, handler: api.securityHandlers[name] })), handler, takesNothing });
   }
 
   return async (request, operation, ...args) => {
@@ -86,8 +89,13 @@ export function createDispatcher(api: OpenAPIBackend, parse: FastParse): Dispatc
     context.security = { ...results, authorized };
     if (!authorized && plan.requirements.length > 0) return unauthorized!(context, ...args);
 
-    // The library's validation steps (backend.js handleRequest), on the same request.
-    if (api.validate) {
+    // The library's validation steps (backend.js handleRequest), on the same request. For an
+    // operation that takes nothing, asked without a query string (GET /v1/org, /v1/me), they can
+    // only pass: their result, as the library writes it, is set without running them (13 µs of a
+    // GET /v1/org's ~250 in bench scenario 1's profile).
+    if (api.validate && plan.takesNothing && Object.keys(request.query ?? {}).length === 0) {
+      context.validation = { valid: true, errors: null, coerced: { ...request, query: parsed.query, params: parsed.params } } as Context['validation'];
+    } else if (api.validate) {
       context.validation = api.validator.validateRequest(request, operation!);
       if (context.validation.errors) return validationFail!(context, ...args);
       if (api.validator.coerceTypes) context.request = api.router.parseRequest(context.validation.coerced, operation);
