@@ -28,7 +28,7 @@ export function createBackend(definition: Document = contract): OpenAPIBackend {
 /**
  * The validator, built once per process and shared by every backend built in it: the contract
  * does not change after start, and compiling its validators is the expensive part of starting
- * (seconds of CPU). A process holds one app in production; tests build several apps per file.
+ * (most of a start's CPU). A process holds one app in production; tests build several apps per file.
  */
 let shared: { validator: OpenAPIValidator; requestsCompiled: boolean; responsesCompiled: boolean } | undefined;
 

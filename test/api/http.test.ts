@@ -72,6 +72,24 @@ describe('the HTTP layer', () => {
     expect(badQuery.body.details).toContainEqual(expect.objectContaining({ path: ['query', 'limit'] }));
   });
 
+  it('writes a JSON answer with its type, charset and length in bytes; a conditional GET of a versioned answer still gets 304', async () => {
+    // Multi-byte characters: the length is counted in bytes, not characters (src/http/router.ts send).
+    const owner = await createOrganization(t, 'Zürich ☃ 組織');
+    const org = await t.http.get('/v1/org').set(...bearer(owner.token));
+    expect(org.status).toBe(200);
+    expect(org.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(Number(org.headers['content-length'])).toBe(Buffer.byteLength(org.text));
+    expect(org.body.organization.name).toBe('Zürich ☃ 組織');
+    // Templates carry an ETag: a request naming it is answered 304 without a body, as res.send does.
+    const created = await t.http.post('/v1/templates').set(...bearer(owner.token)).send({ name: 'Setup', kind: 'worker', content: { image: 'node:20' } });
+    expect(created.headers.etag).toBe('"1"');
+    const path = `/v1/templates/${created.body.item.id}`;
+    const unchanged = await t.http.get(path).set(...bearer(owner.token)).set('if-none-match', '"1"');
+    expect([unchanged.status, unchanged.text]).toEqual([304, '']);
+    const changed = await t.http.get(path).set(...bearer(owner.token)).set('if-none-match', '"0"');
+    expect([changed.status, changed.body.item.version]).toEqual([200, 1]);
+  });
+
   it('sets security headers and no x-powered-by', async () => {
     const res = await t.http.get('/health');
     expect(res.headers['x-powered-by']).toBeUndefined();
