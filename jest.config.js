@@ -69,7 +69,7 @@ module.exports = {
   // The seams use no database: no template to migrate for them.
   ...(seamsOnly ? {} : { globalSetup: '<rootDir>/test/support/global-setup.ts', globalTeardown: '<rootDir>/test/support/global-teardown.ts' }),
   maxWorkers: 2,
-  // Hooks share this bound: building a test app compiles every request validator, which takes
-  // seconds on a loaded 2-core machine; a test that hangs still fails, later.
+  // Hooks share this bound: building a test app (a migrated database, the contract, the first
+  // validators) can take seconds on a loaded 2-core machine; a test that hangs still fails, later.
   testTimeout: 120_000,
 };
