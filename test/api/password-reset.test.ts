@@ -187,9 +187,14 @@ describe('the same answer in the same time, whatever the address', () => {
     expect([...bodies]).toEqual(['{"ok":true}']);
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const [k, u] = [median(durations.known), median(durations.unknown)];
-    // Queueing the message inside the request (a token and a message row, a commit) costs a few
-    // milliseconds here; the tolerance is below that.
-    expect(Math.abs(k - u)).toBeLessThan(Math.max(0.6, 0.15 * Math.max(k, u)));
+    // Compared pair by pair (the two requests of a round run back to back): a burst of the
+    // machine's other load (another test file's worker) then lands on both sides of a pair instead
+    // of on one side's median (a difference of medians once reached 0.92 ms under CI's load; the
+    // paired median stayed under 0.1 ms under the same load here). Queueing the message inside the
+    // request (a token and a message row, a commit) costs a few milliseconds here; the tolerance is
+    // below that.
+    const paired = median(durations.known.map((ms, i) => ms - durations.unknown[i]!));
+    expect(Math.abs(paired)).toBeLessThan(Math.max(0.6, 0.15 * Math.max(k, u)));
     // The known address did get its messages (the work happened, after the replies).
     const queued = await timed.db.selectFrom('mail_messages').select('id').where('recipient', '=', known.email).where('kind', '=', 'password_reset').execute();
     expect(queued).toHaveLength(220);
