@@ -41,7 +41,7 @@ export interface GrantBody {
 /** Managers list every grant of the resource, revoked ones included, newest first. */
 export async function listAccess(deps: AppDeps, resource: GrantedResource, guard: ResourceGuard, membership: Membership, resourceId: string, page: PageRequest) {
   await guard(deps.db, membership, resourceId, 'manager');
-  return deps.cursors.textPage<AccessGrant>(resource.listName, page, (after, limit) => store.grantsPage(deps.db, resource, membership.organizationId, resourceId, after, limit));
+  return deps.cursors.jsonPage<AccessGrant>(resource.listName, page, (after, limit) => store.grantsPage(deps.db, resource, membership.organizationId, resourceId, after, limit));
 }
 
 /** Exactly one target: a member, a team, or the whole organization. */

@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/schema';
-import { preparedAs } from '../db/connect';
+import { preparedAs, sizeInText } from '../db/connect';
+import { jsonPageOf, jsonPageSelect, type JsonPage } from '../db/json-page';
 import { isoTimestamp } from '../db/json-sql';
 import type { ResourceRole } from '../access/resource-roles';
 import { before, type Position } from '../lib/pagination';
@@ -40,12 +41,6 @@ function targetColumns(target: GrantTarget) {
   };
 }
 
-/** A page of grants made by Postgres: the items as JSON text, and the last item's position when another page follows. */
-export interface GrantsPage {
-  itemsJson: string;
-  next: Position | null;
-}
-
 /**
  * The contract's `AccessGrant` as JSON made by Postgres: the fields of toGrant (./service.ts) in
  * its order (constant SQL text, src/db/json-sql.ts says why).
@@ -57,10 +52,9 @@ const GRANT_JSON = sql.raw(`json_build_object(
 
 /**
  * One page of `limit` of a resource's grants (revoked ones included), newest first: an index range
- * scan at any depth, one row more read to learn whether another page follows. The items are JSON
- * text sent as it is (src/lib/json-text.ts), as GET /v1/members' pages are: a page of revoked
- * grants parsed two timestamps per row into Dates and wrote them back as text, which made it cost
- * more than a page of active ones (bench scenario 2).
+ * scan at any depth. The items are JSON text sent as it is, as GET /v1/members' pages are
+ * (src/db/json-page.ts): a page of revoked grants parsed two timestamps per row into Dates and wrote
+ * them back as text, which made it cost more than a page of active ones (bench scenario 2).
  */
 export async function grantsPage(
   db: Db,
@@ -69,23 +63,17 @@ export async function grantsPage(
   resourceId: string,
   after: Position | null,
   limit: number,
-): Promise<GrantsPage> {
+): Promise<JsonPage> {
   const { table, resourceColumn } = resource.ref;
-  const result = await sql<{ items_json: string; last_created_at: Date | null; last_id: string | null }>`${preparedAs(`grants_page_${table}${after ? '_after' : ''}`)}
-    SELECT coalesce(json_agg(${GRANT_JSON} ORDER BY p.n) FILTER (WHERE p.n <= ${limit}), '[]'::json)::text AS items_json,
-      max(p.created_at) FILTER (WHERE p.n = ${limit} AND p.more) AS last_created_at,
-      max(p.id) FILTER (WHERE p.n = ${limit} AND p.more) AS last_id
-    FROM (
-      SELECT q.*, count(*) OVER () > ${limit} AS more FROM (
-        SELECT ${COLUMNS}, row_number() OVER (ORDER BY g.created_at DESC, g.id DESC) AS n FROM ${sql.table(table)} g
-        WHERE g.${sql.ref(resourceColumn)} = ${resourceId} AND g.organization_id = ${organizationId}
-          ${after ? sql`AND ${before('g.created_at', 'g.id', after)}` : sql``}
-        ORDER BY g.created_at DESC, g.id DESC
-        LIMIT ${limit + 1}
-      ) q
-    ) p`.execute(db);
+  const rows = sql`SELECT ${COLUMNS}, row_number() OVER (ORDER BY g.created_at DESC, g.id DESC) AS n FROM ${sql.table(table)} g
+    WHERE g.${sql.ref(resourceColumn)} = ${resourceId} AND g.organization_id = ${organizationId}
+      ${after ? sql`AND ${before('g.created_at', 'g.id', after)}` : sql``}
+    ORDER BY g.created_at DESC, g.id DESC
+    LIMIT ${sizeInText(limit + 1)}`;
+  const result = await sql<{ items_json: string; last_created_at: Date | null; last_id: string | null }>`${preparedAs(`grants_page_${table}${after ? '_after' : ''}_${limit}`)}
+    ${jsonPageSelect(GRANT_JSON, rows, limit)}`.execute(db);
   const row = result.rows[0]!;
-  return { itemsJson: row.items_json, next: row.last_id !== null && row.last_created_at !== null ? { id: row.last_id, createdAt: row.last_created_at } : null };
+  return jsonPageOf(row.items_json, row.last_created_at, row.last_id);
 }
 
 /**

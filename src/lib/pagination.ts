@@ -2,6 +2,7 @@ import { sql, type Expression, type SqlBool } from 'kysely';
 import { hmacBase64url, safeEqual } from './crypto';
 import { Invalid } from './errors';
 import { jsonText } from './json-text';
+import type { JsonPage } from '../db/json-page';
 
 /**
  * Keyset pagination on (created_at, id), newest first. The cursor is opaque: the last row's
@@ -80,13 +81,14 @@ export class Cursors {
     return { items: pageRows.map(toItem), nextCursor: more && last ? this.encode(list, last) : null };
   }
 
-  /**
-   * A page whose items Postgres wrote as JSON text (src/lib/json-text.ts): `fetch` returns the text
-   * of at most `limit` items and the last one's position when another page follows.
-   */
-  async textPage<T>(list: string, request: PageRequest, fetch: (after: Position | null, limit: number) => Promise<{ itemsJson: string; next: Position | null }>): Promise<Page<T>> {
-    const { itemsJson, next } = await fetch(this.decode(list, request.cursor), request.limit ?? DEFAULT_PAGE_SIZE);
-    return { items: jsonText<T[]>(itemsJson), nextCursor: next ? this.encode(list, next) : null };
+  /** A page whose items Postgres wrote as JSON text (src/db/json-page.ts), fetched for the request's cursor and limit. */
+  async jsonPage<T>(list: string, request: PageRequest, fetch: (after: Position | null, limit: number) => Promise<JsonPage>): Promise<Page<T>> {
+    return this.ofJsonPage<T>(list, await fetch(this.decode(list, request.cursor), request.limit ?? DEFAULT_PAGE_SIZE));
+  }
+
+  /** The answer of a page Postgres wrote: its items as they are, and the cursor of its last one. */
+  ofJsonPage<T>(list: string, page: JsonPage): Page<T> {
+    return { items: jsonText<T[]>(page.itemsJson), nextCursor: page.next ? this.encode(list, page.next) : null };
   }
 }
 

@@ -4,7 +4,6 @@ import type { AppDeps } from '../domain/deps';
 import type { Membership, PermissionSet, Principal } from '../domain/principal';
 import { Conflict, Forbidden, Invalid, NotFound } from '../lib/errors';
 import { DEFAULT_PAGE_SIZE, MAX_CURSOR_LENGTH, MAX_PAGE_SIZE, positioned, type Cursors, type PageRequest, type Position } from '../lib/pagination';
-import { jsonText } from '../lib/json-text';
 import { RequestPreload } from '../principal/preload';
 import { principalFromSession, principalFromSessionWith, type LoaderRequest } from '../principal';
 import { authorize } from '../access/roles';
@@ -62,7 +61,7 @@ export async function loadSessionWithMembersPage(db: AppDeps['db'], token: strin
 export async function listMembers(deps: AppDeps, membership: Membership, page: PageRequest) {
   const ready = prefetched.take(membership);
   if (ready && ready.cursor === page.cursor && ready.limit === (page.limit ?? DEFAULT_PAGE_SIZE)) {
-    return { items: jsonText<ReturnType<typeof toListedMember>[]>(ready.itemsJson), nextCursor: ready.next ? deps.cursors.encode('members', ready.next) : null };
+    return deps.cursors.ofJsonPage<ReturnType<typeof toListedMember>>('members', ready);
   }
   return deps.cursors.page(
     'members',

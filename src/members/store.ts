@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema';
 import { sizeInText } from '../db/connect';
+import { jsonPageOf, jsonPageSelect, type JsonPage } from '../db/json-page';
 import type { Role } from '../domain/principal';
 import type { MemberRow } from './mappers';
 import { before, type Position } from '../lib/pagination';
@@ -200,13 +201,9 @@ export async function openMembershipsOfUser(db: Db, userId: string): Promise<{ o
 const PAGE_MEMBER_JSON = sql.raw(memberJson(memberColumnsOf('p')));
 
 /** A first page of GET /v1/members read by the session check (`membersPagePreload`). */
-export interface PreloadedMembersPage {
+export interface PreloadedMembersPage extends JsonPage {
   /** The page size it was read for. */
   limit: number;
-  /** The page's items as the contract's `Member` objects (with `directoryUserId`), JSON text made by Postgres. */
-  itemsJson: string;
-  /** The last item's position when another page follows, else null. */
-  next: Position | null;
 }
 
 /**
@@ -219,34 +216,26 @@ export interface PreloadedMembersPage {
  * JS Date holds them).
  */
 export function membersPagePreload(limit: number, after: Position | null): SessionPreload<PreloadedMembersPage> {
-  const size = sizeInText(limit);
   return {
     // Texts with and without the keyset condition, per page size: each its own prepared statement.
     name: `${after ? 'members_page_after' : 'members_page'}_${limit}`,
     columns: sql`mp.items_json AS members_page_json, mp.last_created_at AS members_page_last_created_at, mp.last_id AS members_page_last_id`,
-    joins: sql`LEFT JOIN LATERAL (
-      SELECT coalesce(json_agg(${PAGE_MEMBER_JSON} ORDER BY p.created_at DESC, p.id DESC) FILTER (WHERE p.n <= ${size}), '[]'::json)::text AS items_json,
-        max(p.created_at) FILTER (WHERE p.n = ${size} AND p.more) AS last_created_at,
-        max(p.id) FILTER (WHERE p.n = ${size} AND p.more) AS last_id
-      FROM (
-        SELECT q.*, count(*) OVER () > ${size} AS more FROM (
-          SELECT pm.id, pm.organization_id, pu.id AS user_id, pm.role, pm.suspended_at, pm.created_at, pu.name AS user_name, pu.email AS user_email, pu.image AS user_image,
-            (SELECT d.id FROM directory_users d WHERE d.member_id = pm.id) AS directory_user_id,
-            row_number() OVER (ORDER BY pm.created_at DESC, pm.id DESC) AS n
-          FROM members pm JOIN users pu ON pu.id = pm.user_id
-          WHERE pm.organization_id = m.organization_id AND pm.removed_at IS NULL
-            ${after ? sql`AND ${before('pm.created_at', 'pm.id', after)}` : sql``}
-          ORDER BY pm.created_at DESC, pm.id DESC
-          LIMIT ${sizeInText(limit + 1)}
-        ) q
-      ) p
-    ) mp ON true`,
+    joins: sql`LEFT JOIN LATERAL (${jsonPageSelect(
+      PAGE_MEMBER_JSON,
+      sql`SELECT pm.id, pm.organization_id, pu.id AS user_id, pm.role, pm.suspended_at, pm.created_at, pu.name AS user_name, pu.email AS user_email, pu.image AS user_image,
+          (SELECT d.id FROM directory_users d WHERE d.member_id = pm.id) AS directory_user_id,
+          row_number() OVER (ORDER BY pm.created_at DESC, pm.id DESC) AS n
+        FROM members pm JOIN users pu ON pu.id = pm.user_id
+        WHERE pm.organization_id = m.organization_id AND pm.removed_at IS NULL
+          ${after ? sql`AND ${before('pm.created_at', 'pm.id', after)}` : sql``}
+        ORDER BY pm.created_at DESC, pm.id DESC
+        LIMIT ${sizeInText(limit + 1)}`,
+      limit,
+    )}) mp ON true`,
     read: (row) => {
       const itemsJson = row.members_page_json as string | null;
       if (row.principal_member_id === null || itemsJson === null) return undefined;
-      const lastId = row.members_page_last_id as string | null;
-      const lastCreatedAt = row.members_page_last_created_at as Date | null;
-      return { limit, itemsJson, next: lastId !== null && lastCreatedAt !== null ? { id: lastId, createdAt: lastCreatedAt } : null };
+      return { limit, ...jsonPageOf(itemsJson, row.members_page_last_created_at as Date | null, row.members_page_last_id as string | null) };
     },
   };
 }

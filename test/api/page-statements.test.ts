@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { createTestApp, type TestApp } from '../support/app';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { bearer, createOrganization } from '../support/factories';
+import { bearer, createMarketplace, createOrganization } from '../support/factories';
 import { testDbKind } from '../support/env';
 import { newId } from '../../src/lib/ids';
 
@@ -60,5 +60,23 @@ maybe('page statements are planned once, at any organization size', () => {
     expect(plans.rows.map((r) => r.name).sort()).toEqual(['session_members_page_20', 'team_members_page_21']);
     // With the size as a parameter: 0 generic plans, 8 custom ones.
     for (const row of plans.rows) expect({ name: row.name, reusesGenericPlan: Number(row.generic_plans) > 0 }).toEqual({ name: row.name, reusesGenericPlan: true });
+  });
+
+  it('a grant page reuses a generic plan on a resource of 20,000 grants', async () => {
+    const owner = await createOrganization(t, 'Granted');
+    const marketplace = await createMarketplace(t, owner.token);
+    // A long history: every grant to the owner, revoked (no active-target conflict).
+    await sql`INSERT INTO marketplace_grants (id, organization_id, marketplace_id, member_id, role, created_by_member_id, created_at, removed_at)
+      SELECT g.id, ${owner.organizationId}, ${marketplace.id}, ${owner.memberId}, 'viewer', ${owner.memberId}, now() - make_interval(secs => g.n::int), now()
+      FROM unnest(${Array.from({ length: SIZE }, () => newId('marketplaceGrant'))}::text[]) WITH ORDINALITY AS g(id, n)`.execute(t.db);
+    await sql`ANALYZE marketplace_grants`.execute(t.db);
+    for (let i = 0; i < 8; i++) {
+      const page = await t.http.get(`/v1/marketplaces/${marketplace.id}/access?limit=20`).set(...bearer(owner.token));
+      expect(page.status).toBe(200);
+      expect(page.body.items).toHaveLength(20);
+    }
+    const plans = await sql<{ name: string; generic_plans: string }>`
+      SELECT name, generic_plans FROM pg_prepared_statements WHERE name LIKE 'grants_page_%'`.execute(t.db);
+    expect(plans.rows.map((r) => ({ name: r.name, reusesGenericPlan: Number(r.generic_plans) > 0 }))).toEqual([{ name: 'grants_page_marketplace_grants_20', reusesGenericPlan: true }]);
   });
 });
