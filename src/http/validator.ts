@@ -67,10 +67,10 @@ export function checkSchemas(document: object): void {
       if (!ajv.validateSchema(node as object)) throw new Error(`the schema at ${at.join('.')} is not a valid JSON Schema: ${ajv.errorsText(ajv.errors)}`);
       return;
     }
+    // Every value of components.schemas is a schema; elsewhere a schema is the value of a `schema` key.
+    const inSchemas = at.length === 2 && at[0] === 'components' && at[1] === 'schemas';
     for (const [key, value] of Object.entries(node)) {
-      if (FREE_FORM(key)) continue;
-      const inSchemas = at.length === 2 && at[0] === 'components' && at[1] === 'schemas';
-      visit(value, [...at, key], key === 'schema' || inSchemas);
+      if (!FREE_FORM(key)) visit(value, [...at, key], inSchemas || key === 'schema');
     }
   };
   visit(document, [], false);
