@@ -84,6 +84,11 @@ export interface RateLimitRule {
 export interface RateLimitSettings {
   signInEmail: RateLimitRule | null;
   signInIp: RateLimitRule | null;
+  /**
+   * Wrong second-factor answers per account, across challenges (docs/second-factors.md): apart
+   * from signInEmail, which a right password clears before each challenge.
+   */
+  secondFactorUser: RateLimitRule | null;
   signUpIp: RateLimitRule | null;
   invitationAcceptUser: RateLimitRule | null;
   invitationAcceptIp: RateLimitRule | null;
@@ -415,6 +420,7 @@ export function loadSettings(env: Env = process.env): Settings {
     rateLimits: {
       signInEmail: rateLimit(env, 'RATE_LIMIT_SIGN_IN_EMAIL', '10/15m'),
       signInIp: rateLimit(env, 'RATE_LIMIT_SIGN_IN_IP', '100/15m'),
+      secondFactorUser: rateLimit(env, 'RATE_LIMIT_SECOND_FACTOR_USER', '10/15m'),
       signUpIp: rateLimit(env, 'RATE_LIMIT_SIGN_UP_IP', '30/1h'),
       invitationAcceptUser: rateLimit(env, 'RATE_LIMIT_INVITATION_ACCEPT_USER', '20/15m'),
       invitationAcceptIp: rateLimit(env, 'RATE_LIMIT_INVITATION_ACCEPT_IP', '100/15m'),

@@ -15,6 +15,7 @@ import * as store from './store';
 import { acceptedStep, newTotpSecret, otpauthUrl } from './totp';
 import { newRecoveryCodes, recoveryCodeHash } from './recovery-codes';
 import { authenticationOptions, registrationOptions, verifyAuthentication, verifyRegistration, type RelyingParty, type StoredPasskey } from './webauthn';
+import { countWrongAnswer, guessingCheck } from './guessing';
 import { notifyFactorChange, recordFactorChange, recordPolicyChange, type FactorEvent } from './notices';
 
 /**
@@ -259,11 +260,15 @@ async function totpStep(deps: AppDeps, row: { secret_sealed: string; confirmed_a
   return acceptedStep(deps.secrets.decrypt(row.secret_sealed), code, now, row.last_used_step === null ? null : Number(row.last_used_step));
 }
 
-/** A wrong answer: counts against the challenge and the sign-in limits of the e-mail and the IP. */
-async function refuseAnswer(deps: AppDeps, challengeId: string, email: string, ip: string): Promise<never> {
+/**
+ * A wrong answer: counts against the challenge, the sign-in limits of the e-mail and the IP, and
+ * the account's second-factor limit (./guessing.ts), which a right password does not clear.
+ */
+async function refuseAnswer(deps: AppDeps, challengeId: string, user: users.UserRow, ip: string): Promise<never> {
   await store.failChallenge(deps.db, challengeId);
-  await limits.recordFailure(deps, 'signInEmail', email);
+  await limits.recordFailure(deps, 'signInEmail', users.normalizeEmail(user.email));
   await limits.recordFailure(deps, 'signInIp', ip);
+  await countWrongAnswer(deps, user);
   throw new Unauthenticated('invalid_credentials', 'The second factor is incorrect.');
 }
 
@@ -275,9 +280,10 @@ export type Verified =
   | { purpose: 'reauthenticate'; user: ReturnType<typeof toUser>; authenticatedAt: string; method: Method };
 
 /**
- * The second step. A wrong answer counts against the challenge (five kill it) and against the
- * sign-in limits of the user's e-mail and of the IP, so fresh challenges (each needs the password)
- * do not reset a guesser's budget.
+ * The second step. A wrong answer counts against the challenge (five kill it), against the
+ * sign-in limits of the user's e-mail and of the IP, and against the account's own second-factor
+ * limit, so fresh challenges (each needs the password, which clears the e-mail's count) do not
+ * reset a guesser's budget.
  */
 export async function verify(deps: AppDeps, challengeToken: string, answer: Answer, ip: string, userAgent: string | undefined): Promise<Verified> {
   const now = deps.clock.now();
@@ -289,12 +295,12 @@ export async function verify(deps: AppDeps, challengeToken: string, answer: Answ
   // Both limits in one read, and a sign-in's organization read beside it, while the TOTP code is
   // checked; nothing is spent before the limits allow it.
   const [failing, organization, step] = await Promise.all([
-    limits.assertNoneLimited(deps, [['signInEmail', email], ['signInIp', ip]]),
+    limits.assertNoneLimited(deps, [['signInEmail', email], ['signInIp', ip], guessingCheck(user.id)]),
     challenge.purpose === 'sign_in' ? signInOrganization(deps.db, user.id) : undefined,
     answer.method === 'totp' ? totpStep(deps, totp, answer.code, now) : null,
   ]);
   const proven = answer.method === 'totp' ? step !== null : await proves(deps, user.id, challenge.webauthn_challenge, answer, now);
-  if (!proven) return refuseAnswer(deps, challenge.id, email, ip);
+  if (!proven) return refuseAnswer(deps, challenge.id, user, ip);
   try {
     return await deps.db.transaction().execute(async (trx): Promise<Verified> => {
       if (answer.method === 'totp') {
@@ -317,7 +323,7 @@ export async function verify(deps: AppDeps, challengeToken: string, answer: Answ
       return { purpose: 'sign_in', user: toUser(user), session, method: answer.method };
     });
   } catch (err) {
-    if (err instanceof StepAlreadyUsed) return refuseAnswer(deps, challenge.id, email, ip);
+    if (err instanceof StepAlreadyUsed) return refuseAnswer(deps, challenge.id, user, ip);
     throw err;
   }
 }

@@ -106,11 +106,15 @@ export async function assertNoneLimited(deps: LimiterDeps, checks: readonly (rea
   return live;
 }
 
-/** Counts a failure (wrong password) without refusing this request; the next one is refused. */
-export async function recordFailure(deps: LimiterDeps, name: LimitName, subject: string): Promise<void> {
+/**
+ * Counts a failure (wrong password) without refusing this request; the next one is refused. True
+ * when this failure is the one that used the window up (once per window: a caller tells someone).
+ */
+export async function recordFailure(deps: LimiterDeps, name: LimitName, subject: string): Promise<boolean> {
   const rule = deps.settings.rateLimits[name];
-  if (!rule || !subject) return;
-  await hit(deps, name, subject, rule);
+  if (!rule || !subject) return false;
+  const { points } = await hit(deps, name, subject, rule);
+  return points === rule.points;
 }
 
 /** Forgets a key's window (a successful sign-in clears that e-mail's failures). */
