@@ -9,6 +9,9 @@ import type { MailSettings } from '../settings';
  * - SMTP_URL set: an SMTP pool of MAIL_CONCURRENCY connections;
  * - unset: nodemailer's stream transport composes the same RFC 5322 message and it is written to
  *   MAIL_DIR as `<message id>.eml` (written aside, then renamed: a reader never sees half a file).
+ *   Its text and HTML parts are 8-bit UTF-8 (`eightBitParts`), so a person reading the file in an
+ *   editor or pager copies a link as it is: quoted-printable, nodemailer's choice for long lines,
+ *   breaks links across lines and writes `=` as `=3D` (a token copied from it is wrong).
  * SMTP_URL is a secret: it is never logged, and error texts are scrubbed of its password.
  */
 export interface OutgoingMessage {
@@ -42,6 +45,25 @@ function messageId(id: string, from: string): string {
 
 function compose(settings: MailSettings, m: OutgoingMessage): SendMailOptions {
   return { from: settings.from, to: m.to, subject: m.subject, text: m.text, html: m.html, messageId: messageId(m.id, settings.from) };
+}
+
+/** RFC 5322 §2.1.1: a line is at most 998 octets (without its CRLF), 8-bit or not. */
+const MAX_LINE_OCTETS = 998;
+
+/**
+ * A text part as nodemailer's `raw` node (its documented way to supply a MIME node whole): UTF-8,
+ * `Content-Transfer-Encoding: 8bit`, CRLF line ends. A part with a line too long for 8-bit is left
+ * to nodemailer (quoted-printable), which no message of ours has (src/mail/templates.ts).
+ */
+function eightBit(type: 'text/plain' | 'text/html', body: string): string | { raw: string } {
+  const crlf = body.replace(/\r\n|\r|\n/g, '\r\n');
+  if (crlf.split('\r\n').some((line) => Buffer.byteLength(line) > MAX_LINE_OCTETS)) return body;
+  return { raw: `Content-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n${crlf}` };
+}
+
+/** The message for a file: the same, with both parts readable as they are. */
+function eightBitParts(options: SendMailOptions, m: OutgoingMessage): SendMailOptions {
+  return { ...options, text: eightBit('text/plain', m.text), html: eightBit('text/html', m.html) };
 }
 
 /** A short, secret-free account of an SMTP failure (nodemailer's code and the server's reply). */
@@ -88,7 +110,7 @@ function fileTransport(settings: MailSettings): MailTransport {
       try {
         made ??= mkdir(dir, { recursive: true });
         await made;
-        const info = await transporter.sendMail(compose(settings, m));
+        const info = await transporter.sendMail(eightBitParts(compose(settings, m), m));
         const file = path.join(dir, `${m.id}.eml`);
         await writeFile(`${file}.tmp`, info.message as Buffer);
         await rename(`${file}.tmp`, file);

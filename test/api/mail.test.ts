@@ -211,6 +211,38 @@ describe('without SMTP_URL: .eml files in MAIL_DIR', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('writes parts a person reads in an editor: the link on one line, copied as it is, and names in UTF-8', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'mail-'));
+    const files = await createTestApp({ database: t.database, clock: t.clock, env: { MAIL_DIR: dir } });
+    const runner = testMailer(files);
+    try {
+      const owner = await createOrganization(files, 'Zoë’s Café');
+      const { email } = await invite(owner);
+      await runner.runOnce();
+      const [row] = await messagesTo(email);
+      // What a person sees with `less` or a text editor: the file's bytes as UTF-8.
+      const shown = (await readFile(path.join(dir, `${row!.id}.eml`))).toString('utf8');
+      expect(shown).toContain('Content-Transfer-Encoding: 8bit');
+      // Headers stay ASCII (a name in the subject is an RFC 2047 word); the parts are as written.
+      const parts = shown.slice(shown.indexOf('\r\n\r\n'));
+      expect(parts).not.toMatch(/quoted-printable|=3D|=\r\n/i);
+      expect(shown).toContain('invited you to join Zoë’s Café');
+      // The link a person copies: the whole line, as it stands in the file.
+      const line = shown.split('\r\n').find((l) => l.includes('/accept-invitation?token='));
+      expect(line).toMatch(/^https?:\/\/\S+\/accept-invitation\?token=cpi_\S+$/);
+      const token = new URL(line!).searchParams.get('token')!;
+      const preview = await files.http.get('/v1/invitations/preview').query({ token });
+      expect({ status: preview.status, organization: preview.body.organization?.name }).toEqual({ status: 200, organization: 'Zoë’s Café' });
+      // Still a message every mail reader parses the same.
+      const parsed = await simpleParser(Buffer.from(shown, 'utf8'));
+      expect(parsed.text).toContain(line);
+    } finally {
+      await runner.stop();
+      await files.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('GET /v1/admin/mail', () => {
