@@ -2,8 +2,10 @@
 # The production image: multi-stage (compile with dev dependencies, run with production ones only),
 # non-root, with a HEALTHCHECK. CI lints this file (dockerfile-utils) and cannot build it: base
 # images cannot be pulled there. docs/operations.md says how it is run.
+# Node 24 (LTS, supported until April 2028); the code also runs on Node 20.19+ and 22 (package.json
+# engines), which development machines and CI use.
 # Build: compile TypeScript with the full dependency set.
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /app
 # No install-time analytics ping from @scarf/scarf (pulled in by swagger-ui-express).
 ENV SCARF_ANALYTICS=false
@@ -17,9 +19,14 @@ COPY generated ./generated
 RUN npm run build
 
 # Runtime: production dependencies only, compiled JS, and the bundled spec the app loads.
-FROM node:20-slim AS runtime
+FROM node:24-slim AS runtime
+# HOST: a container is reached through its network interface, not its loopback; listening there
+# without BOOTSTRAP_TOKEN is refused (docs/settings.md), so `docker run` needs one (compose.yaml
+# asks for it). MAIL_DIR: without SMTP_URL mail is written under /data, which the non-root user owns.
 ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
     DATA_DIR=/data \
+    MAIL_DIR=/data/mail \
     PORT=3000
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -30,8 +37,9 @@ RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean -
 COPY --from=build /app/dist ./dist
 COPY generated ./generated
 COPY openapi ./openapi
-# The embedded database (PGlite) lives under DATA_DIR; it must be writable by the non-root user.
-RUN mkdir -p /data && chown node:node /data
+# The embedded database (PGlite) and the mail folder live under DATA_DIR; both must be writable by
+# the non-root user. A named volume mounted on /data/mail starts with this ownership (compose.yaml).
+RUN mkdir -p /data/mail && chown node:node /data /data/mail
 VOLUME ["/data"]
 USER node
 # The API; the metrics listener when METRICS_PORT=9464 is set (compose.yaml sets it).

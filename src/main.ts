@@ -59,9 +59,9 @@ async function main(): Promise<void> {
 
   const app = createApp({ db: database.db, clock: systemClock, logger, fetch: globalThis.fetch, settings: { ...settings, secretKey }, onReady: collectStartupGarbage });
   const server = createAppServer(app, {}, { requestTimeoutMs: settings.requestTimeoutMs, headersTimeoutMs: settings.headersTimeoutMs });
-  server.listen(settings.port, () => {
+  server.listen(settings.port, settings.host, () => {
     const base = `http://localhost:${settings.port}`;
-    logger.info({ port: settings.port, database: database.kind }, `listening on ${base}, docs at ${base}/docs`);
+    logger.info({ host: settings.host, port: settings.port, database: database.kind }, `listening on ${base}, docs at ${base}/docs`);
   });
   // Webhook deliveries and mail are sent beside the requests, from the database, by one job runner
   // (src/jobs/). On a server database it has connections of its own, so requests queueing for the

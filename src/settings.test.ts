@@ -7,6 +7,24 @@ describe('loadSettings', () => {
     expect(s.suiteGraphBaseUrl).toBe('https://graph.microsoft.com/v1.0');
   });
 
+  it('listens on loopback by default; HOST is an IP address or localhost', () => {
+    expect(loadSettings({})).toMatchObject({ host: '127.0.0.1', bootstrapAllowOpen: false });
+    expect(loadSettings({ HOST: '::1' }).host).toBe('::1');
+    expect(loadSettings({ HOST: 'localhost' }).host).toBe('localhost');
+    expect(() => loadSettings({ HOST: 'api.internal' })).toThrow(/HOST must be an IP address/);
+  });
+
+  it('refuses to start bootstrap-open (no BOOTSTRAP_TOKEN) on an address other machines reach, unless BOOTSTRAP_ALLOW_OPEN says so', () => {
+    for (const host of ['0.0.0.0', '::', '10.0.0.5', '::ffff:10.0.0.5']) {
+      expect(() => loadSettings({ HOST: host })).toThrow(SettingsError);
+      expect(() => loadSettings({ HOST: host })).toThrow(/BOOTSTRAP_TOKEN is unset: the first caller of POST \/v1\/bootstrap would become platform admin/);
+      expect(loadSettings({ HOST: host, BOOTSTRAP_TOKEN: 'a-long-bootstrap-token' }).host).toBe(host);
+      expect(loadSettings({ HOST: host, BOOTSTRAP_ALLOW_OPEN: 'on' }).bootstrapAllowOpen).toBe(true);
+    }
+    for (const host of ['127.0.0.1', '127.0.0.2', '::1', 'localhost', '::ffff:127.0.0.1']) expect(loadSettings({ HOST: host }).host).toBe(host);
+    expect(() => loadSettings({ HOST: '0.0.0.0', BOOTSTRAP_ALLOW_OPEN: 'maybe' })).toThrow(/BOOTSTRAP_ALLOW_OPEN must be on\/off/);
+  });
+
   it('reads durations, booleans and URLs', () => {
     const s = loadSettings({ SESSION_TTL: '12h', PLAN_GATING: 'off', SUITE_LOGIN_BASE_URL: 'http://127.0.0.1:9999/', CORS_ORIGINS: 'https://a.test, https://b.test' });
     expect(s.sessionTtlMs).toBe(12 * 3_600_000);

@@ -10,11 +10,15 @@ import type { AuditBenchSkip } from './domain/audit-context';
  */
 export interface Settings {
   port: number;
+  /** HOST: the address the API listens on (default loopback: only this machine reaches it). */
+  host: string;
   databaseUrl: string | undefined;
   dataDir: string;
   secretKey: string | undefined;
   publicBaseUrl: string;
   bootstrapToken: string | undefined;
+  /** BOOTSTRAP_ALLOW_OPEN: start on a non-loopback HOST without BOOTSTRAP_TOKEN (refused otherwise). */
+  bootstrapAllowOpen: boolean;
   sessionTtlMs: number;
   /** Actions that change who can do what need a session authenticated this recently. */
   freshSessionMaxAgeMs: number;
@@ -346,6 +350,33 @@ function webauthn(env: Env, publicBaseUrl: string): Settings['webauthn'] {
   return { id, name: env.WEBAUTHN_RP_NAME || 'Organization Control Plane', origins: list };
 }
 
+/** HOST: an IP address or `localhost` (what the listener binds; a name could resolve anywhere). */
+function listenHost(env: Env): string {
+  const raw = (env.HOST ?? '').trim();
+  if (raw === '') return '127.0.0.1';
+  if (raw.toLowerCase() === 'localhost' || isIP(raw) !== 0) return raw;
+  throw new SettingsError(`HOST must be an IP address to listen on (127.0.0.1, 0.0.0.0, ::) or localhost, got "${raw}"`);
+}
+
+function isLoopback(host: string): boolean {
+  return host.toLowerCase() === 'localhost' || ipaddr.process(host).range() === 'loopback';
+}
+
+/**
+ * Bootstrap without BOOTSTRAP_TOKEN makes the first caller of POST /v1/bootstrap a platform admin:
+ * fine on loopback (whoever can call it is on this machine), refused on any other address unless
+ * BOOTSTRAP_ALLOW_OPEN says the operator means it.
+ */
+function bootstrapAllowOpen(env: Env, host: string, token: string | undefined): boolean {
+  const allowed = bool(env, 'BOOTSTRAP_ALLOW_OPEN', false);
+  if (!token && !allowed && !isLoopback(host)) {
+    throw new SettingsError(
+      `HOST=${host} is reachable from other machines and BOOTSTRAP_TOKEN is unset: the first caller of POST /v1/bootstrap would become platform admin. Set BOOTSTRAP_TOKEN (then send it as x-bootstrap-token), listen on loopback (HOST=127.0.0.1), or set BOOTSTRAP_ALLOW_OPEN=on`,
+    );
+  }
+  return allowed;
+}
+
 function metricsPort(env: Env, apiPort: number): number | undefined {
   if (!env.METRICS_PORT) return undefined;
   const port = int(env, 'METRICS_PORT', 0, 1);
@@ -365,13 +396,17 @@ export function loadSettings(env: Env = process.env): Settings {
   if (secretKey !== undefined && secretKey.length < 32) throw new SettingsError('SECRET_KEY must be at least 32 characters');
   const dataDir = env.DATA_DIR || './data';
   const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`);
+  const host = listenHost(env);
+  const bootstrapToken = env.BOOTSTRAP_TOKEN || undefined;
   return {
     port,
+    host,
     databaseUrl,
     dataDir,
     secretKey,
     publicBaseUrl,
-    bootstrapToken: env.BOOTSTRAP_TOKEN || undefined,
+    bootstrapToken,
+    bootstrapAllowOpen: bootstrapAllowOpen(env, host, bootstrapToken),
     sessionTtlMs: duration(env, 'SESSION_TTL', 30 * UNIT_MS.d!),
     freshSessionMaxAgeMs: duration(env, 'FRESH_SESSION_MAX_AGE', 15 * UNIT_MS.m!),
     planGating: bool(env, 'PLAN_GATING', true),

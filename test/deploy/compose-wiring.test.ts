@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { LOCAL_FAKES } from '../support/app';
+import { compose, composeEnvironment } from '../support/deploy';
 import { testDbKind } from '../support/env';
 import { PASSWORD, uniqueEmail } from '../support/factories';
 import { adminSql, call, freePort, startService, type ServiceProcess } from '../support/service-process';
@@ -18,26 +19,11 @@ import { adminSql, call, freePort, startService, type ServiceProcess } from '../
  * HEALTHCHECK command passes against a replica. What differs from the containers, and why: the
  * database URL (the test's server instead of host `postgres`), the ports (two processes share one
  * host, so each gets free ones), and OUTBOUND_ALLOWED_NETWORKS (the webhook receiver is on
- * 127.0.0.1). Server database only.
+ * 127.0.0.1). The image's own environment and user: test/deploy/image-start.test.ts. Server
+ * database only.
  */
 const maybe = testDbKind() === 'pg' ? describe : describe.skip;
 const ROOT = path.resolve(__dirname, '..', '..');
-
-interface ComposeService {
-  environment?: Record<string, string>;
-  expose?: string[];
-  healthcheck?: unknown;
-}
-const compose = parse(readFileSync(path.join(ROOT, 'compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
-
-/** `${VAR:?message}` needs VAR; `${VAR:-default}` falls back: compose's interpolation, for the values used here. */
-function interpolate(value: string, vars: Record<string, string>): string {
-  return value.replace(/\$\{(\w+)(?::([?-])([^}]*))?\}/g, (_m, name: string, op?: string, arg?: string) => {
-    if (vars[name] !== undefined) return vars[name]!;
-    if (op === '-') return arg ?? '';
-    throw new Error(`compose.yaml needs ${name}: ${arg}`);
-  });
-}
 
 maybe('compose.yaml wiring, without containers', () => {
   const database = `cp_compose_${randomBytes(5).toString('hex')}`;
@@ -58,8 +44,8 @@ maybe('compose.yaml wiring, without containers', () => {
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     for (const name of ['api-1', 'api-2']) {
-      const vars = { POSTGRES_PASSWORD: 'unused', SECRET_KEY: 'compose-wiring-secret-key-0123456789abcdef' };
-      const env = Object.fromEntries(Object.entries(compose.services[name]!.environment!).map(([k, v]) => [k, interpolate(String(v), vars)]));
+      const vars = { POSTGRES_PASSWORD: 'unused', SECRET_KEY: 'compose-wiring-secret-key-0123456789abcdef', BOOTSTRAP_TOKEN: 'compose-wiring-bootstrap-token' };
+      const env = composeEnvironment(name, vars);
       const metricsPort = await freePort();
       // Host `postgres` and the ports are the containers'; here: the test's server and free ports.
       const { DATABASE_URL: _url, PORT: _port, ...rest } = env;
