@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { transformFileSync } from '@swc/core';
@@ -43,6 +43,20 @@ function compileInto(dist: string): void {
   }
 }
 
+/** Whether another user can reach `dir` (every directory on the way lets others through). */
+function reachableByOthers(dir: string): boolean {
+  for (let at = dir; ; at = path.dirname(at)) {
+    if ((statSync(at).mode & 0o001) === 0) return false;
+    if (at === path.dirname(at)) return true;
+  }
+}
+
+/** The checkout's `name` in the image's WORKDIR: linked, or hard-linked copies where the unprivileged user cannot reach the checkout. */
+function provide(name: string, into: string): void {
+  if (!isRoot || reachableByOthers(ROOT)) symlinkSync(path.join(ROOT, name), path.join(into, name));
+  else execFileSync('cp', ['-al', path.join(ROOT, name), path.join(into, name)]);
+}
+
 maybe('the image started as compose.yaml starts it, as its non-root user', () => {
   const database = `cp_image_${randomBytes(5).toString('hex')}`;
   const stage = runtimeStage();
@@ -68,7 +82,7 @@ maybe('the image started as compose.yaml starts it, as its non-root user', () =>
     // WORKDIR and what COPY puts there: root's, not writable by the image's user.
     mkdirSync(app, { recursive: true });
     compileInto(path.join(app, 'dist'));
-    for (const dir of ['node_modules', 'generated', 'openapi']) symlinkSync(path.join(ROOT, dir), path.join(app, dir));
+    for (const dir of ['node_modules', 'generated', 'openapi']) provide(dir, app);
     cpSync(path.join(ROOT, 'package.json'), path.join(app, 'package.json'));
     if (!isRoot) chmodSync(app, 0o555);
     // The directories the image gives its user, then compose's volumes mounted on them.
