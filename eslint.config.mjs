@@ -18,6 +18,12 @@ const nodeGlobals = {
   console: 'readonly',
 };
 
+const serverPattern = {
+  // Relative imports only: packages such as @simplewebauthn/server are not the server.
+  regex: '^\\.{1,2}/(.*/)?server(/|$)',
+  message: 'Nothing below the server imports src/server/: handler types come from src/contract/, domain types from src/domain/ (dependencies point down).',
+};
+
 const noAsyncLocalStorage =
   'No AsyncLocalStorage in src/: it turns on promise hooks process-wide (~12% of request CPU). Pass what a request needs explicitly (e.g. deps.audit).';
 
@@ -55,8 +61,8 @@ export default defineConfig(
     },
   },
   {
-    // Dependencies point down (request → handler → service → store; domain, access and lib below
-    // them): no import cycles anywhere in src, and nothing below HTTP imports src/http/.
+    // Dependencies point down (server → handler → service → store; domain, access and lib below
+    // them): no import cycles anywhere in src.
     files: ['src/**/*.ts'],
     plugins: { 'import-x': importX },
     settings: {
@@ -92,11 +98,27 @@ export default defineConfig(
     },
   },
   {
-    files: ['src/**/store.ts', 'src/**/*-store.ts', 'src/**/tables.ts', 'src/domain/**/*.ts', 'src/access/**/*.ts', 'src/principal/**/*.ts', 'src/db/**/*.ts', 'src/lib/**/*.ts'],
+    // The server (src/server/: app, routing, dispatch, validation, error mapping, logging, headers)
+    // is the top: it imports the areas' handlers, dialects and fronts from its registry, and nothing
+    // below imports it. Areas take handler-facing types from src/contract/ and domain types from
+    // src/domain/ (ARCHITECTURE.md). Only main.ts, the process entry, starts it.
+    files: ['src/**/*.ts'],
+    ignores: ['src/server/**', 'src/main.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [serverPattern] }],
+    },
+  },
+  {
+    files: ['src/**/store.ts', 'src/**/*-store.ts', 'src/domain/**/*.ts', 'src/access/**/*.ts', 'src/principal/**/*.ts', 'src/db/**/*.ts', 'src/lib/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/http/*', '**/http'], message: 'Stores, tables, domain, access, principal, db and lib never import from src/http/ (dependencies point down).' }] },
+        {
+          patterns: [
+            serverPattern,
+            { regex: '^\\.{1,2}/(.*/)?contract(/|$)', message: 'Stores, domain, access, principal, db and lib sit below the handlers: they never import the handler contract (src/contract/).' },
+          ],
+        },
       ],
     },
   },
@@ -108,7 +130,7 @@ export default defineConfig(
         'error',
         {
           patterns: [
-            { group: ['**/http/*', '**/http'], message: 'Tables never import from src/http/.' },
+            serverPattern,
             { group: ['**/db/schema'], message: 'Table types import column types from src/db/columns, never the schema that composes them.' },
           ],
         },

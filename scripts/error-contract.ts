@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { analyseErrors } from './error-analysis';
 import { gateReasons } from '../src/access/session-gates';
-import { accessAnswers } from '../src/http/access';
+import { accessAnswers } from '../src/server/access';
 
 const ROOT = path.resolve(__dirname, '..');
 
@@ -66,7 +66,7 @@ export function codeSide(doc: Doc): { expected: Map<string, CodesByStatus>; unre
     const params = [...((doc.paths[op.path] as Json).parameters as unknown[] ?? []), ...((op.op.parameters as unknown[]) ?? [])];
     if (params.length > 0 || op.op.requestBody) add(map, 400, 'invalid_request');
     if (op.schemes.size > 0) add(map, 401, 'unauthorized');
-    // src/http/access.ts: the operation's declared access, checked by the router.
+    // src/server/access.ts: the operation's declared access, checked by the router.
     for (const [status, code] of accessAnswers(op.op)) add(map, status, code);
     // src/access/session-gates.ts: what a session lacking a verified address, a second factor or SSO is refused.
     if (op.schemes.has('bearerAuth')) for (const reason of gateReasons(op)) add(map, 403, reason);

@@ -1,7 +1,7 @@
 /**
  * The permission catalogue: one key (`area.verb`) for every protected action of the service.
  * Operations name the key they need in the spec (`x-permission: <key>`, which the router checks
- * before the handler: src/http/access.ts, with the rest of the access vocabulary, `x-access:
+ * before the handler: src/server/access.ts, with the rest of the access vocabulary, `x-access:
  * member|account|worker|scim` and `x-platform-admin`); permissions a service consults besides,
  * from data or input (the one that passes a resource-role rule), go in `x-permission-also`. The
  * router refuses to start on an operation naming a key missing here, and a test fails on a key

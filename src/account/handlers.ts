@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/types';
+import type { HandlerMap } from '../contract';
 import { principalOf } from '../access/roles';
 import * as sessions from './sessions';
 import { updateProfile } from './profile';

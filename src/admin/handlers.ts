@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/types';
+import type { HandlerMap } from '../contract';
 import * as admin from './service';
 import { listMail } from '../mail/service';
 

@@ -38,7 +38,7 @@ function organizationOf(principal: AnyPrincipal | null): string | null {
   return principal.membership?.organizationId ?? principal.activeOrganizationId ?? null;
 }
 
-/** The request's context, derived once by the router from the handler context (src/http/router.ts). */
+/** The request's context, derived once by the router from the handler context (src/server/router.ts). */
 export function contextOfRequest(input: {
   principal: AnyPrincipal | null;
   requestId: string;

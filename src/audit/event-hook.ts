@@ -38,7 +38,7 @@ const none: EventHook = {
 
 let hook: EventHook = none;
 
-/** Installs the one subscriber to audited events (createDeps in src/app.ts installs the webhook queue). */
+/** Installs the one subscriber to audited events (createDeps in src/server/app.ts installs the webhook queue). */
 export function setEventHook(next: EventHook): void {
   hook = next;
 }

@@ -1,5 +1,7 @@
 import { positioned } from '../lib/pagination';
-import type { AppDeps, Membership, StreamBody } from '../http/types';
+import type { StreamBody } from '../contract';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import type { PageRequest } from '../lib/pagination';
 import { Invalid } from '../lib/errors';
 import { requireFeature } from '../plans';

@@ -1,5 +1,6 @@
 import type { components } from '../../generated/api';
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import { managesAllResources } from '../access/resource-roles';
 import { usableProviders } from '../llm-providers/service';
 import * as store from './store';

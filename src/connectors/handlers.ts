@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/types';
+import type { HandlerMap } from '../contract';
 import { membershipOf } from '../access/roles';
 import { CONNECTOR_INSTANCE } from '../grants/resources';
 import * as grants from '../grants/service';

@@ -78,7 +78,7 @@ export interface WorkerPrincipal {
 
 /**
  * A worker token not yet checked: on operations that verify it in their own statement (the
- * heartbeat, see `deferredCredentials` in src/http/registry.ts) the security handler only hashes
+ * heartbeat, see `deferredCredentials` in src/server/registry.ts) the security handler only hashes
  * it. Nothing may trust it: `workerOf` refuses it, and the operation answers 401 when its
  * statement finds no worker with this id and hash.
  */

@@ -1,6 +1,7 @@
 import { positioned } from '../lib/pagination';
 import type { components } from '../../generated/api';
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import type { PageRequest } from '../lib/pagination';
 import * as store from './store';
 import { invalidFilterIndex } from './outbox';

@@ -2,7 +2,7 @@ import type { CodeWithStatus, ErrorCode } from './error-codes';
 
 /**
  * The error classes: every error answer of the service is one of these. Each carries its HTTP
- * status and the spec's body; one mapper (src/http/errors.ts) turns them into responses, so no
+ * status and the spec's body; one mapper (src/server/errors.ts) turns them into responses, so no
  * handler, router hook or middleware builds an error body. Codes come from ./error-codes.ts.
  */
 export interface ErrorDetail {
@@ -162,7 +162,7 @@ export class InternalError extends CodedError<500> {
   }
 }
 
-/** Development and test only: the answer does not match the contract (src/http/router.ts). */
+/** Development and test only: the answer does not match the contract (src/server/router.ts). */
 export class ResponseValidationFailed extends CodedError<500> {
   constructor(message: string) {
     super(500, 'response_validation_failed', message);

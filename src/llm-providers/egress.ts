@@ -1,4 +1,4 @@
-import type { AppDeps } from '../http/types';
+import type { AppDeps } from '../domain/deps';
 import { checkTenantUrl, OutboundError } from '../outbound';
 
 /**

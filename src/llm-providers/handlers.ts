@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/types';
+import type { HandlerMap } from '../contract';
 import { membershipOf, workerOf } from '../access/roles';
 import { LLM_PROVIDER } from '../grants/resources';
 import * as grants from '../grants/service';

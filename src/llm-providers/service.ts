@@ -1,6 +1,7 @@
 import type { components } from '../../generated/api';
 import type { Db } from '../db/schema';
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import { requireRole, resolveResourceRole, visibilityOf, type ResourceRole } from '../access/resource-roles';
 import { Invalid, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';

@@ -1,4 +1,5 @@
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import { Upstream } from '../lib/errors';
 import { authorizeProvider, providerNotFound } from './service';
 import { EgressFailure, getJson, type ProviderReply } from './egress';

@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/types';
+import type { HandlerMap, SessionLoaders } from '../contract';
 import { membershipOf, principalOf } from '../access/roles';
 import * as members from './service';
 
@@ -21,3 +21,6 @@ export const memberHandlers: HandlerMap<'listMembers' | 'changeMemberRole' | 're
     return { status: 204, body: undefined };
   },
 };
+
+/** A page of GET /v1/members is read in the session query (src/members/service.ts). */
+export const memberSessionLoaders: SessionLoaders = { listMembers: members.loadSessionWithMembersPage };

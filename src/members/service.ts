@@ -45,7 +45,7 @@ function pageAsked(query: Record<string, unknown>, cursors: Cursors | undefined)
 
 /**
  * GET /v1/members' session check and the page it asks for, first or later, in the same round trip
- * (registered as its session loader in src/http/registry.ts): the same principal as
+ * (registered as its session loader in src/server/registry.ts): the same principal as
  * principalFromSession; listMembers takes the page.
  */
 export async function loadSessionWithMembersPage(db: AppDeps['db'], token: string, now: Date, request: LoaderRequest): Promise<Principal | null> {

@@ -10,7 +10,7 @@ if (tracesConfigured(process.env)) setTracing(startTracing());
 
 export { tracing };
 
-/** What the router left on the response (src/http/router.ts): the route template and operation. */
+/** What the router left on the response (src/server/router.ts): the route template and operation. */
 interface RouteLocals {
   route?: string;
   operationId?: string;

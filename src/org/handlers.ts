@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/types';
+import type { HandlerMap, SessionLoaders } from '../contract';
 import { membershipOf, principalOf } from '../access/roles';
 import * as org from './service';
 
@@ -13,3 +13,6 @@ export const orgHandlers: HandlerMap<'getOrg' | 'createOrg' | 'updateOrg'> = {
 
   updateOrg: async (ctx) => ({ status: 200, body: { ok: true, item: await org.renameOrganization(ctx.deps, membershipOf(ctx), ctx.body.name) } }),
 };
+
+/** GET /v1/org reads its whole context in the session query (src/org/service.ts). */
+export const orgSessionLoaders: SessionLoaders = { getOrg: org.loadSessionWithOrganization };

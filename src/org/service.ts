@@ -63,7 +63,7 @@ const prefetched = new RequestPreload<OrganizationContext>();
 
 /**
  * GET /v1/org's session check and its data in one round trip (registered as its session loader in
- * src/http/registry.ts): the same principal as principalFromSession, plus the context for
+ * src/server/registry.ts): the same principal as principalFromSession, plus the context for
  * getOrganizationContext to use.
  */
 export async function loadSessionWithOrganization(db: AppDeps['db'], token: string, now: Date): Promise<Principal | null> {

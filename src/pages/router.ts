@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import type { AppDeps } from '../domain/deps';
-import { contextOfRequest } from '../audit/context';
+import type { Front, FrontTools } from '../contract/fronts';
 import { AppError, Invalid } from '../lib/errors';
 import { templateContext } from '../mail/queue';
 import { LINK_PATHS } from '../mail/templates';
@@ -36,17 +36,22 @@ function fields(source: unknown, names: readonly string[]): Record<string, strin
 
 /**
  * The four pages the links in messages open, served when APP_BASE_URL is the service itself
- * (accounts-and-email §1). A GET shows the form with the link's token in a hidden field; the form
+ * (docs/mail.md). A GET shows the form with the link's token in a hidden field; the form
  * POSTs to the same path, in the body, and the page calls the services the API routes call. These
- * are pages for people, not operations of the JSON contract.
+ * are pages for people, not operations of the JSON contract: a front (src/contract/fronts.ts).
  */
-export function pagesRouter(deps: AppDeps): Router {
+export const pagesFront: Front = {
+  name: 'pages',
+  enabled: (settings) => servesPages(settings),
+  formPaths: Object.values(LINK_PATHS),
+  mount: (tools) => pagesRouter(tools),
+};
+
+function pagesRouter(tools: FrontTools): Router {
   const router = Router();
+  const deps = tools.deps;
   const productName = templateContext(deps.settings.mail).productName;
-  const context = (req: Request): PageContext => {
-    const audit = contextOfRequest({ principal: null, requestId: String(req.id ?? ''), ip: req.ip ?? '', userAgent: req.get('user-agent'), clock: deps.clock, benchSkip: deps.settings.auditBenchDisable });
-    return { deps: { ...deps, audit }, productName, ip: req.ip ?? '', userAgent: req.get('user-agent') };
-  };
+  const context = (req: Request): PageContext => ({ deps: tools.requestDeps(req, null), productName, ip: req.ip ?? '', userAgent: req.get('user-agent') });
   const serve = (handler: PageHandler, names: readonly string[], from: 'query' | 'body') => async (req: Request, res: Response) => {
     let result: PageResult;
     try {

@@ -34,7 +34,7 @@ export interface ResolveInput {
   cursors?: Cursors;
   /**
    * The operation verifies the credential in its own statement (`deferredCredentials` in
-   * src/http/registry.ts): the resolver answers an unchecked claim without a query. Only the
+   * src/server/registry.ts): the resolver answers an unchecked claim without a query. Only the
    * worker token supports it; other schemes ignore it.
    */
   deferred?: boolean;

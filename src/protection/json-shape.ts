@@ -1,5 +1,5 @@
 /**
- * What a client may send as JSON, checked once where bodies are parsed (src/app.ts), before any
+ * What a client may send as JSON, checked once where bodies are parsed (src/server/app.ts), before any
  * route, validator or handler walks the value:
  *
  * - no key that reaches an object's prototype machinery (`__proto__`, `constructor`,

@@ -1,5 +1,6 @@
-import type { AppDeps, HandlerContext, OperationId } from '../http/types';
-import { SCIM_BASE_PATH } from '../http/errors';
+import type { HandlerContext, OperationId } from '../contract';
+import type { AppDeps } from '../domain/deps';
+import { SCIM_BASE_PATH } from './base-path';
 import { LIST_SCHEMA, type JsonObject } from './attributes';
 import { ScimError } from './errors';
 import { FeatureNotInPlan, requireFeature } from '../plans';

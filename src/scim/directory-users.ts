@@ -1,5 +1,6 @@
 import type { components } from '../../generated/api';
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import { positioned, type PageRequest, type Position } from '../lib/pagination';
 import * as store from './directory-store';
 import type { DirectoryUserRow } from './directory-store';

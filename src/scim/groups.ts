@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { DB } from '../db/schema';
-import type { AppDeps } from '../http/types';
+import type { AppDeps } from '../domain/deps';
 import { newId } from '../lib/ids';
 import { isUniqueViolation } from '../db/errors';
 import { directoryTeams as teams } from '../teams/service';

@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/types';
+import type { HandlerMap } from '../contract';
 import { membershipOf, principalOf } from '../access/roles';
 import { scimCallerOf } from './common';
 import * as tokens from './tokens';

@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
-import type { AppDeps } from '../http/types';
+import type { AppDeps } from '../domain/deps';
 import { PlanLimitReached, enforceLimit } from '../plans';
 import { created, recordChange } from '../audit';
 import { isObject, type JsonObject } from './attributes';

@@ -1,7 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { SCIM_BASE_PATH, resultOf } from '../http/errors';
 import { MethodNotAllowed } from '../lib/errors';
-import { send } from '../http/router';
+import { SCIM_BASE_PATH } from './base-path';
 
 /**
  * Identity providers spell SCIM routes their own way: Microsoft's validator sends
@@ -26,7 +25,7 @@ export function canonicalScimPath(path: string): string {
   return `${PREFIX}${canonical}${slash === -1 ? '' : rest.slice(slash)}`;
 }
 
-export function scimRouteSpellings(req: Request, res: Response, next: NextFunction): void {
+export function scimRouteSpellings(req: Request, _res: Response, next: NextFunction): void {
   if (req.url.startsWith(PREFIX)) {
     const at = req.url.indexOf('?');
     const path = at === -1 ? req.url : req.url.slice(0, at);
@@ -34,7 +33,8 @@ export function scimRouteSpellings(req: Request, res: Response, next: NextFuncti
     if (canonical !== path) req.url = at === -1 ? canonical : `${canonical}${req.url.slice(at)}`;
     const endpoint = canonical.slice(PREFIX.length).split('/')[0]!;
     if (READ_ONLY.has(endpoint) && req.method !== 'GET' && req.method !== 'HEAD') {
-      send(res, resultOf(new MethodNotAllowed(req.method, canonical)));
+      // Answered by the server's error layer, shaped as SCIM like every answer under the base path.
+      next(new MethodNotAllowed(req.method, canonical));
       return;
     }
   }

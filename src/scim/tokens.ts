@@ -1,6 +1,7 @@
 import { positioned } from '../lib/pagination';
 import type { components } from '../../generated/api';
-import type { AppDeps, Membership, Principal } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership, Principal } from '../domain/principal';
 import { NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { AppDeps } from '../http/types';
+import type { AppDeps } from '../domain/deps';
 import { newId } from '../lib/ids';
 import { isUniqueViolation } from '../db/errors';
 import { changed, created, deleted, recordChange } from '../audit';

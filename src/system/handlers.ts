@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { HandlerMap } from '../http/types';
+import type { HandlerMap } from '../contract';
 import { Unavailable } from '../lib/errors';
 import { readBacklogs } from '../observability/outbox';
 import { isShuttingDown } from './lifecycle';

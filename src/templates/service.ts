@@ -1,5 +1,6 @@
 import type { components } from '../../generated/api';
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import { can } from '../access/roles';
 import { CodedError, Forbidden, Invalid, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';

@@ -1,6 +1,7 @@
 import { positioned } from '../lib/pagination';
 import type { components } from '../../generated/api';
-import type { AppDeps, Membership } from '../http/types';
+import type { AppDeps } from '../domain/deps';
+import type { Membership } from '../domain/principal';
 import { Conflict, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { PageRequest } from '../lib/pagination';

@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/types';
+import type { DeferredCredentials, HandlerMap } from '../contract';
 import { membershipOf, workerClaimOf, workerOf } from '../access/roles';
 import * as workers from './service';
 import * as lifecycle from './lifecycle';
@@ -59,3 +59,6 @@ export const workerHandlers: HandlerMap<
 
   rotateWorkerToken: async (ctx) => ({ status: 200, body: { ok: true, hostToken: await lifecycle.rotateToken(ctx.deps, membershipOf(ctx), ctx.params.id) } }),
 };
+
+/** The heartbeat checks its worker token in the statement that records it (src/workers/service.ts). */
+export const workerDeferredCredentials: DeferredCredentials = ['workerHeartbeat'];

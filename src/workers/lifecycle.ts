@@ -12,7 +12,7 @@ type Schemas = components['schemas'];
 
 /**
  * Called by the worker with its token, which the heartbeat's own statement checks (the security
- * handler only hashed it: `deferredCredentials` in src/http/registry.ts). The time is the
+ * handler only hashed it: `deferredCredentials` in src/server/registry.ts). The time is the
  * service's own clock, never the worker's. A wrong token, a token of another worker or of a
  * deleted worker is 401; a stopped worker is 409.
  */

@@ -1,16 +1,16 @@
 import pino from 'pino';
 import type { Document } from 'openapi-backend';
-import { createApiRouter } from '../../src/http/router';
-import { contract } from '../../src/http/openapi';
-import { handlers } from '../../src/http/registry';
-import { createDeps } from '../../src/app';
+import { createApiRouter } from '../../src/server/router';
+import { contract } from '../../src/server/openapi';
+import { handlers } from '../../src/server/registry';
+import { createDeps } from '../../src/server/app';
 import type { AppDeps } from '../../src/domain/deps';
 import { listTeams } from '../../src/teams/service';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, signUp } from '../support/factories';
 
 /**
- * Who may call an operation is declared in the contract (src/http/access.ts) and checked by the
+ * Who may call an operation is declared in the contract (src/server/access.ts) and checked by the
  * router before the handler: an operation without a declaration stops the start, and the check
  * happens in the router, not in the service.
  */

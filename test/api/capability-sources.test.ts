@@ -2,7 +2,7 @@ import express from 'express';
 import supertest from 'supertest';
 import pino from 'pino';
 import type { KyselyPlugin } from 'kysely';
-import { createApp } from '../../src/app';
+import { createApp } from '../../src/server/app';
 import { newId } from '../../src/lib/ids';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgMember, type OrgOwner } from '../support/factories';

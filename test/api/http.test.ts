@@ -73,7 +73,7 @@ describe('the HTTP layer', () => {
   });
 
   it('writes a JSON answer with its type, charset and length in bytes; a conditional GET of a versioned answer still gets 304', async () => {
-    // Multi-byte characters: the length is counted in bytes, not characters (src/http/router.ts send).
+    // Multi-byte characters: the length is counted in bytes, not characters (src/server/router.ts send).
     const owner = await createOrganization(t, 'Zürich ☃ 組織');
     const org = await t.http.get('/v1/org').set(...bearer(owner.token));
     expect(org.status).toBe(200);

@@ -8,7 +8,7 @@ import type { ManualClock } from '../../src/lib/clock';
 import type { LookupFunction } from 'node:net';
 import pino from 'pino';
 import supertest from 'supertest';
-import { createApp } from '../../src/app';
+import { createApp } from '../../src/server/app';
 import { createOutbound } from '../../src/outbound';
 
 const TIMEOUT_MS = 400;

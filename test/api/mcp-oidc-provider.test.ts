@@ -3,7 +3,7 @@ import { LOCAL_FAKES, TEST_SECRET_KEY, createTestApp, type TestApp } from '../su
 import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { McpAuthServer, MCP_SCOPES } from '../fakes/mcp-oauth-provider';
 import { findPlainText } from '../fakes/oauth-db-scan';
-import { createDeps } from '../../src/app';
+import { createDeps } from '../../src/server/app';
 import { SecretBox } from '../../src/lib/crypto';
 import { principalFromSession } from '../../src/principal';
 import { memberAccessToken } from '../../src/mcp/tokens';

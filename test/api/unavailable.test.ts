@@ -1,6 +1,6 @@
 import pino from 'pino';
 import supertest from 'supertest';
-import { createApp } from '../../src/app';
+import { createApp } from '../../src/server/app';
 import { connectServer } from '../../src/db/connect';
 import { loadSettings } from '../../src/settings';
 import { systemClock } from '../../src/lib/clock';

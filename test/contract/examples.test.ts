@@ -1,5 +1,5 @@
 import type { ValidateFunction } from 'ajv';
-import { createAjv } from '../../src/http/validator';
+import { createAjv } from '../../src/server/validator';
 import { loadContract } from '../support/spec';
 import { deref } from '../../scripts/error-contract';
 
@@ -16,7 +16,7 @@ import { deref } from '../../scripts/error-contract';
  *   would fill what they leave out with made-up values.
  * Each example found (all of them, not only the one the rule needs), and the example of every
  * named schema (components.schemas), must hold no `$ref` key (openapi-backend dereferences the
- * whole document at start and would try to fetch it) and must validate against its own schema with the service's AJV (src/http/validator.ts: JSON Schema 2020-12, ajv-formats, the
+ * whole document at start and would try to fetch it) and must validate against its own schema with the service's AJV (src/server/validator.ts: JSON Schema 2020-12, ajv-formats, the
  * `typeid` format), without type coercion: an example shows the value's real JSON type.
  */
 type Json = Record<string, unknown>;

@@ -73,7 +73,7 @@ describe('the served contract reads on its own', () => {
       'Errors: E-generic.',
       'Added in wave 3.',
       'See outbound-calls.md for the policy.',
-      'The mapper in src/http/errors.ts.',
+      'The mapper in src/server/errors.ts.',
       'Described in §4 of our notes.',
     ].map((text, i) => ({ at: `#/${i}`, text }));
     expect(citations(bad).map((c) => c.split(':')[0])).toEqual(['#/0', '#/0', '#/1', '#/2', '#/3', '#/3', '#/4', '#/4', '#/5']);

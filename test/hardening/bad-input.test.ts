@@ -1,5 +1,5 @@
 import { createTestApp, type TestApp } from '../support/app';
-import { handlers } from '../../src/http/registry';
+import { handlers } from '../../src/server/registry';
 import { specOperations } from '../support/spec';
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import { badRequests, ownerCredential, send, BAD_REQUESTS_PER_OPERATION, type GenRequest } from './generate';

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import supertest from 'supertest';
-import { createApp } from '../../src/app';
+import { createApp } from '../../src/server/app';
 import { connectServer, type Database } from '../../src/db/connect';
 import { createTestApp, type TestApp } from '../support/app';
 import { serverUrl, testDbKind } from '../support/env';

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import pg from 'pg';
 import supertest from 'supertest';
-import { createApp } from '../../src/app';
+import { createApp } from '../../src/server/app';
 import { connectServer, type Database } from '../../src/db/connect';
 import { migrateToLatest } from '../../src/db/migrate';
 import { loadSettings } from '../../src/settings';

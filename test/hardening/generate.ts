@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { Response } from 'supertest';
 import type { TestApp } from '../support/app';
-import { createAjv } from '../../src/http/validator';
+import { createAjv } from '../../src/server/validator';
 import { fillPath, type SpecOperation, type Schema } from '../support/spec';
 import { badValuesFor, concrete, deepNesting, validArbitrary, validValue, type IdFor } from '../support/schema-values';
 import { pathValues, prefixForParam, type OrgWorld } from './world';

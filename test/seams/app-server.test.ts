@@ -3,12 +3,12 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 
 /**
- * src/http/server.ts: requests and responses served by createAppServer share their hidden classes
+ * src/server/server.ts: requests and responses served by createAppServer share their hidden classes
  * across requests, as a plain Node server's do before Express re-parents them. The probe runs in a
  * child process because V8's intrinsics need --allow-natives-syntax. Its plain-server run is the
  * control: there Express's Object.setPrototypeOf leaves every request with a class of its own,
  * which is what made every property access on req/res a runtime lookup. Should a Node or Express
- * upgrade make the control share classes too, the workaround in src/http/server.ts is no longer
+ * upgrade make the control share classes too, the workaround in src/server/server.ts is no longer
  * needed: measure scenario 1 without it before removing it.
  */
 describe('createAppServer', () => {

@@ -1,14 +1,14 @@
 import { types } from 'node:util';
 import type OpenAPIBackend from 'openapi-backend';
 import type { Context, Document, Operation } from 'openapi-backend';
-import { contract, createBackend, initBackend, validatorFor } from '../../src/http/openapi';
-import { installFastParsing, installFastRouting } from '../../src/http/fast-router';
-import { createDispatcher, type Dispatch } from '../../src/http/dispatch';
+import { contract, createBackend, initBackend, validatorFor } from '../../src/server/openapi';
+import { installFastParsing, installFastRouting } from '../../src/server/fast-router';
+import { createDispatcher, type Dispatch } from '../../src/server/dispatch';
 import { fillPath, idKindOf, specOperations, type Schema, type SpecOperation, type SpecParameter } from '../support/spec';
 import { badValuesFor, validValue } from '../support/schema-values';
 
 /**
- * The lean dispatcher (src/http/dispatch.ts) against openapi-backend's handleRequest on a backend
+ * The lean dispatcher (src/server/dispatch.ts) against openapi-backend's handleRequest on a backend
  * configured identically (the service's validator, fast routing and parsing, security handlers
  * and handlers). For every operation of the spec and variants of its request (no credential; each
  * scheme the operation accepts answering a principal, false, a throw, a rejection; valid input,
@@ -162,7 +162,7 @@ interface Outcome {
   lean: Call & { returned: unknown };
   /** The lean path handed the request to handleRequest. */
   fellBack: boolean;
-  /** Our middleware's match (what src/http/router.ts hands the dispatcher). */
+  /** Our middleware's match (what src/server/router.ts hands the dispatcher). */
   matched: Operation | undefined;
 }
 

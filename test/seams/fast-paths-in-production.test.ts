@@ -1,19 +1,19 @@
 import pino from 'pino';
 import supertest from 'supertest';
 import type { Kysely } from 'kysely';
-import { createApp } from '../../src/app';
+import { createApp } from '../../src/server/app';
 import type { DB } from '../../src/db/schema';
-import { fastRouting } from '../../src/http/fast-router';
-import { leanDispatch } from '../../src/http/dispatch';
+import { fastRouting } from '../../src/server/fast-router';
+import { leanDispatch } from '../../src/server/dispatch';
 import { systemClock } from '../../src/lib/clock';
 import { loadSettings } from '../../src/settings';
 import { TEST_SECRET_KEY } from '../support/app';
 
 /**
  * The HTTP fast paths earn their keep only while they serve: bench scenario 1 (GET /v1/org) costs
- * ~1.6 ms of service CPU per request without the fast router (src/http/fast-router.ts) against
+ * ~1.6 ms of service CPU per request without the fast router (src/server/fast-router.ts) against
  * ~0.5 ms with it, and ~0.6 ms through openapi-backend's handleRequest instead of the lean
- * dispatch (src/http/dispatch.ts). Both fall back to the library without a word (an API root that
+ * dispatch (src/server/dispatch.ts). Both fall back to the library without a word (an API root that
  * is not `/`, a hook the dispatcher does not run, a handler missing, a request the fast parse
  * leaves to the library), so this test builds the app as production runs it (NODE_ENV=production,
  * the settings of an empty environment, response validation off)

@@ -15,7 +15,7 @@ const LOADED_ON_FIRST_USE = [
   'xml-crypto',
   'openid-client', // OIDC sign-in (src/sso/oidc/client.ts)
   'tldts', // claiming an SSO domain (src/sso/domain-name.ts)
-  'swagger-ui-express', // /docs (src/http/docs.ts)
+  'swagger-ui-express', // /docs (src/server/docs.ts)
   'yaml', // /openapi.yaml
   '@zxcvbn-ts/language-common', // the common-password list, on the first password chosen (src/protection/passwords.ts)
   '@electric-sql/pglite', // only when the embedded database is used (src/db/connect.ts)
@@ -28,9 +28,9 @@ const LOADED_ON_FIRST_USE = [
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
-test('the start-up import graph (src/app.ts and everything src/main.ts imports) loads no first-use library', () => {
+test('the start-up import graph (src/server/app.ts and everything src/main.ts imports) loads no first-use library', () => {
   const mainImports = [...readFileSync(path.join(ROOT, 'src', 'main.ts'), 'utf8').matchAll(/from '(\.[^']+)'/g)].map((m) => m[1]!);
-  expect(mainImports).toContain('./app');
+  expect(mainImports).toContain('./server/app');
   const script = `
     for (const file of ${JSON.stringify(mainImports)}) require(require('node:path').join(${JSON.stringify(path.join(ROOT, 'src'))}, file));
     const loaded = new Set();

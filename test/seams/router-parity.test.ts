@@ -1,11 +1,11 @@
 import type OpenAPIBackend from 'openapi-backend';
 import type { Operation } from 'openapi-backend';
-import { createBackend } from '../../src/http/openapi';
-import { installFastParsing, installFastRouting } from '../../src/http/fast-router';
+import { createBackend } from '../../src/server/openapi';
+import { installFastParsing, installFastRouting } from '../../src/server/fast-router';
 import { fillPath, specOperations, typeIdPrefix } from '../support/spec';
 
 /**
- * The fast router (src/http/fast-router.ts) against openapi-backend's own matcher, on requests
+ * The fast router (src/server/fast-router.ts) against openapi-backend's own matcher, on requests
  * generated from the spec: for every operation, its path (templates filled with ids, with a
  * parameter value that equals a sibling's literal segment, with an encoded slash), with and
  * without a trailing slash, one segment shorter and longer, under its method and others. Both

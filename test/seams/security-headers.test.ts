@@ -1,10 +1,10 @@
 import express from 'express';
 import helmet from 'helmet';
 import request from 'supertest';
-import { helmetHeaders, securityHeaders } from '../../src/http/security-headers';
+import { helmetHeaders, securityHeaders } from '../../src/server/security-headers';
 
 /**
- * The security headers are worked out once from helmet (src/http/security-headers.ts): a response
+ * The security headers are worked out once from helmet (src/server/security-headers.ts): a response
  * through that adapter carries exactly the headers a response through helmet itself carries.
  */
 describe('security headers adapter', () => {

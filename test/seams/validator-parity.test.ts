@@ -1,11 +1,11 @@
 import OpenAPIBackend from 'openapi-backend';
-import { contract, createBackend, initBackend } from '../../src/http/openapi';
-import { createAjv } from '../../src/http/validator';
+import { contract, createBackend, initBackend } from '../../src/server/openapi';
+import { createAjv } from '../../src/server/validator';
 import { fillPath, idKindOf, specOperations, type SpecOperation } from '../support/spec';
 import { badValuesFor, concrete, validValue } from '../support/schema-values';
 
 /**
- * The validator the service installs after init (src/http/openapi.ts `initBackend`: request
+ * The validator the service installs after init (src/server/openapi.ts `initBackend`: request
  * validators compiled at start, response validators only when responses are checked) against
  * the validator openapi-backend's own init builds from the same options. For every operation of
  * the spec, a valid request and requests wrong in one path parameter, query value or body

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
-import { createApp } from '../../src/app';
+import { createApp } from '../../src/server/app';
 import type { Outbound } from '../../src/outbound';
 import { loadSettings, type Settings } from '../../src/settings';
 import { ManualClock, type Clock } from '../../src/lib/clock';

@@ -139,14 +139,6 @@ export function specOperations(): SpecOperation[] {
   return ops;
 }
 
-/** Operations still answering 501 (listed in the notImplemented(...) call of the registry). */
-export function notImplementedOperations(): Set<string> {
-  const source = readFileSync(path.join(ROOT, 'src', 'http', 'registry.ts'), 'utf8');
-  const call = /notImplemented\(([\s\S]*?)\)/.exec(source.replace(/^\s*\/\/.*$/gm, ''));
-  if (!call) return new Set();
-  return new Set([...call[1]!.matchAll(/['"]([A-Za-z0-9_]+)['"]/g)].map((m) => m[1]!));
-}
-
 /** `/v1/marketplaces/{marketplaceId}` with values → a concrete URL (values are URL-encoded). */
 export function fillPath(template: string, values: Record<string, string>): string {
   return template.replace(/\{([^}]+)\}/g, (_, name: string) => {

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import supertest from 'supertest';
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
-import { createApp } from '../../src/app';
+import { createApp } from '../../src/server/app';
 import type { TestApp } from './app';
 
 /** Counts the statements the app sends to the database (one per round trip; Kysely's BEGIN and COMMIT are not counted). */

@@ -1,4 +1,4 @@
-import type { HandlerMap, HandlerResult } from '../../http/types';
+import type { HandlerMap, HandlerResult } from '../../contract';
 import * as signIn from './service';
 import { completeSaml } from './saml';
 import type { SignInOutcome } from './outcome';

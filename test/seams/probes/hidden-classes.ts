@@ -7,7 +7,7 @@
 import { Agent, createServer, get, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type Request, type Response } from 'express';
-import { createAppServer } from '../../../src/http/server';
+import { createAppServer } from '../../../src/server/server';
 
 // V8 intrinsics, only parseable with --allow-natives-syntax (hence a Function body, not TypeScript).
 const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean;

@@ -1,16 +1,14 @@
-import type { Handlers, OperationId } from './types';
-import type { SessionLoader } from '../principal';
+import type { Handlers, OperationId, SessionLoaders } from '../contract';
+import type { Dialect, Front } from '../contract/fronts';
 import { systemHandlers } from '../system/handlers';
 import { authHandlers } from '../auth/handlers';
-import { orgHandlers } from '../org/handlers';
-import { loadSessionWithOrganization } from '../org/service';
-import { loadSessionWithMembersPage } from '../members/service';
+import { orgHandlers, orgSessionLoaders } from '../org/handlers';
 import { marketplaceHandlers } from '../marketplaces/handlers';
 import { pluginHandlers } from '../plugins/handlers';
 import { connectorHandlers } from '../connectors/handlers';
-import { workerHandlers } from '../workers/handlers';
+import { workerDeferredCredentials, workerHandlers } from '../workers/handlers';
 import { telemetryHandlers } from '../telemetry/handlers';
-import { memberHandlers } from '../members/handlers';
+import { memberHandlers, memberSessionLoaders } from '../members/handlers';
 import { invitationHandlers } from '../invitations/handlers';
 import { teamHandlers } from '../teams/handlers';
 import { apiKeyHandlers } from '../api-keys/handlers';
@@ -29,6 +27,8 @@ import { ssoConnectionHandlers, ssoDomainHandlers } from '../sso/handlers';
 import { ssoSignInHandlers } from '../sso/signin/handlers';
 import { mfaHandlers } from '../mfa/handlers';
 import { accountHandlers } from '../account/handlers';
+import { scimDialect } from '../scim/dialect';
+import { pagesFront } from '../pages/router';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -66,20 +66,14 @@ export const handlers: Handlers = {
   ...ssoSignInHandlers,
 };
 
-/**
- * Operations whose session check also reads the operation's data in the same round trip (the
- * bearerAuth handler calls the loader instead of principalFromSession; the loader answers the
- * same principal, or null for a dead session). Only for hot read paths.
- */
-export const sessionLoaders: Partial<Record<OperationId, SessionLoader>> = {
-  getOrg: loadSessionWithOrganization,
-  listMembers: loadSessionWithMembersPage,
-};
+/** Session checks that read their operation's data in the same query, as each area declares them. */
+export const sessionLoaders: SessionLoaders = { ...orgSessionLoaders, ...memberSessionLoaders };
 
-/**
- * Operations that check their worker token inside the statement that does the work (one round
- * trip): the security handler hands them an unchecked `workerClaim` (src/principal/worker-token.ts)
- * and the operation answers 401 when its statement finds no worker with that id and token hash.
- * Only for hot paths whose statement is written that way.
- */
-export const deferredCredentials: ReadonlySet<OperationId> = new Set<OperationId>(['workerHeartbeat']);
+/** Operations that verify their worker token in their own statement, as each area declares them. */
+export const deferredCredentials: ReadonlySet<OperationId> = new Set<OperationId>([...workerDeferredCredentials]);
+
+/** Dialects of the contract's operations (src/contract/fronts.ts): their paths' answers have their own shape. */
+export const dialects: readonly Dialect[] = [scimDialect];
+
+/** Fronts outside the contract's operations, mounted before the API router in this order. */
+export const fronts: readonly Front[] = [pagesFront];

@@ -1,10 +1,7 @@
 import type { operations } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { AnyPrincipal } from '../domain/principal';
-
-// Domain types live in src/domain/; re-exported here only while other branches move their imports.
-export type { AppDeps } from '../domain/deps';
-export type { AnyPrincipal, Membership, Principal, Role, WorkerPrincipal } from '../domain/principal';
+import type { SessionLoader } from '../principal/schemes';
 
 export type OperationId = keyof operations;
 type Op<K extends OperationId> = operations[K];
@@ -61,3 +58,19 @@ export interface HttpResult {
 
 /** Chunks of a streamed response, produced lazily (the consumer pulls, so memory stays flat). */
 export type StreamBody = AsyncIterable<string | Buffer>;
+
+/**
+ * Operations whose session check also reads the operation's data in the same round trip (the
+ * session scheme calls the loader instead of the plain session check; the loader answers the same
+ * principal, or null for a dead session). Declared by the area beside its handlers, for hot read
+ * paths only; the server calls them without knowing their SQL.
+ */
+export type SessionLoaders = Partial<Record<OperationId, SessionLoader>>;
+
+/**
+ * Operations that check their worker token inside the statement that does the work (one round
+ * trip): the security handler hands them an unchecked `workerClaim` (src/principal/worker-token.ts)
+ * and the operation answers 401 when its statement finds no worker with that id and token hash.
+ * Declared by the area beside its handlers, for hot paths whose statement is written that way.
+ */
+export type DeferredCredentials = readonly OperationId[];

@@ -147,7 +147,7 @@ export function installFastParsing(router: OpenAPIRouter): FastParse {
 /**
  * The fast parse alone: the library's result, or undefined for a request it leaves to the
  * library (a cookie header, a raw body, a nested query, a malformed escape, a JSON or
- * non-exploded query parameter). src/http/dispatch.ts hands those requests to handleRequest.
+ * non-exploded query parameter). src/server/dispatch.ts hands those requests to handleRequest.
  */
 export type FastParse = (req: RouterRequest, operation?: Operation) => ParsedRequest | undefined;
 

@@ -14,17 +14,18 @@ import { createDispatcher } from './dispatch';
 import { accessChecks } from './access';
 import { nulInRequest } from '../protection/nul';
 import { malformedEncoding } from './encoding';
-import { errorToResult, resultOf, shapeForRoute, validationDetails } from './errors';
+import { errorToResult, resultOf, validationDetails } from './errors';
+import { shapeForRoute } from './dialects';
 import { serializeBody } from '../lib/json-text';
 import { deferredCredentials, sessionLoaders } from './registry';
 import { contextOfRequest } from '../audit';
 import { tracing } from '../observability/tracing';
-import type { HandlerContext, Handlers, HttpResult, OperationId } from './types';
+import type { HandlerContext, Handlers, HttpResult, OperationId } from '../contract';
 
 export interface RouterOptions {
   /** Check every response against the spec (tests and development); a mismatch becomes a 500. */
   validateResponses: boolean;
-  /** Compile the validators before the first request (see AppOptions in src/app.ts). */
+  /** Compile the validators before the first request (see AppOptions in src/server/app.ts). */
   compileValidatorsAtStart: boolean;
   /** The contract to serve (tests build the router on an altered copy); the bundled one by default. */
   contract?: Document;

@@ -3,8 +3,7 @@ import type Ajv from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { AppError, InternalError, Invalid, Unavailable, type ErrorDetail } from '../lib/errors';
 import { isBadValue, isUnavailable } from '../db/errors';
-import type { HttpResult } from './types';
-import { isScimErrorBody, scimErrorBody } from '../scim/errors';
+import type { HttpResult } from '../contract';
 import { ID_PREFIXES } from '../lib/ids';
 import { createAjv, rootOfOneOf } from './validator';
 
@@ -285,29 +284,4 @@ function oneOfMessage(schema: Schema | undefined, branches: Schema[]): string {
   });
   const simple = branches.every((b) => typeof b['title'] !== 'string' && !Array.isArray(b['required']));
   return simple ? `must be ${shapes.join(' or ')}` : `must be exactly one of: ${shapes.join('; ')}`;
-}
-
-/**
- * Routes whose answers have their own shape, keyed by path: everything under `/scim/v2` speaks
- * SCIM (RFC 7644): `application/scim+json`, and every error — the router's 400/401/404/405, the
- * body parser's 400/413/415, 5xx — as a SCIM error body. The router and `send` both pass every
- * result through here, so no handler or middleware special-cases SCIM.
- */
-export const SCIM_BASE_PATH = '/scim/v2';
-
-export function isScimPath(path: string): boolean {
-  return path === SCIM_BASE_PATH || path.startsWith(`${SCIM_BASE_PATH}/`);
-}
-
-export function shapeForRoute(path: string, result: HttpResult): HttpResult {
-  if (!isScimPath(path)) return result;
-  const headers: Record<string, string> = { ...result.headers, 'Content-Type': 'application/scim+json' };
-  if (result.status < 400 || isScimErrorBody(result.body)) return { ...result, headers };
-  if (result.status === 401) headers['WWW-Authenticate'] = 'Bearer realm="scim"';
-  const body = (result.body ?? {}) as { error?: string; message?: string; details?: ErrorDetail[] };
-  const where = (body.details ?? []).map((d) => `${d.path.join('.')}: ${d.message}`).join('; ');
-  const detail = [body.message ?? 'The request failed.', where].filter(Boolean).join(' ');
-  // A request the schema refuses is malformed (invalidSyntax) when the body is at fault, else a bad value.
-  const scimType = result.status !== 400 ? undefined : (body.details ?? []).some((d) => d.path[0] === 'body') ? 'invalidSyntax' : 'invalidValue';
-  return { status: result.status, headers, body: scimErrorBody(result.status, detail, scimType) };
 }

@@ -2,26 +2,28 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import cors from 'cors';
 import type { Logger } from 'pino';
 import type { Kysely } from 'kysely';
-import type { DB } from './db/schema';
-import type { Settings } from './settings';
-import type { Clock } from './lib/clock';
-import { Cursors } from './lib/pagination';
-import { SecretBox, deriveKey } from './lib/crypto';
-import { Invalid, PayloadTooLarge, UnsupportedMediaType, type AppError } from './lib/errors';
-import { createApiRouter, send } from './http/router';
-import { errorToResult, isScimPath, resultOf } from './http/errors';
-import { docsRouter } from './http/docs';
-import { scimRouteSpellings } from './scim/route-spellings';
-import { requestLogger } from './http/logging';
-import { securityHeaders } from './http/security-headers';
-import { handlers } from './http/registry';
-import type { AppDeps } from './domain/deps';
-import { createOutbound, type Outbound } from './outbound';
-import { jsonShapeProblem, type ShapeProblem } from './protection/json-shape';
-import { setEventHook } from './audit/event-hook';
-import { webhookDeliveries } from './webhooks/queue';
-import { LINK_PATHS } from './mail/templates';
-import { pagesRouter, servesPages } from './pages/router';
+import type { DB } from '../db/schema';
+import type { Settings } from '../settings';
+import type { Clock } from '../lib/clock';
+import { Cursors } from '../lib/pagination';
+import { SecretBox, deriveKey } from '../lib/crypto';
+import { Invalid, PayloadTooLarge, UnsupportedMediaType, type AppError } from '../lib/errors';
+import { createApiRouter, send } from './router';
+import { errorToResult, resultOf } from './errors';
+import { docsRouter } from './docs';
+import { requestLogger } from './logging';
+import { securityHeaders } from './security-headers';
+import { dialects, fronts, handlers } from './registry';
+import { dialectOf } from './dialects';
+import { contract } from './openapi';
+import type { AppDeps } from '../domain/deps';
+import type { AnyPrincipal } from '../domain/principal';
+import type { FrontTools } from '../contract/fronts';
+import { contextOfRequest } from '../audit/context';
+import { createOutbound, type Outbound } from '../outbound';
+import { jsonShapeProblem, type ShapeProblem } from '../protection/json-shape';
+import { setEventHook } from '../audit/event-hook';
+import { webhookDeliveries } from '../webhooks/queue';
 
 export interface AppOptions {
   db: Kysely<DB>;
@@ -44,8 +46,19 @@ export interface AppOptions {
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-/** Routes whose body is a form: SAML's HTTP-POST binding (SAMLResponse, RelayState), and the pages links open. */
-const FORM_PATHS = new Set(['/v1/auth/sso/saml/acs', ...Object.values(LINK_PATHS)]);
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+
+/** Operations of the contract whose body is a form (SAML's HTTP-POST binding: SAMLResponse, RelayState). */
+function contractFormPaths(): string[] {
+  const paths: string[] = [];
+  for (const [path, item] of Object.entries(contract.paths ?? {})) {
+    for (const operation of Object.values(item ?? {})) {
+      const content = (operation as { requestBody?: { content?: Record<string, unknown> } } | undefined)?.requestBody?.content;
+      if (content && FORM_TYPE in content && !path.includes('{')) paths.push(path);
+    }
+  }
+  return paths;
+}
 
 /** What services get, built once per app (tests call services with the same bag). */
 export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppDeps {
@@ -71,7 +84,7 @@ export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppD
  * body must be JSON (or, on the SAML ACS route, a form), anything else is refused before parsing,
  * so it never reaches a handler.
  */
-function bodyParser(limit: number) {
+function bodyParser(limit: number, formPaths: ReadonlySet<string>, ownBodyPaths: ReadonlySet<string>) {
   // JSON can carry U+0000 only as the escape `\u0000`: one scan of the raw bytes lets the
   // router skip walking every string of a large body (see src/protection/nul.ts).
   const verify = (_req: unknown, res: unknown, raw: Buffer) => {
@@ -82,12 +95,11 @@ function bodyParser(limit: number) {
   const form = express.urlencoded({ extended: false, limit, parameterLimit: 10 });
   return (req: Request, res: Response, next: NextFunction) => {
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-    if (!hasBody) return next();
-    const isForm = FORM_PATHS.has(req.path);
-    // A SCIM client may send its JSON without a Content-Type (Okta's spec test creates Users so):
-    // on /scim/v2 an untyped body is read as JSON (RFC 7644 §3.8 names JSON the only body format).
-    const untypedScim = req.headers['content-type'] === undefined && isScimPath(req.path);
-    const accepted = isForm ? ['application/x-www-form-urlencoded'] : ['application/json', 'application/*+json'];
+    if (!hasBody || ownBodyPaths.has(req.path)) return next();
+    const isForm = formPaths.has(req.path);
+    // A dialect may read an untyped body as JSON (SCIM: src/scim/dialect.ts).
+    const untypedScim = req.headers['content-type'] === undefined && dialectOf(req.path)?.untypedBodyIsJson === true;
+    const accepted = isForm ? [FORM_TYPE] : ['application/json', 'application/*+json'];
     if (BODY_METHODS.has(req.method) && !untypedScim && !req.is(accepted)) {
       next(Object.assign(new Error('unsupported media type'), { type: 'unsupported.media.type' }));
       return;
@@ -118,10 +130,19 @@ export function createApp(options: AppOptions): express.Express {
   // cors with no allowed origin adds nothing to a response: the layer is there only when configured.
   if (settings.corsOrigins.length > 0) app.use(cors({ origin: settings.corsOrigins }));
   app.use(docsRouter());
-  app.use(scimRouteSpellings);
-  app.use(bodyParser(settings.bodyLimitBytes));
-  // The pages the links in messages open, when they point here (accounts-and-email §1).
-  if (servesPages(settings)) app.use(pagesRouter(deps));
+  // Not app.use(basePath, …): Express would strip the base path from req.url, which a dialect's
+  // spelling rewrite reads and sets whole.
+  for (const dialect of dialects) {
+    const before = dialect.before;
+    if (before) app.use((req, res, next) => (dialectOf(req.path) === dialect ? before(req, res, next) : next()));
+  }
+  const served = fronts.filter((front) => front.enabled?.(settings) ?? true);
+  const formPaths = new Set([...contractFormPaths(), ...served.flatMap((front) => front.formPaths ?? [])]);
+  const ownBodyPaths = new Set(served.flatMap((front) => front.ownBodyPaths ?? []));
+  app.use(bodyParser(settings.bodyLimitBytes, formPaths, ownBodyPaths));
+  // Fronts outside the contract's operations (the pages links open, ...): src/contract/fronts.ts.
+  const tools = frontTools(deps);
+  for (const front of served) app.use(front.mount(tools));
   app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true, onReady: options.onReady }));
 
   // Body-parser failures carry a `type`; everything else goes through the one error mapper.
@@ -130,6 +151,19 @@ export function createApp(options: AppOptions): express.Express {
     send(res, refusal ? resultOf(refusal) : errorToResult(err, req.log ?? logger));
   });
   return app;
+}
+
+/** What a front gets from the server: the request's context, the one error mapper, the one way out. */
+function frontTools(deps: AppDeps): FrontTools {
+  return {
+    deps,
+    requestDeps: (req: Request, principal: AnyPrincipal | null) => ({
+      ...deps,
+      audit: contextOfRequest({ principal, requestId: String(req.id ?? ''), ip: req.ip ?? '', userAgent: req.get('user-agent'), clock: deps.clock, benchSkip: deps.settings.auditBenchDisable }),
+    }),
+    errorResult: errorToResult,
+    send,
+  };
 }
 
 /** A body the parser refused, as the error class it is answered with (null: not a body problem). */

@@ -31,7 +31,7 @@ export function createAjv(options: Options): Ajv {
  * The request schema each `oneOf` was compiled in. openapi-backend compiles a request's schema
  * with every repeated subschema replaced by a `$ref` to its first place (its `decycle`), so a
  * oneOf's branches can only be read, or checked again on their own, against that root
- * (src/http/errors.ts explains a failed oneOf so).
+ * (src/server/errors.ts explains a failed oneOf so).
  */
 const oneOfRoots = new WeakMap<object, object>();
 

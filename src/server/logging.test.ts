@@ -6,7 +6,7 @@ import pino from 'pino';
 import request from 'supertest';
 import { requestLogger } from './logging';
 
-/** The request log (src/http/logging.ts): one line per request, and `req.log` bound to the request. */
+/** The request log (src/server/logging.ts): one line per request, and `req.log` bound to the request. */
 describe('request log', () => {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
@@ -62,7 +62,7 @@ describe('request log', () => {
 describe('the service logger on stdout', () => {
   /** Runs a script with the service's logger; resolves with its stdout lines, parsed, and its exit code. */
   function run(body: string): Promise<{ lines: Record<string, unknown>[]; code: number | null }> {
-    const script = `const { createLogger } = require('./src/http/logging.ts'); const logger = createLogger('info'); ${body}`;
+    const script = `const { createLogger } = require('./src/server/logging.ts'); const logger = createLogger('info'); ${body}`;
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, ['--require', 'tsx/cjs', '-e', script], { cwd: path.resolve(__dirname, '..', '..'), stdio: ['ignore', 'pipe', 'inherit'] });
       const lines: Record<string, unknown>[] = [];

@@ -61,7 +61,7 @@ export function accessChecks(doc: Document): Map<string, AccessCheck | null> {
 }
 
 function checkOf(operationId: string, op: OperationObject, security: Record<string, unknown>[]): AccessCheck | null {
-  const refuse = (problem: string) => new Error(`${operationId}: ${problem} (openapi/paths/*.yaml; the vocabulary is in src/http/access.ts)`);
+  const refuse = (problem: string) => new Error(`${operationId}: ${problem} (openapi/paths/*.yaml; the vocabulary is in src/server/access.ts)`);
   const declared = DECLARATIONS.filter((key) => op[key] !== undefined);
   const also = op['x-permission-also'];
   if (also !== undefined && (!Array.isArray(also) || !also.every((key) => typeof key === 'string' && isPermission(key)))) {
