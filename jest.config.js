@@ -23,6 +23,7 @@ const PGLITE = [
   'test/hardening/concurrency.test.ts',
   'test/audit/record.test.ts',
   'test/audit/routes.test.ts',
+  'test/audit/checkpoints.test.ts',
   'test/api/telemetry.test.ts',
   'test/api/telemetry-round-trips.test.ts',
   'test/api/analytics.test.ts',

@@ -2695,6 +2695,50 @@ export interface paths {
          */
         get: operations["verifyAuditLog"];
         put?: never;
+        /**
+         * Check the log against a checkpoint you hold (admin)
+         * @description Verifies the chain as `GET /v1/audit-logs/verify` does, and whether the log still holds the checkpoint: replaying the chain must reach entry `count` with the checkpoint's head. A log cut back or rewritten before the checkpoint is `consistent: false`, even with its chain recomputed. A note whose signature does not verify with the audit key, or whose origin is another organization's log, is 400 naming `checkpoint`.
+         */
+        post: operations["verifyAuditCheckpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit-logs/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the log's signed checkpoints (admin)
+         * @description The organization's checkpoints, newest first, in keyset pages. One is written every `AUDIT_CHECKPOINT_EVERY` entries, and at least every `AUDIT_CHECKPOINT_INTERVAL` while new entries exist. Keep a checkpoint's `note`: `POST /v1/audit-logs/verify` later shows whether the log still holds it.
+         */
+        get: operations["listAuditCheckpoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/audit-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit key that signs checkpoints
+         * @description The signed-note verifier string of the service's Ed25519 audit key, `<name>+<key id>+<base64 key>` (the name is `<host>/audit`; the key id is the first four bytes of SHA-256(name, a newline, 0x01, the public key), in hex; the key is 0x01 followed by the 32-byte public key). Every checkpoint is signed with it. Public: no credentials.
+         */
+        get: operations["getAuditKey"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -6367,6 +6411,72 @@ export interface components {
             checked: number;
             /** @description The first entry, in chain order, whose hash or link does not match; null when `ok`. */
             firstBrokenId: string | null;
+        };
+        /**
+         * @example {
+         *       "checkpoint": "api.example.com/audit/org_01m5dmffprft3rsd2w0ppkh7ar\n1000\nUNhY4JhezH9gQYqvDMWrWH9CwlcKiECVqejMrND2VFw=\n\n— api.example.com/audit EAeaDiWUVeI2NbNTFAhd8ANDFDkr/vcsB6cYNVJbv0YKdFuRfsVVUOXloRSuk+8FKSUauEUL4d8Vf8SIDohNBmKmUQY=\n"
+         *     }
+         */
+        AuditCheckpointCheck: {
+            /** @description The note text of a checkpoint, exactly as listed or delivered (newlines included). */
+            checkpoint: string;
+        };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "checked": 1482,
+         *       "firstBrokenId": null,
+         *       "checkpoint": {
+         *         "count": 1000,
+         *         "consistent": true
+         *       }
+         *     }
+         */
+        AuditCheckpointVerification: {
+            /** @description True when every kept entry's hash matches its content and its predecessor's hash, and the log ends at its head. */
+            ok: boolean;
+            checked: number;
+            /** @description The first entry, in chain order, whose hash or link does not match; null when none. */
+            firstBrokenId: string | null;
+            checkpoint: {
+                count: number;
+                /** @description True when the log still holds the checkpoint: replaying the chain reaches entry `count` with the checkpoint's head. False for a log cut back before `count` or rewritten at or before it, even when its chain was recomputed. */
+                consistent: boolean;
+            };
+        };
+        /**
+         * Format: typeid
+         * @example acp_01m6a2k4bxf3q9s8t7v6w5x4y3
+         */
+        AuditCheckpointId: string;
+        /** @description A signed checkpoint of the organization's log: a signed note (c2sp.org/signed-note) whose text is three lines, the origin `<host>/audit/<organizationId>`, `count` and `head`, signed with Ed25519 by the audit key published at `GET /.well-known/audit-key`. */
+        AuditCheckpoint: {
+            id: components["schemas"]["AuditCheckpointId"];
+            /** @description How many entries the log had (its chain position, pruned entries included). */
+            count: number;
+            /** @description The hash of entry `count` (the chain head then), standard base64. */
+            head: string;
+            /** @description The signed note, as a customer keeps it and sends it to `POST /v1/audit-logs/verify`. */
+            note: string;
+            createdAt: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "acp_01m6a2k4bxf3q9s8t7v6w5x4y3",
+         *           "count": 1000,
+         *           "head": "UNhY4JhezH9gQYqvDMWrWH9CwlcKiECVqejMrND2VFw=",
+         *           "note": "api.example.com/audit/org_01m5dmffprft3rsd2w0ppkh7ar\n1000\nUNhY4JhezH9gQYqvDMWrWH9CwlcKiECVqejMrND2VFw=\n\n— api.example.com/audit EAeaDiWUVeI2NbNTFAhd8ANDFDkr/vcsB6cYNVJbv0YKdFuRfsVVUOXloRSuk+8FKSUauEUL4d8Vf8SIDohNBmKmUQY=\n",
+         *           "createdAt": "2026-12-10T09:00:00.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        AuditCheckpointList: {
+            items: components["schemas"]["AuditCheckpoint"][];
+            nextCursor: string | null;
         };
         /**
          * Format: typeid
@@ -15346,6 +15456,92 @@ export interface operations {
             403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
+        };
+    };
+    verifyAuditCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuditCheckpointCheck"];
+            };
+        };
+        responses: {
+            /** @description The result of the check. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditCheckpointVerification"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listAuditCheckpoints: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of checkpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditCheckpointList"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getAuditKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verifier string. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example api.example.com/audit+10079a0e+AXhfLwnoONDzsrApWCBBAk9rxOKbLpZarftNf7HNX3eo */
+                    "text/plain": string;
+                };
+            };
         };
     };
     listSsoConnections: {

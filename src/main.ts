@@ -12,6 +12,7 @@ import { createJobRunner, JOB_SESSION_SETTINGS } from './jobs';
 import { createMailTransport } from './mail/transport';
 import { createOutbound } from './outbound';
 import { startAuditRetention } from './audit/retention';
+import { auditKey } from './audit/signing-key';
 import { connectServer } from './db/connect';
 import { enableMetrics, addScrapeGauges } from './observability/metrics';
 import { startMetricsServer } from './observability/metrics-server';
@@ -56,6 +57,9 @@ async function main(): Promise<void> {
   const database = await openDatabase(settings);
   const applied = await migrateToLatest(database.db);
   logger.info({ database: database.kind, applied }, 'migrations applied');
+  // The audit key is made by the first process that starts (replicas read the same row), so the
+  // key published at /.well-known/audit-key exists before the first request asks for it.
+  await auditKey({ db: database.db, secrets: new SecretBox(secretKey), clock: systemClock, publicBaseUrl: settings.publicBaseUrl });
 
   const app = createApp({ db: database.db, clock: systemClock, logger, fetch: globalThis.fetch, settings: { ...settings, secretKey }, onReady: collectStartupGarbage });
   const server = createAppServer(app, {}, { requestTimeoutMs: settings.requestTimeoutMs, headersTimeoutMs: settings.headersTimeoutMs });
@@ -63,13 +67,13 @@ async function main(): Promise<void> {
     const base = `http://localhost:${settings.port}`;
     logger.info({ host: settings.host, port: settings.port, database: database.kind }, `listening on ${base}, docs at ${base}/docs`);
   });
-  // Webhook deliveries and mail are sent beside the requests, from the database, by one job runner
+  // Webhook deliveries, mail, audit checkpoints and audit streams are sent beside the requests, from the database, by one job runner
   // (src/jobs/). On a server database it has connections of its own, so requests queueing for the
   // pool (writes waiting on an organization's audit chain head) never hold it back and it never
   // holds them up, and it is woken by LISTEN/NOTIFY when jobs are committed; the embedded database
   // has one connection and one process, so there it shares the connection and polls.
-  const kinds = { webhooks: settings.webhooks.dispatch, mail: settings.mail.dispatch };
-  const runsJobs = kinds.webhooks || kinds.mail;
+  const kinds = { webhooks: settings.webhooks.dispatch, mail: settings.mail.dispatch, audit: settings.audit.dispatch };
+  const runsJobs = kinds.webhooks || kinds.mail || kinds.audit;
   const jobDatabase = settings.databaseUrl && runsJobs ? connectServer(settings.databaseUrl, { max: JOB_POOL_MAX, sessionSettings: JOB_SESSION_SETTINGS }) : null;
   const mailTransport = createMailTransport(settings.mail);
   // Where mail goes (SMTP host and port, or the folder of .eml files); never SMTP_URL itself.

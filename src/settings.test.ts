@@ -64,6 +64,14 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ HEADERS_TIMEOUT_MS: '0' })).toThrow(SettingsError);
   });
 
+  it('reads the audit checkpoint and stream settings, with working defaults', () => {
+    expect(loadSettings({}).audit).toEqual({ checkpointEvery: 1000, checkpointIntervalMs: 3_600_000, dispatch: true, streamTimeoutMs: 30_000 });
+    const s = loadSettings({ AUDIT_CHECKPOINT_EVERY: '50', AUDIT_CHECKPOINT_INTERVAL: '10m', AUDIT_DISPATCH: 'off', AUDIT_STREAM_TIMEOUT_MS: '5000' });
+    expect(s.audit).toEqual({ checkpointEvery: 50, checkpointIntervalMs: 600_000, dispatch: false, streamTimeoutMs: 5000 });
+    expect(() => loadSettings({ AUDIT_CHECKPOINT_EVERY: '0' })).toThrow(/AUDIT_CHECKPOINT_EVERY/);
+    expect(() => loadSettings({ AUDIT_CHECKPOINT_INTERVAL: 'hourly' })).toThrow(/AUDIT_CHECKPOINT_INTERVAL/);
+  });
+
   it('reads WORKER_STALE_AFTER as seconds or a duration (default 120 s)', () => {
     expect(loadSettings({}).workerStaleAfterMs).toBe(120_000);
     expect(loadSettings({ WORKER_STALE_AFTER: '90' }).workerStaleAfterMs).toBe(90_000);

@@ -58,6 +58,8 @@ export interface Settings {
   passwordHashCost: PasswordHashCost;
   /** Benchmark only (AUDIT_BENCH_DISABLE): what audited writes leave out. Never in production. */
   auditBenchDisable: AuditBenchSkip;
+  /** Checkpoints and streams of the audit log (src/audit/checkpoint-job.ts, src/audit-streams/). */
+  audit: AuditSettings;
   /** Webhook delivery (src/webhooks/). */
   webhooks: WebhookSettings;
   /** Outgoing mail (src/mail/). */
@@ -111,6 +113,17 @@ export interface RateLimitSettings {
   /** Password reset requests per address and per IP. */
   passwordResetEmail: RateLimitRule | null;
   passwordResetIp: RateLimitRule | null;
+}
+
+export interface AuditSettings {
+  /** AUDIT_CHECKPOINT_EVERY: an organization gets a checkpoint once this many entries follow its latest. */
+  checkpointEvery: number;
+  /** AUDIT_CHECKPOINT_INTERVAL: and at least this often while it has entries newer than its latest. */
+  checkpointIntervalMs: number;
+  /** AUDIT_DISPATCH: write checkpoints and deliver audit streams in this process (main.ts). */
+  dispatch: boolean;
+  /** AUDIT_STREAM_TIMEOUT_MS: bound on one batch sent to a stream's sink (connect, reply, body). */
+  streamTimeoutMs: number;
 }
 
 export interface WebhookSettings {
@@ -430,6 +443,12 @@ export function loadSettings(env: Env = process.env): Settings {
     auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 1),
     passwordHashCost: passwordHashCost(env),
     auditBenchDisable: auditBenchDisable(env),
+    audit: {
+      checkpointEvery: int(env, 'AUDIT_CHECKPOINT_EVERY', 1000, 1),
+      checkpointIntervalMs: duration(env, 'AUDIT_CHECKPOINT_INTERVAL', UNIT_MS.h!),
+      dispatch: bool(env, 'AUDIT_DISPATCH', true),
+      streamTimeoutMs: int(env, 'AUDIT_STREAM_TIMEOUT_MS', 30_000, 1),
+    },
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1),
       maxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 8, 1),

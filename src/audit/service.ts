@@ -5,14 +5,13 @@ import type { Membership } from '../domain/principal';
 import type { PageRequest } from '../lib/pagination';
 import { Invalid } from '../lib/errors';
 import { requireFeature } from '../plans';
-import { chainHash } from './canonical';
 import { toEntry } from './entries';
 import { csvHeader, csvLine, ndjsonLine } from './export';
-import { entryCanonical } from './record';
+import { recordChange } from './record';
+import { BATCH, replayChain, type Replay } from './chain';
 import * as store from './store';
 
-/** Rows per round trip when exporting or verifying: memory is bounded by one batch. */
-export const BATCH = 1000;
+export { BATCH } from './chain';
 
 function range(from: string | undefined, to: string | undefined) {
   const r = { from: from ? new Date(from) : undefined, to: to ? new Date(to) : undefined };
@@ -35,7 +34,9 @@ export async function listAuditLogs(
 }
 
 /**
- * The entries of the range in chain order, as NDJSON or CSV. The first batch is read before the
+ * The entries of the range in chain order, as NDJSON or CSV. Reading the log this way is audited:
+ * the `audit_log.exported` entry (who, the range, the format) is committed before the first batch
+ * is read, so an export without an end includes its own entry. The first batch is read before the
  * answer starts (so a failure there is an ordinary error response); the rest is read batch by
  * batch as the client takes it.
  */
@@ -44,6 +45,13 @@ export async function exportAuditLogs(deps: AppDeps, membership: Membership, que
   const r = range(query.from, query.to);
   const format = query.format ?? 'ndjson';
   const { organizationId } = membership;
+  await deps.db.transaction().execute((trx) =>
+    recordChange(trx, deps.audit, {
+      action: 'audit_log.exported',
+      target: { type: 'audit_log', id: organizationId },
+      changes: { format: { from: null, to: format }, rangeFrom: { from: null, to: query.from ?? null }, rangeTo: { from: null, to: query.to ?? null } },
+    }),
+  );
   const first = await store.chainBatch(deps.db, organizationId, '0', BATCH, r);
   async function* stream(): StreamBody {
     if (format === 'csv') yield csvHeader();
@@ -66,34 +74,23 @@ export async function exportAuditLogs(deps: AppDeps, membership: Membership, que
 }
 
 /**
- * Recomputes the organization's chain from its oldest kept entry (whose stored previous hash is
- * the anchor after retention pruning) and compares the end with the chain head, so an edited,
- * inserted or deleted entry is found.
+ * Recomputes the organization's chain (./chain.ts) and compares its end with the chain head, so
+ * an edited, inserted or deleted entry is found.
  */
 export async function verifyAuditLog(deps: AppDeps, membership: Membership) {
-  const { organizationId } = membership;
-  let previous: string | null = null;
-  let nextSeq: bigint | null = null;
-  let lastSeq = '0';
-  let checked = 0;
-  let firstBrokenId: string | null = null;
-  for (;;) {
-    const batch = await store.chainBatch(deps.db, organizationId, lastSeq, BATCH);
-    for (const row of batch) {
-      const anchor = previous ?? row.prev_hash;
-      const linked = row.prev_hash === anchor && (nextSeq === null || BigInt(row.seq) === nextSeq);
-      if (!firstBrokenId && (!linked || chainHash(anchor, entryCanonical(toEntry(row))) !== row.hash)) firstBrokenId = row.id;
-      previous = row.hash;
-      nextSeq = BigInt(row.seq) + 1n;
-      checked++;
-    }
-    if (batch.length < BATCH) break;
-    lastSeq = batch[batch.length - 1]!.seq;
-  }
+  const replay = await replayChain(deps.db, membership.organizationId);
+  return { ok: replay.firstBrokenId === null && !(await tailMissing(deps, membership.organizationId, replay)), checked: replay.checked, firstBrokenId: replay.firstBrokenId };
+}
+
+/**
+ * Whether entries were deleted from the end: the head names the newest entry ever written, so
+ * a replay ending before it (or on another hash) lost its tail. An organization whose entries
+ * were all pruned by retention has none to compare.
+ */
+export async function tailMissing(deps: AppDeps, organizationId: string, replay: Replay): Promise<boolean> {
   const head = await store.chainHead(deps.db, organizationId);
-  // The head names the newest entry ever written: later entries deleted by hand show here.
+  if (head === undefined) return false;
   const cutoff = deps.clock.now().getTime() - deps.settings.auditRetentionDays * 86_400_000;
-  const allPruned = checked === 0 && head?.last_at != null && new Date(head.last_at).getTime() < cutoff;
-  const tailMissing = head !== undefined && !allPruned && (nextSeq === null || BigInt(head.seq) !== nextSeq - 1n || head.hash !== previous);
-  return { ok: firstBrokenId === null && !tailMissing, checked, firstBrokenId };
+  const allPruned = replay.checked === 0 && head.last_at != null && new Date(head.last_at).getTime() < cutoff;
+  return !allPruned && (replay.lastSeq === null || BigInt(head.seq) !== replay.lastSeq || head.hash !== replay.lastHash);
 }

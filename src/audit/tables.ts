@@ -30,9 +30,35 @@ export interface AuditChainHeadsTable {
   hash: string;
   /** When the last entry was written (null for heads written before this column existed). */
   last_at: Timestamp | null;
+  /** Position of the latest checkpoint (0: none yet); written by the checkpoint job only. */
+  checkpoint_seq: Generated<string>;
+  checkpoint_at: Generated<Timestamp | null>;
+}
+
+/** The service's Ed25519 audit key (one row, id 'audit'); the private key sealed with SECRET_KEY. */
+export interface AuditSigningKeysTable {
+  id: string;
+  /** The 32-byte public key, base64. */
+  public_key: string;
+  private_key_sealed: string;
+  created_at: Timestamp;
+}
+
+/** A signed checkpoint: the note over (origin, seq, head). Kept when retention prunes entries. */
+export interface AuditCheckpointsTable {
+  id: string;
+  organization_id: string;
+  /** The entry count it signs (the chain position of its head entry). */
+  seq: string;
+  /** The head entry's hash (hex, as audit_logs.hash). */
+  head: string;
+  note: string;
+  created_at: Timestamp;
 }
 
 export interface AuditTables {
   audit_logs: AuditLogsTable;
   audit_chain_heads: AuditChainHeadsTable;
+  audit_signing_keys: AuditSigningKeysTable;
+  audit_checkpoints: AuditCheckpointsTable;
 }

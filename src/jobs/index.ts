@@ -8,6 +8,7 @@ import type { Settings } from '../settings';
 import { MailMessages } from '../mail/sending';
 import { createMailTransport, type MailTransport } from '../mail/transport';
 import { WebhookDeliveries } from '../webhooks/delivery-job';
+import { AuditCheckpoints } from '../audit/checkpoint-job';
 import { JobRunner, type JobKind } from './runner';
 import { listenForJobs } from './wakeup';
 
@@ -31,9 +32,9 @@ export interface JobRunnerSetup {
   logger: Logger;
   secrets: SecretBox;
   outbound: Outbound;
-  settings: Pick<Settings, 'webhooks' | 'mail'>;
-  /** Which kinds this runner takes (WEBHOOK_DISPATCH, MAIL_DISPATCH in the service). */
-  kinds: { webhooks: boolean; mail: boolean };
+  settings: Pick<Settings, 'webhooks' | 'mail' | 'audit' | 'publicBaseUrl'>;
+  /** Which kinds this runner takes (WEBHOOK_DISPATCH, MAIL_DISPATCH, AUDIT_DISPATCH in the service). */
+  kinds: { webhooks: boolean; mail: boolean; audit?: boolean };
   /** A server database's URL: the runner LISTENs there for committed jobs; without one it polls. */
   listenUrl?: string;
   /** The mail transport (built from settings.mail when not given). */
@@ -46,5 +47,6 @@ export function createJobRunner(setup: JobRunnerSetup): JobRunner {
   const kinds: JobKind[] = [];
   if (setup.kinds.webhooks) kinds.push(new WebhookDeliveries({ db, clock, logger, secrets, outbound: setup.outbound, settings: settings.webhooks }));
   if (setup.kinds.mail) kinds.push(new MailMessages({ db, clock, logger, secrets, settings: settings.mail, transport: setup.mailTransport ?? createMailTransport(settings.mail) }));
+  if (setup.kinds.audit) kinds.push(new AuditCheckpoints({ db, clock, logger, secrets, publicBaseUrl: settings.publicBaseUrl, settings: settings.audit }));
   return new JobRunner({ clock, logger, kinds, wakeups: listenUrl ? (channels, wake) => listenForJobs(listenUrl, channels, wake, logger) : undefined });
 }

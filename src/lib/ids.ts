@@ -24,6 +24,8 @@ export const ID_PREFIXES = {
   workerActivity: 'wac',
   telemetryEvent: 'tev',
   auditEntry: 'aud',
+  auditCheckpoint: 'acp',
+  auditStream: 'ast',
   event: 'evt',
   webhook: 'whk',
   webhookDelivery: 'whd',

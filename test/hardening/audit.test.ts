@@ -60,6 +60,7 @@ const EXEMPT: Record<string, string> = {
   changePassword: "ends the caller's other sessions, which the walk's world signs in with (audited as member.password_changed, test/api/password-reset.test.ts)",
   requestEmailChange: 'stores a pending link and queues its messages; the address changes (audited as member.email_changed) only when the link is followed',
   confirmEmailChange: 'needs the link mailed to the new address (audited as member.email_changed, test/api/email-change.test.ts)',
+  verifyAuditCheckpoint: 'checks the log against a checkpoint the caller holds; nothing changes',
 };
 
 /** Operations whose one change is two audited facts, and why (every other change writes exactly one). */

@@ -31,6 +31,7 @@ import * as ssoVerifier from './20261127_1010_sso_verifier';
 import * as membersOutliveUsers from './20261127_1030_members_outlive_users';
 import * as invitationMessages from './20261127_1040_invitation_messages';
 import * as accountTokens from './20261127_1050_account_tokens';
+import * as auditCheckpoints from './20261210_0500_audit_checkpoints';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -70,6 +71,7 @@ const migrations: Record<string, Migration> = {
   '20261127_1030_members_outlive_users': membersOutliveUsers,
   '20261127_1040_invitation_messages': invitationMessages,
   '20261127_1050_account_tokens': accountTokens,
+  '20261210_0500_audit_checkpoints': auditCheckpoints,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -402,6 +402,13 @@ export const errorAnswers = {
   },
   "/v1/audit-logs/verify": {
     get: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+  },
+  "/v1/audit-logs/checkpoints": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+  },
+  "/.well-known/audit-key": {
+    get: [],
   },
   "/v1/sso/connections": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
