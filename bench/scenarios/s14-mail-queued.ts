@@ -11,7 +11,7 @@ const SIGN_UP_CONNECTIONS = 2;
 const INVITE_CONNECTIONS = 4;
 
 /**
- * Scenario 14: writes that queue a message in their own transaction (accounts-and-email §1).
+ * Scenario 14: writes that queue a message in their own transaction (docs/mail.md#queueing-and-sending).
  * `POST /v1/auth/sign-up` (argon2 at the shipped cost, the account, its session and, where the
  * build verifies addresses, the verification message) and `POST /v1/invitations` (the invitation,
  * its audit entry and the invitation message, sealed), on one service process that queues but

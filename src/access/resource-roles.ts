@@ -6,7 +6,7 @@ import type { Membership, PermissionSet } from '../domain/principal';
 import { permissionsOfRole } from './role-permissions';
 
 /**
- * Resource roles (supporting-interface §2): viewer < editor < manager, granted directly to a member,
+ * Resource roles (docs/plugins.md#resource-roles-and-grants): viewer < editor < manager, granted directly to a member,
  * to a team, or org-wide. The effective role is the highest active (removed_at IS NULL) grant that
  * reaches the member; a member holding the `resources.manage` permission (organization admins) is
  * manager on everything; a removed member has none.

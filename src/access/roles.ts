@@ -57,7 +57,7 @@ export function membershipOf(ctx: WithPrincipal): Membership {
   return principal.membership;
 }
 
-/** Session-only routes: an API key is answered like no credentials (supporting-interface §2). */
+/** Session-only routes: an API key is answered like no credentials (docs/people-and-roles.md#members-teams-api-keys-admin). */
 export function requireSession(principal: Principal): void {
   if (principal.kind !== 'session' || !principal.sessionId) throw new Unauthorized('This route needs a signed-in session.');
 }

@@ -16,7 +16,7 @@ const OUTSIDE_THE_ORGANIZATION = new Set(['createOrg', 'acceptInvitation', 'getB
 
 /**
  * What an unverified user's session keeps while EMAIL_VERIFICATION is `required`
- * (accounts-and-email §2): `/v1/auth/…` (sign-out, verify and resend, reauthentication), its
+ * (docs/accounts.md#sign-up-and-e-mail-verification): `/v1/auth/…` (sign-out, verify and resend, reauthentication), its
  * account routes (`GET|PATCH|DELETE /v1/me`, `/v1/me/email`, `/v1/me/password`, `/v1/me/sessions…`)
  * and `POST /v1/invitations/accept` (accepting an invitation to its own address proves it). Not
  * enrolment, not organization switching: no organization, API key or resource is reached or made
@@ -34,10 +34,10 @@ export function unverifiedMayUse(pathTemplate: string): boolean {
  * router asks this once per request, before the handler, with the operation.
  * - EMAIL_VERIFICATION `required`: an unverified user's session gets 403 `email_not_verified`
  *   beyond what `unverifiedMayUse` lists.
- * - Under `requireMfa` (accounts-and-email §8) a session with no second factor keeps the account's
+ * - Under `requireMfa` (docs/second-factors.md#requiring-it-of-an-organization) a session with no second factor keeps the account's
  *   own routes (`/v1/me…`: profile, enrolment, organization switching) and `/v1/auth/…` (sign-out,
  *   reauthentication, the second step) and nothing else, so its user can enrol and carry on.
- * - Under SSO enforcement (enterprise-identity §2) a session not made through one of the
+ * - Under SSO enforcement (docs/sso.md#enforcement) a session not made through one of the
  *   organization's own connections (the owner's excepted) gets 403 `sso_required` on the
  *   organization's routes from its next request; the account's own routes stay open, so the user
  *   can switch to another organization or sign in through SSO.

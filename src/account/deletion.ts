@@ -14,7 +14,7 @@ const ownerMustTransfer = () =>
   new Conflict('owner_must_transfer', 'You own an organization: transfer its ownership (POST /v1/members/{memberId}/transfer-ownership) before deleting your account.');
 
 /**
- * DELETE /v1/me (accounts-and-email §4). A fresh session, and the password when the account has
+ * DELETE /v1/me (docs/accounts.md#the-callers-own-account). A fresh session, and the password when the account has
  * one (wrong ones count against the sign-in limits, as reauthentication's do). In one
  * transaction: every membership ends as a removal does (its API keys revoked, its teams left,
  * through src/members), each organization records `member.account_deleted` naming only the member,

@@ -12,7 +12,7 @@ import { recordAccountChange } from '../users/audit';
 import { addressManagedByIdentityProvider } from './store';
 
 /**
- * Changing the account's e-mail address (accounts-and-email §4): asked for with a fresh session,
+ * Changing the account's e-mail address (docs/accounts.md#the-callers-own-account): asked for with a fresh session,
  * applied by the link mailed to the new address, so the address is proven when it changes. The
  * old address is told at once, so a change its owner did not ask for is seen.
  */

@@ -7,7 +7,7 @@ import { confirmEmailChange, requestEmailChange } from './email-change';
 
 type AccountOperations = 'listMySessions' | 'revokeMySession' | 'revokeOtherSessions' | 'updateMe' | 'deleteMe' | 'requestEmailChange' | 'confirmEmailChange';
 
-/** The caller's own account (accounts-and-email §4): sessions, profile, e-mail change, deletion. */
+/** The caller's own account (docs/accounts.md#the-callers-own-account): sessions, profile, e-mail change, deletion. */
 export const accountHandlers: HandlerMap<AccountOperations> = {
   listMySessions: async (ctx) => ({ status: 200, body: { items: await sessions.listMySessions(ctx.deps, principalOf(ctx)) } }),
 

@@ -5,7 +5,7 @@ import * as users from '../users/service';
 import { recordAccountChange } from '../users/audit';
 
 /**
- * The caller's own sessions (accounts-and-email §4): list them, sign one out, sign out all others.
+ * The caller's own sessions (docs/accounts.md#the-callers-own-account): list them, sign one out, sign out all others.
  * A session is known to its user by its id (a `ses_` TypeID), which is never a credential: the
  * token is shown once at sign-in and only its hash is stored. A revoked session fails its next
  * request (the one session query checks `revoked_at`). These operations are session-only in the

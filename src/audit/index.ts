@@ -1,5 +1,5 @@
 /**
- * The audit log: who changed what, when (spec: audit-and-events.md §1).
+ * The audit log: who changed what, when (docs/audit.md).
  *
  * ONE function writes entries: `recordChange`. Every service function that changes an
  * organization's data calls it inside the transaction of the change, as the last step before

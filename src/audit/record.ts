@@ -127,7 +127,7 @@ function auditCtes(p: PreparedEntry, event: RawBuilder<unknown>, after: string |
 
 /**
  * See src/audit/index.ts for how to call it. Writes one entry in `trx` (the change's own
- * transaction), with the same change as an event (audit-and-events.md §2: the outbox) and the
+ * transaction), with the same change as an event (docs/webhooks.md#events: the outbox) and the
  * organization's chain head moved, in one statement (one round trip per audited write). Only an
  * organization with more matching webhook endpoints than the statement carries delivery ids for
  * needs a second statement (`queueRest`), which then runs while the chain head is already held.

@@ -10,7 +10,7 @@ import { recordAccountChange } from '../users/audit';
 import * as users from '../users/service';
 
 /**
- * Password reset and change (accounts-and-email §3). Second factors stay as they are: a reset
+ * Password reset and change (docs/accounts.md#password-reset-and-change). Second factors stay as they are: a reset
  * proves the mailbox, not the authenticator, so a user with one still answers its challenge.
  */
 

@@ -97,7 +97,7 @@ async function passwordSignIn(deps: AppDeps, input: { email: string; password: s
   // Only after the password proved the user: a guesser learns nothing about enforcement.
   await refusePasswordUnderSso(deps.db, user);
   await limits.clear(deps, 'signInEmail', email);
-  // A user who holds a second factor gets a challenge and no session (accounts-and-email §8).
+  // A user who holds a second factor gets a challenge and no session (docs/second-factors.md#signing-in).
   const challenge = await mfa.challengeFor(deps, user.id, 'sign_in', null);
   if (challenge) return { mfaRequired: true as const, challenge };
   const now = deps.clock.now();

@@ -11,7 +11,7 @@ import type { UserRow } from '../users/service';
 import { recordAccountChange } from '../users/audit';
 
 /**
- * E-mail verification (accounts-and-email §2): sign-up queues a message whose link carries a
+ * E-mail verification (docs/accounts.md#sign-up-and-e-mail-verification): sign-up queues a message whose link carries a
  * `verify_email` token (24 hours, once); opening it proves the address. A user may ask for a new
  * message (one a minute, five an hour).
  */

@@ -53,7 +53,7 @@ export interface OrganizationsTable {
   plan: string;
   created_at: Timestamp;
   updated_at: Timestamp;
-  /** SSO enforcement (enterprise-identity §2): password sign-in refused for verified domains. */
+  /** SSO enforcement (docs/sso.md#enforcement): password sign-in refused for verified domains. */
   sso_enforced: Generated<boolean>;
 }
 

@@ -5,7 +5,7 @@ import type { Clock } from '../lib/clock';
  * request's context (`deps.audit`), and src/audit/ derives and consumes it.
  */
 
-/** Who made a change (spec: audit-and-events.md §1). */
+/** Who made a change (docs/audit.md). */
 export type ActorType = 'member' | 'api_key' | 'scim' | 'worker' | 'system';
 
 export interface Actor {

@@ -3,7 +3,7 @@ import type { DB } from '../db/schema';
 import { newId } from '../lib/ids';
 
 /**
- * The events outbox (audit-and-events.md §2). An event is written by the statement of the
+ * The events outbox (docs/webhooks.md#events). An event is written by the statement of the
  * change's audit entry, inside the change's transaction (or its one statement), so a change that
  * rolls back leaves no event. What is queued for an event (webhook deliveries) is written in the
  * same statement by the audit module's event hook (src/audit/event-hook.ts; src/webhooks/queue.ts).

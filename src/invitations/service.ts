@@ -101,8 +101,8 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
     now,
     expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
   };
-  // The message commits with the invitation, or neither does (accounts-and-email.md §1). The
-  // token leaves only in it (§5), never in the reply.
+  // The message commits with the invitation, or neither does (docs/mail.md#queueing-and-sending). The
+  // token leaves only in it (docs/people-and-roles.md#invitations), never in the reply.
   const message = mailCtes(prepareMail(deps, invitationMail(checked, { email, role, token, expiresAt: invitation.expiresAt })));
   const change: Change = { action: 'invitation.created', target: { type: 'invitation', id: invitation.id }, changes: created({ email, role: input.role }) };
   try {
@@ -133,7 +133,7 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
 }
 
 /**
- * Mails a pending invitation again (accounts-and-email §5): a new token (the old one dies with its
+ * Mails a pending invitation again (docs/people-and-roles.md#invitations): a new token (the old one dies with its
  * hash), a new message in the same transaction, the expiry renewed. Rate limited per invitation.
  */
 export async function resendInvitation(deps: AppDeps, membership: Membership, invitationId: string) {
@@ -214,7 +214,7 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
       if (sessionHadNone) await setSessionOrganization(trx, principal.sessionId!, organizationId);
       const member = await findMember(trx, organizationId, memberId);
       if (!member) throw new Error('new membership vanished inside its own transaction');
-      // The token came through the mailbox of the user's own address (accounts-and-email §2).
+      // The token came through the mailbox of the user's own address (docs/accounts.md#sign-up-and-e-mail-verification).
       const verified = await markEmailVerified(trx, user.id, now);
       await recordChange(trx, deps.audit, {
         organizationId,
@@ -232,11 +232,11 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
 }
 
 /**
- * POST /v1/invitations/accept without a session (accounts-and-email §5): the token proves the
+ * POST /v1/invitations/accept without a session (docs/people-and-roles.md#invitations): the token proves the
  * mailbox, so the account it creates for the invitation's address is verified, and it joins the
  * organization with a session (`authMethod: 'invitation'`) in one transaction. A verified account
  * of that address already exists: 409 `email_taken` (sign in and accept with a session). An
- * unverified one is taken over (§6): whatever was set on it before is untrusted.
+ * unverified one is taken over (docs/accounts.md#linking-accounts-safely): whatever was set on it before is untrusted.
  */
 export async function acceptAsNewAccount(deps: AppDeps, input: { token: string; name: string; password: string }, origin: Origin) {
   await limits.consume(deps, 'invitationAcceptIp', origin.ip);
@@ -278,7 +278,7 @@ export async function acceptAsNewAccount(deps: AppDeps, input: { token: string; 
 /**
  * The account an invitation accepted without a session lands in (the token proves the mailbox):
  * a new, verified one for the invitation's address; an unverified account of that address is taken
- * over (accounts-and-email §6: its password, sessions and API keys were set by someone nobody
+ * over (docs/accounts.md#linking-accounts-safely: its password, sessions and API keys were set by someone nobody
  * proved, so they go) and gets this password; a verified one is 409 `email_taken` (its owner
  * signs in and accepts with a session).
  */

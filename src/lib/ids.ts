@@ -1,7 +1,7 @@
 import { TypeID, fromUUIDBytes } from 'typeid-js';
 import { v7 as uuidV7 } from 'uuid';
 
-/** Every id prefix the service mints (supporting-interface §1). One list, so a typo is a compile error. */
+/** Every id prefix the service mints (docs/api-conventions.md#identifiers). One list, so a typo is a compile error. */
 export const ID_PREFIXES = {
   organization: 'org',
   member: 'om',

@@ -1,5 +1,5 @@
 /**
- * Each provider's documented model-list call (org-resources §2): the URL, the headers that carry
+ * Each provider's documented model-list call (docs/templates-and-llm-providers.md#llm-providers): the URL, the headers that carry
  * the key, and where the model ids are in the reply. Only this file knows the protocols.
  */
 export type ProviderKind = 'openai' | 'anthropic' | 'azure-openai' | 'google' | 'openai-compatible';

@@ -54,7 +54,7 @@ export function prepareMail(deps: MailDeps, input: MailInput, options: { traceCo
 export { messageCtes as mailCtes } from './store';
 
 /**
- * Queues a message inside the caller's transaction (accounts-and-email.md §1): the change and its
+ * Queues a message inside the caller's transaction (docs/mail.md#queueing-and-sending): the change and its
  * message commit together or not at all, and the job runner sends it afterwards (at least once,
  * with retries). Returns the message id.
  */

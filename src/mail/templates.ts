@@ -1,6 +1,6 @@
 /**
  * Every message the service sends, in one place: a subject, a plain-text part and an HTML part
- * (accounts-and-email.md §1). Values from users (names, organization names, addresses) are
+ * (docs/mail.md#what-is-sent). Values from users (names, organization names, addresses) are
  * escaped in the HTML part; links are built from APP_BASE_URL. A subject never carries a link
  * token: it is stored in clear (the admin list shows it to no one, but the row keeps it).
  */

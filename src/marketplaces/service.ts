@@ -52,7 +52,7 @@ export async function authorizeMarketplace(db: Db, membership: Membership, marke
 
 export const marketplaceGuard: ResourceGuard = (db, membership, id, needed) => authorizeMarketplace(db, membership, id, needed);
 
-/** Update and delete answer 403 with the `{reason, message}` variant (interface-spec §4.4, §4.10). */
+/** Update and delete answer 403 with the `{reason, message}` variant (docs/api-conventions.md#errors). */
 async function authorizeReasonOnly(db: Db, membership: Membership, marketplaceId: string, needed: ResourceRole) {
   try {
     return await authorizeMarketplace(db, membership, marketplaceId, needed);

@@ -19,7 +19,7 @@ import { countWrongAnswer, guessingCheck } from './guessing';
 import { notifyFactorChange, recordFactorChange, recordPolicyChange, type FactorEvent } from './notices';
 
 /**
- * Second factors (accounts-and-email §8): enrolment of TOTP and passkeys, recovery codes, and the
+ * Second factors (docs/second-factors.md): enrolment of TOTP and passkeys, recovery codes, and the
  * second step of a sign-in or reauthentication. Secrets leave this module once: the TOTP secret in
  * the enrolment reply, recovery codes in the confirmation (or regeneration) reply. Nothing else
  * returns, logs or audits them.

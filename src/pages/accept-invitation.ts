@@ -5,7 +5,7 @@ import { html, messagePage, page, problemText, type Html } from './layout';
 import type { PageContext, PageResult } from './router';
 
 /**
- * /accept-invitation?token=… (accounts-and-email §5): what the invitation offers, and a form that
+ * /accept-invitation?token=… (docs/people-and-roles.md#invitations): what the invitation offers, and a form that
  * creates the invitee's account (name, password) and joins the organization, as
  * POST /v1/invitations/accept does without a session.
  */

@@ -8,7 +8,7 @@ import { html, messagePage, page, problemText, type Html } from './layout';
 import type { PageContext, PageResult } from './router';
 
 /**
- * /verify-email, /reset-password and /confirm-email-change (accounts-and-email §2, §3, §4): the
+ * /verify-email, /reset-password and /confirm-email-change (docs/accounts.md): the
  * page checks the link's token without using it, shows one button (a mail scanner that fetches
  * the link proves nothing) or the new-password form, and its POST calls what
  * POST /v1/auth/verify-email, /v1/auth/password-reset/confirm and /v1/auth/confirm-email-change call.

@@ -3,7 +3,7 @@ import type { Invalid } from '../lib/errors';
 import { escapeHtml } from '../mail/templates';
 
 /**
- * The pages the links in messages open (accounts-and-email §1, §7): small server-rendered forms
+ * The pages the links in messages open (docs/mail.md#the-pages-links-open): small server-rendered forms
  * that work without JavaScript and load nothing from anywhere. Everything a user or an
  * organization wrote is escaped; the one style sheet is inline and allowed by its hash, so the
  * Content-Security-Policy can refuse every script, frame, image and connection.

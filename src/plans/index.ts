@@ -1,5 +1,5 @@
 /**
- * Plans, limits and features (org-resources §5). Every path that creates a counted thing calls
+ * Plans, limits and features (docs/workers-and-usage.md#plans-limits-and-usage). Every path that creates a counted thing calls
  * `enforceLimit` INSIDE its creating transaction, before the insert:
  *
  *   await deps.db.transaction().execute(async (trx) => {

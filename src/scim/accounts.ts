@@ -36,7 +36,7 @@ export async function createProvisionedAccount(trx: Trx, input: { email: string;
 /**
  * Linking a directory user to an existing account whose address nobody has proven: the
  * organization's directory (in its verified domain) is the proof, so the account is taken over
- * (accounts-and-email §6, enterprise-identity §3). A verified account is linked as it is.
+ * (docs/accounts.md#linking-accounts-safely). A verified account is linked as it is.
  */
 export const secureUnverifiedAccount = (trx: Trx, deps: Pick<AppDeps, 'clock' | 'audit'>, userId: string, organizationId: string) =>
   users.takeOverUnverifiedAccount(trx, deps, userId, 'scim', organizationId);

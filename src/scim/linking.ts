@@ -10,7 +10,7 @@ import * as store from './directory-store';
 import type { LinkReason } from './tables';
 
 /**
- * Linking a directory user to a member (enterprise-identity §3): a separate step with an
+ * Linking a directory user to a member (docs/scim.md#directory-users-and-linking): a separate step with an
  * explained outcome, never a reason to refuse provisioning. It runs in the provisioning
  * request's transaction, at create and again whenever an unlinked directory user changes.
  */

@@ -28,7 +28,7 @@ export interface DirectoryUserCountsTable {
 }
 
 /**
- * A SCIM User as the identity provider keeps it (enterprise-identity §3): linked to a member
+ * A SCIM User as the identity provider keeps it (docs/scim.md#directory-users-and-linking): linked to a member
  * while `member_id` is set, else `link_reason` says why not.
  */
 export interface DirectoryUsersTable {

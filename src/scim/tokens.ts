@@ -27,7 +27,7 @@ export function toScimToken(row: ScimTokenRow): components['schemas']['ScimToken
 }
 
 export async function createToken(deps: AppDeps, principal: Principal, membership: Membership, input: { name: string }) {
-  // A SCIM token can create and remove members: a privileged action (enterprise-identity §1).
+  // A SCIM token can create and remove members: a privileged action (docs/people-and-roles.md#roles-and-permissions).
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
   await requireFeature(deps.db, deps.settings, membership.organizationId, 'scim');
   const token = randomSecret(TOKEN_PREFIX);

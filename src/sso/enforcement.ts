@@ -3,7 +3,7 @@ import { Forbidden } from '../lib/errors';
 import { emailDomainOf } from './domain-name';
 
 /**
- * SSO enforcement (enterprise-identity §2): while an organization enforces SSO, an e-mail in one
+ * SSO enforcement (docs/sso.md#enforcement): while an organization enforces SSO, an e-mail in one
  * of its verified domains signs in through SSO only. Checked where a password would otherwise
  * prove the user (sign-in, reauthentication), where an account would be made without the
  * identity provider (sign-up), and at invitation acceptance outside an SSO session of the

@@ -56,7 +56,7 @@ export interface AnalyticsQuery {
   dimensionValue?: string;
 }
 
-/** interface-spec 4.8; the figures are defined in the UsageAnalytics schema of the contract. */
+/** GET /v1/telemetry/analytics (docs/workers-and-usage.md#workers-telemetry-and-analytics); the figures are defined in the UsageAnalytics schema of the contract. */
 export async function usageAnalytics(deps: AppDeps, membership: Membership, query: AnalyticsQuery): Promise<Schemas['UsageAnalytics']> {
   const { dimensionType, dimensionValue } = query;
   if ((dimensionType === undefined) !== (dimensionValue === undefined)) {

@@ -10,7 +10,7 @@ import * as store from './store';
 
 type Schemas = components['schemas'];
 
-/** org-resources §1: content is at most 256 KiB as (compact) JSON. */
+/** docs/templates-and-llm-providers.md#templates: content is at most 256 KiB as (compact) JSON. */
 export const MAX_CONTENT_BYTES = 256 * 1024;
 
 const templateNotFound = () => new NotFound('template_not_found', 'The template could not be found.');

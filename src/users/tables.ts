@@ -1,6 +1,6 @@
 import type { Timestamp } from '../db/columns';
 
-/** Link tokens of src/users (accounts-and-email §1): only the SHA-256 of each is stored. */
+/** Link tokens of src/users (docs/accounts.md#link-tokens): only the SHA-256 of each is stored. */
 export interface AccountTokensTable {
   id: string;
   user_id: string;

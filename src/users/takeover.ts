@@ -7,7 +7,7 @@ import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
 import * as store from './store';
 import { endPendingTokens } from './token-store';
 
-/** What proved the mailbox of an account nobody had proven yet (accounts-and-email §6). */
+/** What proved the mailbox of an account nobody had proven yet (docs/accounts.md#linking-accounts-safely). */
 export type TakeoverReason = 'sso' | 'scim' | 'invitation';
 
 export interface Takeover {
@@ -17,7 +17,7 @@ export interface Takeover {
 }
 
 /**
- * Closes account pre-hijacking (accounts-and-email §6). An identity provider in a verified domain
+ * Closes account pre-hijacking (docs/accounts.md#linking-accounts-safely). An identity provider in a verified domain
  * (an SSO first sign-in, a SCIM link) or an invitation token is the first proof that the account's
  * address belongs to the person now arriving; everything set on the account before it is
  * untrusted: whoever signed up with that address may not be its owner. So the password is removed,

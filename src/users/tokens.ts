@@ -6,7 +6,7 @@ import * as store from './token-store';
 import type { ConsumedToken, TokenPurpose } from './token-store';
 
 /**
- * Link tokens (accounts-and-email §1): what a message's link carries to prove that its reader holds
+ * Link tokens (docs/accounts.md#link-tokens): what a message's link carries to prove that its reader holds
  * the mailbox. 256 random bits (`cpa_` + 43 characters), only the SHA-256 stored, used once,
  * bound to one purpose (a reset token is not a verification token), with the purpose's lifetime.
  * An e-mail change token carries the address it confirms. Invitation tokens belong to

@@ -7,7 +7,7 @@ import { insertEvent, matchingFilters } from '../events/outbox';
 import { tracing } from '../observability/tracing';
 
 /**
- * The webhook delivery queue's one writer (audit-and-events.md §2). An audited change's event is
+ * The webhook delivery queue's one writer (docs/webhooks.md#events). An audited change's event is
  * written by the audit entry's statement; this module's CTEs, in that same statement (through the
  * audit module's event hook), queue one pending delivery per enabled endpoint whose filter
  * matches, so a change that rolls back leaves no delivery, and a committed event always has its

@@ -21,7 +21,7 @@ export const workerStopped = () => new Conflict('worker_stopped', 'The worker is
 export type WorkerStatus = Schemas['Worker']['status'];
 
 /**
- * org-resources §4: `stopped` by a member; `pending` before the first heartbeat; `online` while
+ * docs/workers-and-usage.md#worker-lifecycle-and-metered-usage: `stopped` by a member; `pending` before the first heartbeat; `online` while
  * the last heartbeat is at most WORKER_STALE_AFTER old (and not from before a stop); else `offline`.
  */
 export function workerStatus(row: Pick<store.WorkerRow, 'stopped_at' | 'last_heartbeat_at' | 'online_since'>, now: Date, staleAfterMs: number): WorkerStatus {
@@ -133,7 +133,7 @@ export async function deleteWorker(deps: AppDeps, membership: Membership, worker
   });
 }
 
-/** interface-spec 4.12: the runtime's own JSON object, passed through. */
+/** GET /v1/workers/{id}/runtime (docs/workers-and-usage.md#workers-telemetry-and-analytics): the runtime's own JSON object, passed through. */
 export async function getWorkerRuntime(deps: AppDeps, membership: Membership, workerId: string): Promise<Record<string, unknown>> {
   const worker = await store.findWorkerWithSealedToken(deps.db, membership.organizationId, workerId);
   if (!worker) throw workerNotFound();

@@ -199,7 +199,7 @@ describe('GET /v1/telemetry/analytics', () => {
     const res = await analytics(free.token);
     expect(res.status).toBe(402);
     expect(res.body).toEqual({ error: 'enterprise_plan_required', feature: 'analytics', message: expect.any(String) });
-    // org-resources §5: the team plan has the analytics feature (wave 1 asked for enterprise).
+    // docs/workers-and-usage.md#plans-limits-and-usage: the team plan has the analytics feature (wave 1 asked for enterprise).
     await setPlan(free.organizationId, 'team');
     expect((await analytics(free.token)).status).toBe(200);
     // The feature is read from the plans table: taking it out of team refuses again.

@@ -26,7 +26,7 @@ describe('POST /v1/api-keys', () => {
       name: 'deploy',
       prefix: key.slice(0, 12),
       memberId: admin.memberId,
-      // enterprise-identity §1: an unscoped key shows `permissions: null`.
+      // docs/people-and-roles.md#roles-and-permissions: an unscoped key shows `permissions: null`.
       permissions: null,
       createdAt: t.clock.now().toISOString(),
       expiresAt,

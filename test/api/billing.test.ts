@@ -3,7 +3,7 @@ import { addMember, bearer, createOrganization, type OrgOwner } from '../support
 import { ManualClock } from '../../src/lib/clock';
 
 /**
- * org-resources §5: GET /v1/billing and GET /v1/billing/usage. Online time is hand-computed here
+ * docs/workers-and-usage.md#plans-limits-and-usage: GET /v1/billing and GET /v1/billing/usage. Online time is hand-computed here
  * from the rule "a heartbeat counts the worker online until the next heartbeat or until
  * WORKER_STALE_AFTER (120 s) after it, whichever comes first".
  */

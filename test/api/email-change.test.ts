@@ -4,7 +4,7 @@ import type { ManualClock } from '../../src/lib/clock';
 import { mailEnv, startMailbox, testMailer, type Mailbox, type ReceivedMail } from '../support/mailbox';
 
 /**
- * Changing the account's e-mail address (accounts-and-email §4), through HTTP and a real SMTP
+ * Changing the account's e-mail address (docs/accounts.md#the-callers-own-account), through HTTP and a real SMTP
  * server: the confirmation link is read from the message the new address receives.
  */
 let t: TestApp;

@@ -13,7 +13,7 @@ describe('the HTTP layer', () => {
     expect((await t.http.get('/ready')).body).toEqual({ status: 'ok' });
     const json = await t.http.get('/openapi.json');
     expect(json.body.openapi).toBe('3.1.0');
-    // The version label the user's specification fixes (§9).
+    // The version label the product fixes (docs/api-conventions.md#versioning).
     expect(json.body.info.version).toBe('dev');
     expect(Object.keys(json.body.paths)).toContain('/v1/org');
     const yaml = await t.http.get('/openapi.yaml');

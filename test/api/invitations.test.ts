@@ -468,7 +468,7 @@ describe('POST /v1/invitations/accept without a session', () => {
   });
 });
 
-describe('invitations prove the address (accounts-and-email §2, §6)', () => {
+describe('invitations prove the address (docs/accounts.md)', () => {
   /** A sign-up through the API alone: its address is not proven (no verification link opened). */
   async function unverified(label: string) {
     const email = uniqueEmail(label);

@@ -13,7 +13,7 @@ import { SecretBox } from '../../src/lib/crypto';
 import { loadContract } from '../support/spec';
 
 /**
- * Mail delivery (accounts-and-email.md §1, §7): a change queues its message in its own transaction
+ * Mail delivery (docs/mail.md): a change queues its message in its own transaction
  * and the job runner sends it through nodemailer to a real SMTP server (test/support/mailbox.ts);
  * a mail server that is down, refuses or drops the connection delays the message, never loses it.
  */

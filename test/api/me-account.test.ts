@@ -4,7 +4,7 @@ import type { ManualClock } from '../../src/lib/clock';
 import { mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
 
 /**
- * The caller's own account (accounts-and-email §4): sessions, profile and account deletion,
+ * The caller's own account (docs/accounts.md#the-callers-own-account): sessions, profile and account deletion,
  * through HTTP only.
  */
 let t: TestApp;

@@ -41,7 +41,7 @@ describe('GET /v1/members', () => {
       status: 'active',
       createdAt: expect.any(String),
       user: { id: owner.userId, name: 'owner', email: owner.email, image: null },
-      // No identity provider provisioned the owner (enterprise-identity §3).
+      // No identity provider provisioned the owner (docs/scim.md#directory-users-and-linking).
       directoryUserId: null,
     });
 

@@ -8,7 +8,7 @@ import { newId } from '../../src/lib/ids';
 import { insertMember } from '../../src/members/store';
 
 /**
- * Second factors (accounts-and-email §8) through HTTP. TOTP codes come from `otpauth`, an
+ * Second factors (docs/second-factors.md) through HTTP. TOTP codes come from `otpauth`, an
  * implementation independent of the service's otplib; passkeys from a software authenticator
  * whose output the server library's own verify functions accept (test/mfa/authenticator.test.ts).
  */

@@ -8,7 +8,7 @@ import { createUser } from '../../src/users/service';
 import { settleResetWork } from '../../src/auth/passwords';
 
 /**
- * Password reset and change (accounts-and-email §3), through HTTP and a real SMTP server: the
+ * Password reset and change (docs/accounts.md#password-reset-and-change), through HTTP and a real SMTP server: the
  * reset request answers the same, in the same time, whatever the address; the mailed link sets a
  * new password once and ends every session; a change needs the current password and keeps only
  * the caller's session. Second factors survive a reset.

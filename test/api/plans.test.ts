@@ -3,7 +3,7 @@ import { addMember, bearer, createOrganization, signUp, type OrgOwner } from '..
 import { invitationTokenFor } from '../support/mailbox';
 
 /**
- * Plans as data (org-resources §5): limits checked inside the creating transaction, so parallel
+ * Plans as data (docs/workers-and-usage.md#plans-limits-and-usage): limits checked inside the creating transaction, so parallel
  * requests at the limit reach exactly the limit; features from the plans table; PLAN_GATING=off.
  */
 let t: TestApp;

@@ -6,7 +6,7 @@ import { scimClient, scimOrganization } from '../support/scim';
 import { settleResetWork } from '../../src/auth/passwords';
 
 /**
- * Account pre-hijacking (accounts-and-email §6): someone signs up with another person's address
+ * Account pre-hijacking (docs/accounts.md#linking-accounts-safely): someone signs up with another person's address
  * and a password before that person arrives. When the address's owner then arrives through their
  * organization's identity provider — an OIDC first sign-in against oidc-provider, or a SCIM link —
  * in a domain the organization verified, the account is theirs and nothing the first party set

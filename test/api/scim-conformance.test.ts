@@ -48,7 +48,7 @@ const MICROSOFT_DEVIATIONS: Record<string, string> = {
   // either 200 with the resource or 204 (Entra and Okta accept both).
   'Patch user omalley new username › Status code is 204': 'RFC 7644 §3.5.2: 200 with the resource',
   'patch user omalley active with boolean › Status code is 204': 'RFC 7644 §3.5.2: 200 with the resource',
-  // A member value that is no User of ours is refused and nothing changes (enterprise-identity §3;
+  // A member value that is no User of ours is refused and nothing changes (docs/scim.md#groups;
   // RFC 7644 §3.12 scimType invalidValue) rather than stored as a dangling reference.
   'Group patch add member › Status code is 204': 'RFC 7644 §3.12 invalidValue: "string id 1" is no User',
   'Group patch add member2 › Status code is 204': 'RFC 7644 §3.12 invalidValue: "string id 2" is no User',

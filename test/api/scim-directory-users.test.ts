@@ -7,7 +7,7 @@ import { pageQuery } from '../../src/scim/directory-store';
 import { FilterCompiler, parseFilter } from '../../src/scim/filter';
 
 /**
- * Directory users (enterprise-identity §3 as changed): every valid User is accepted, linking is a
+ * Directory users (docs/scim.md#directory-users-and-linking): every valid User is accepted, linking is a
  * separate step with an explained outcome, renames never fail, and pages cost the same at any depth.
  */
 let t: TestApp;

@@ -3,7 +3,7 @@ import { SCIM_JSON, scimOrganization, type ScimOrg } from '../support/scim';
 import { canonicalScimPath } from '../../src/scim/route-spellings';
 
 /**
- * Routes as identity providers spell them (enterprise-identity §3): `/users`, `/Users/`, and a
+ * Routes as identity providers spell them (docs/scim.md#the-protocol): `/users`, `/Users/`, and a
  * trailing slash before the query (`/Users/?filter=…`, Microsoft's SCIM validator) reach the
  * documented operation; ids and anything else stay as sent.
  */

@@ -9,7 +9,7 @@ import { insertMember } from '../../src/members/store';
 import { newId } from '../../src/lib/ids';
 
 /**
- * OIDC sign-in end to end through the HTTP API against oidc-provider (enterprise-identity §2):
+ * OIDC sign-in end to end through the HTTP API against oidc-provider (docs/sso.md#signing-in):
  * sessions and one-time codes, just-in-time members with mapped roles, mappings applied again,
  * the owner left alone, e-mail rules. Refusals of the protocol: sso-oidc-refusals.test.ts.
  */

@@ -5,7 +5,7 @@ import { samlSpFor } from '../../src/sso/saml';
 import { counts, PUBLIC_BASE_URL, RETURN_ORIGIN, SSO_ENV, uniqueDomain, verifyDomain } from '../support/sso-signin';
 
 /**
- * The SAML assertion consumer service wired to sign-in (enterprise-identity §2): a samlify-signed
+ * The SAML assertion consumer service wired to sign-in (docs/sso.md#signing-in): a samlify-signed
  * response signs the user in (just-in-time member, mapped role), an assertion id is accepted once,
  * RelayState forged or reused is refused. The tampered responses are covered by sso-saml.test.ts.
  */

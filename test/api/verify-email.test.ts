@@ -7,7 +7,7 @@ import { newId } from '../../src/lib/ids';
 import { insertMember } from '../../src/members/store';
 
 /**
- * E-mail verification (accounts-and-email §2), through HTTP and a real SMTP server: sign-up mails a
+ * E-mail verification (docs/accounts.md#sign-up-and-e-mail-verification), through HTTP and a real SMTP server: sign-up mails a
  * link, the link's token proves the address, and until then a session under EMAIL_VERIFICATION
  * `required` (the default) reaches only its account routes.
  */

@@ -4,7 +4,7 @@ import { startFakeRuntime, type FakeRuntime } from '../fakes/worker-runtime';
 import { sha256Hex } from '../../src/lib/crypto';
 import { ManualClock } from '../../src/lib/clock';
 
-/** org-resources §4: status from heartbeats against WORKER_STALE_AFTER, stop/start, token rotation. */
+/** docs/workers-and-usage.md#worker-lifecycle-and-metered-usage: status from heartbeats against WORKER_STALE_AFTER, stop/start, token rotation. */
 let t: TestApp;
 let runtime: FakeRuntime;
 const clock = new ManualClock(new Date('2026-11-20T12:00:00.000Z'));

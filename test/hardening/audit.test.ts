@@ -50,7 +50,7 @@ const EXEMPT: Record<string, string> = {
   deletePasskey: 'needs a registered passkey of the caller (audited as member.mfa_removed, test/api/mfa.test.ts)',
   verifySecondFactor: 'needs a sign-in challenge and a live second factor (audited as member.signed_in, test/api/mfa.test.ts)',
   putAuthPolicy: 'the caller must hold a second factor, which a generated world cannot (audited as organization.auth_policy_updated, test/api/mfa.test.ts)',
-  // Accounts (accounts-and-email §2, §3): the user's address and password, not an organization's
+  // Accounts (docs/accounts.md): the user's address and password, not an organization's
   // data; the links' tokens reach only the mailbox, so test/api/verify-email.test.ts and
   // test/api/password-reset.test.ts follow them and check the entries in each organization.
   verifyEmail: 'needs the link token only the verification message carries (audited as member.email_verified, test/api/verify-email.test.ts)',
@@ -280,7 +280,7 @@ const handedOut: Record<string, string> = {};
 function collectSecrets(label: string, value: unknown): void {
   if (!value || typeof value !== 'object') return;
   for (const [k, v] of Object.entries(value)) {
-    // A role's `key` is its public identifier (enterprise-identity §1), not a secret.
+    // A role's `key` is its public identifier (docs/people-and-roles.md#roles-and-permissions), not a secret.
     if (k === 'key' && /^(create|update)Role /.test(label)) continue;
     if (typeof v === 'string' && /^(key|token|hostToken|secret|apiKey|clientSecret|password)$/.test(k) && v.length >= 8) handedOut[`${label}.${k}`] = v;
     else if (v && typeof v === 'object') collectSecrets(label, v);

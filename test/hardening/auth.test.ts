@@ -115,7 +115,7 @@ describe.each(operations.map((op) => [op.operationId, op] as const))('%s', (_id,
       const credentials = op.auth === 'scim' ? { ...dead, ...deadForScim } : dead;
       for (const [label, headers] of Object.entries(credentials)) {
         const res = await send(t, req, headers);
-        // /scim/v2 answers a SCIM error body (status as a string); everything else exactly {error: 'unauthorized'} (interface-spec §7).
+        // /scim/v2 answers a SCIM error body (status as a string); everything else exactly {error: 'unauthorized'} (docs/api-conventions.md#errors).
         const unauthorized = op.auth === 'scim' ? res.body.status === '401' && res.body.schemas?.[0] === 'urn:ietf:params:scim:api:messages:2.0:Error' : JSON.stringify(res.body) === '{"error":"unauthorized"}';
         if (res.status !== 401 || !unauthorized) wrong.push(`${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 160)}`);
       }

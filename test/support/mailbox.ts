@@ -14,7 +14,7 @@ import type { TestApp } from './app';
 /**
  * A real SMTP server in the test process (the `smtp-server` package on 127.0.0.1, a random port),
  * every message parsed with `mailparser`: the service's mail goes through nodemailer and a real SMTP
- * exchange, and tests follow the links in what arrives (accounts-and-email.md §7). It can be told
+ * exchange, and tests follow the links in what arrives (docs/mail.md#tests). It can be told
  * to refuse (a 5xx reply), to drop connections, or be stopped and started again on the same port.
  */
 export interface ReceivedMail {

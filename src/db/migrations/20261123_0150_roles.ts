@@ -10,7 +10,7 @@ const BUILT_IN_ROLE_ROWS = [
 ] as const;
 
 /**
- * Roles per organization (enterprise-identity §1): the three built-in ones and custom roles
+ * Roles per organization (docs/people-and-roles.md#roles-and-permissions): the three built-in ones and custom roles
  * holding a list of permission keys. Members and invitations keep their `role` key, now pointing
  * at a role of their own organization (a composite foreign key, so another organization's key
  * cannot be assigned). Sessions record when they were authenticated (fresh-session checks), API

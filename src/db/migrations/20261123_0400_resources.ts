@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * Organization resources (org-resources §1–§2): templates (versioned JSON content, optimistic
+ * Organization resources (docs/templates-and-llm-providers.md): templates (versioned JSON content, optimistic
  * concurrency on `version`) and LLM providers with their access grants (the shared grants column
  * shape, so src/grants and the resource-role resolver serve them). The API key is stored only as
  * SecretBox ciphertext (`api_key_sealed`); `key_hint` is the '…' + last four characters shown back.

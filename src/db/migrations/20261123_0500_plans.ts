@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * Plans as data (org-resources §5): each plan's limits (null = unlimited) and features. The
+ * Plans as data (docs/workers-and-usage.md#plans-limits-and-usage): each plan's limits (null = unlimited) and features. The
  * organizations' `plan` column keeps its values and now references this table, so a plan that
  * does not exist cannot be set. Changing a plan's limits is an UPDATE here, not a release.
  */

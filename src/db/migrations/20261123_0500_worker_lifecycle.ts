@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * Worker lifecycle (org-resources §4) and the rollup metered usage reads (§5).
+ * Worker lifecycle (docs/workers-and-usage.md#worker-lifecycle-and-metered-usage) and the rollup metered usage reads (docs/workers-and-usage.md#plans-limits-and-usage).
  *
  * A heartbeat stamps `last_heartbeat_at` and extends the worker's current online interval in the
  * same statement: `online_since` is the start of that interval, and `worker_online_intervals`

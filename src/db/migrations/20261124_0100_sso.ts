@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * Single sign-on (enterprise-identity §2): every table and column the SSO area needs, in one
+ * Single sign-on (docs/sso.md): every table and column the SSO area needs, in one
  * migration. Secrets: the OIDC client secret and the PKCE verifier are SecretBox ciphertext
  * (`*_sealed`); login states and exchange codes are stored only as SHA-256 hashes.
  * - sso_connections: an organization's OIDC or SAML identity provider (config per type).

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * Outgoing mail (accounts-and-email.md §1): one row per message, written in the transaction of the
+ * Outgoing mail (docs/mail.md#queueing-and-sending): one row per message, written in the transaction of the
  * change that causes it (src/mail/queue.ts) and sent by the job runner (src/jobs/) with a lease,
  * like webhook deliveries. The body is sealed (SecretBox) and set to NULL once the message is sent
  * or given up; kind, recipient, subject and the delivery record stay.

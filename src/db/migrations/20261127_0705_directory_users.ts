@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * Directory users (enterprise-identity §3 as changed): a SCIM User is the identity provider's
+ * Directory users (docs/scim.md#directory-users-and-linking): a SCIM User is the identity provider's
  * record, kept as given, and linked to a member when it can be. Before, a SCIM User *was* a
  * member (its SCIM state in members.external_id / members.scim_attributes).
  *

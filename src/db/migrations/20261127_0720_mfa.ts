@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * Second factors (accounts-and-email §8), owned by src/mfa: a user's TOTP secret (encrypted, with
+ * Second factors (docs/second-factors.md), owned by src/mfa: a user's TOTP secret (encrypted, with
  * the last accepted time step so a code is accepted once), their recovery codes (HMAC'd, single
  * use), their passkeys (public key and signature counter), the pending WebAuthn challenges and
  * two-step sign-in challenges (token hashed, five tries, five minutes), and each organization's

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * A deleted account (DELETE /v1/me, accounts-and-email §4) takes its user row, sessions, second
+ * A deleted account (DELETE /v1/me, docs/accounts.md#the-callers-own-account) takes its user row, sessions, second
  * factors and SSO links with it, but not the organizations' records of its memberships: those
  * were ended first (`removed_at`) and stay, so what names the member (audit entries, created-by
  * columns, workers, telemetry) keeps pointing at a row. Their `user_id` becomes null on deletion;

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * An invitation names its latest message (accounts-and-email §5): its `delivery` is that message's
+ * An invitation names its latest message (docs/people-and-roles.md#invitations): its `delivery` is that message's
  * own record in `mail_messages`, read through a join, never copied. A resend points it at the new
  * message. Invitations made before this have none (their `delivery` is null).
  *

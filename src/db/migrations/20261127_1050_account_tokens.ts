@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * Proven addresses and the links that prove them (accounts-and-email §1–§3, §6), owned by src/users:
+ * Proven addresses and the links that prove them (docs/accounts.md), owned by src/users:
  * - users.email_verified_at: when the address was proven (a verification link, a reset link, an
  *   invitation accepted by token, an identity provider in a verified domain; the bootstrap user).
  *   Accounts without a password were made by SSO or SCIM in a verified domain, so they start

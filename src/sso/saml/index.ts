@@ -1,5 +1,5 @@
 /**
- * SAML 2.0 service provider for SSO connections (enterprise-identity §2), on @node-saml/node-saml.
+ * SAML 2.0 service provider for SSO connections (docs/sso.md#signing-in), on @node-saml/node-saml.
  * The HTTP routes (start, ACS, metadata) live with the SSO routes; this module holds no state:
  * the request id and the replay record of assertion ids are kept by the caller.
  */

@@ -65,7 +65,7 @@ function verifier(idp: SamlIdpConfig, sp: SamlSpConfig, requestId: string): SAML
       issuer: sp.entityId,
       audience: sp.entityId,
       callbackUrl: sp.acsUrl,
-      // Either a signed Response or a signed Assertion is enough (spec §2); node-saml then still
+      // Either a signed Response or a signed Assertion is enough (docs/sso.md#signing-in); node-saml then still
       // requires the assertion's own signature whenever the Response is not validly signed.
       wantAuthnResponseSigned: false,
       wantAssertionsSigned: false,

@@ -11,7 +11,7 @@ import { errorCodeOf, withParams, type SignInOutcome } from './outcome';
 import * as store from './store';
 import type { LoginStateRow, SignInConnection } from './store';
 
-/** The one-time code handed to `returnTo` (enterprise-identity §2: 60 s, once). */
+/** The one-time code handed to `returnTo` (docs/sso.md#signing-in: 60 s, once). */
 const EXCHANGE_CODE_TTL_MS = 60_000;
 const EXCHANGE_CODE_PREFIX = 'cpx';
 

@@ -83,7 +83,7 @@ export async function signInMember(trx: Transaction<DB>, deps: AppDeps, connecti
     await store.lockEmail(trx, normalizeEmail(email));
     const existing = await findUserByEmail(trx, email);
     if (existing) {
-      // The provider proves the mailbox (accounts-and-email §6): an account nobody had proven is
+      // The provider proves the mailbox (docs/accounts.md#linking-accounts-safely): an account nobody had proven is
       // taken over (password, sessions and keys of whoever made it revoked), a verified one linked.
       if (await takeOverUnverifiedAccount(trx, deps, existing.id, 'sso', organizationId)) user = await findUser(trx, existing.id);
       else user = existing;

@@ -3,7 +3,7 @@ import type { AppDeps } from '../../domain/deps';
 import { AppError, Invalid } from '../../lib/errors';
 
 /**
- * `returnTo` (enterprise-identity §2): an absolute http(s) URL whose origin is listed in
+ * `returnTo` (docs/sso.md#signing-in): an absolute http(s) URL whose origin is listed in
  * SSO_RETURN_ORIGINS, else 400 naming it. Stored with the login state; the browser is sent back
  * there with `code` (or `error`).
  */
