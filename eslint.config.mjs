@@ -43,6 +43,14 @@ const storeZones = areas.map((area) => ({
   message: "Call the owning area's service (its store is its own: one owner per table; ARCHITECTURE.md).",
 }));
 
+// Accounts sit below organizations: src/users (users, sessions, link tokens) never reaches into
+// src/members, so members' session loaders (src/principal → users) close no circle. What spans an
+// account and its memberships (the account-level audit entry, taking over an unverified account)
+// lives in src/account, above both.
+const layerZones = [
+  { target: './src/users/**/*', from: './src/members/**/*', message: 'src/users sits below src/members: put what needs both in src/account (ARCHITECTURE.md).' },
+];
+
 export default defineConfig(
   { ignores: ['dist/', 'generated/', 'node_modules/', 'data/', 'coverage/', 'bench/results/', 'packages/*/dist/', 'packages/*/src/generated/'] },
   js.configs.recommended,
@@ -72,7 +80,7 @@ export default defineConfig(
     },
     rules: {
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
-      'import-x/no-restricted-paths': ['error', { zones: storeZones }],
+      'import-x/no-restricted-paths': ['error', { zones: [...storeZones, ...layerZones] }],
     },
   },
   {

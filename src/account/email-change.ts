@@ -8,7 +8,7 @@ import * as limits from '../protection/rate-limit';
 import { refuseSignUpUnderSso } from '../sso/enforcement';
 import { toUser } from '../users/mappers';
 import * as users from '../users/service';
-import { recordAccountChange } from '../users/audit';
+import { recordAccountChange } from './audit';
 import { addressManagedByIdentityProvider } from './store';
 
 /**

@@ -5,7 +5,7 @@ import { checkBrowserUrl } from '../outbound';
 import { changed } from '../audit';
 import { toUser } from '../users/mappers';
 import * as users from '../users/service';
-import { recordAccountChange } from '../users/audit';
+import { recordAccountChange } from './audit';
 
 /** PATCH /v1/me: the caller's name and picture; audited in each of their organizations when something changed. */
 export async function updateProfile(deps: AppDeps, principal: Principal, body: { name?: string; image?: string | null }) {

@@ -2,7 +2,7 @@ import type { AppDeps } from '../domain/deps';
 import type { Principal } from '../domain/principal';
 import { NotFound } from '../lib/errors';
 import * as users from '../users/service';
-import { recordAccountChange } from '../users/audit';
+import { recordAccountChange } from './audit';
 
 /**
  * The caller's own sessions (docs/accounts.md#the-callers-own-account): list them, sign one out, sign out all others.

@@ -6,7 +6,7 @@ import { hashPassword, verifyPassword } from '../lib/crypto';
 import { queueMail } from '../mail/queue';
 import * as limits from '../protection/rate-limit';
 import { checkNewPassword } from '../protection/passwords';
-import { recordAccountChange } from '../users/audit';
+import { recordAccountChange } from '../account/audit';
 import * as users from '../users/service';
 
 /**

@@ -8,7 +8,7 @@ import * as limits from '../protection/rate-limit';
 import { toUser } from '../users/mappers';
 import * as users from '../users/service';
 import type { UserRow } from '../users/service';
-import { recordAccountChange } from '../users/audit';
+import { recordAccountChange } from '../account/audit';
 
 /**
  * E-mail verification (docs/accounts.md#sign-up-and-e-mail-verification): sign-up queues a message whose link carries a

@@ -1,7 +1,7 @@
 import type { operations } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { AnyPrincipal } from '../domain/principal';
-import type { SessionLoader } from '../principal/schemes';
+import type { SessionLoader } from '../domain/principal';
 
 export type OperationId = keyof operations;
 type Op<K extends OperationId> = operations[K];

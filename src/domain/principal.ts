@@ -1,3 +1,6 @@
+import type { Db } from '../db/schema';
+import type { Cursors } from '../lib/pagination';
+
 /**
  * Who is calling, as every layer below HTTP sees it. Credentials (session, API key, worker token;
  * SCIM token and SSO session next) become one of these in src/principal/, the only place that
@@ -101,4 +104,18 @@ export type AnyPrincipal = Principal | WorkerPrincipal | WorkerTokenClaim | Scim
 
 export function isUserPrincipal(principal: AnyPrincipal): principal is Principal {
   return principal.kind === 'session' || principal.kind === 'apiKey';
+}
+
+/**
+ * A session check that reads its operation's data in the same query (one round trip): an area
+ * declares it beside its handler (src/contract `SessionLoaders`), src/principal calls it for the
+ * `bearerAuth` scheme instead of the plain session check.
+ */
+export type SessionLoader = (db: Db, token: string, now: Date, request: LoaderRequest) => Promise<Principal | null>;
+
+/** What a session loader may read of the request: its query as sent (not yet validated). */
+export interface LoaderRequest {
+  query: Record<string, unknown>;
+  /** The service's cursor codec, to read a page cursor the query carries (absent: not read). */
+  cursors?: Cursors;
 }

@@ -4,7 +4,7 @@ import type { AppDeps } from '../domain/deps';
 import { recordChange, type AuditContext } from '../audit';
 import { queueMail } from '../mail/queue';
 import * as users from '../users/service';
-import { recordAccountChange } from '../users/audit';
+import { recordAccountChange } from '../account/audit';
 
 /**
  * What a change of second factors leaves behind: an audit entry in each organization the user

@@ -1,5 +1,5 @@
 import type { Db } from '../db/schema';
-import type { AnyPrincipal, Principal } from '../domain/principal';
+import type { AnyPrincipal, SessionLoader } from '../domain/principal';
 import type { Cursors } from '../lib/pagination';
 import { principalFromApiKey } from './api-key';
 import { principalFromSession } from './session';
@@ -12,15 +12,6 @@ import { principalFromScimToken } from './scim-token';
  * registers a handler for each scheme of the spec and refuses to start when one has no resolver
  * here. A new credential (SCIM token, SSO session) is a scheme in the spec plus one entry here.
  */
-export type SessionLoader = (db: Db, token: string, now: Date, request: LoaderRequest) => Promise<Principal | null>;
-
-/** What a session loader may read of the request: its query as sent (not yet validated). */
-export interface LoaderRequest {
-  query: Record<string, unknown>;
-  /** The service's cursor codec, to read a page cursor the query carries (absent: not read). */
-  cursors?: Cursors;
-}
-
 export interface ResolveInput {
   db: Db;
   /** The credential as sent (bearer token or header value). */

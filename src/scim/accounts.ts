@@ -2,6 +2,7 @@ import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
 import * as users from '../users/service';
+import { takeOverUnverifiedAccount } from '../account/takeover';
 import * as memberships from '../members/memberships';
 import { removeInTransaction } from '../members/service';
 import { directoryTeams } from '../teams/service';
@@ -39,7 +40,7 @@ export async function createProvisionedAccount(trx: Trx, input: { email: string;
  * (docs/accounts.md#linking-accounts-safely). A verified account is linked as it is.
  */
 export const secureUnverifiedAccount = (trx: Trx, deps: Pick<AppDeps, 'clock' | 'audit'>, userId: string, organizationId: string) =>
-  users.takeOverUnverifiedAccount(trx, deps, userId, 'scim', organizationId);
+  takeOverUnverifiedAccount(trx, deps, userId, 'scim', organizationId);
 
 export const changeAccountEmail = (trx: Trx, userId: string, email: string, now: Date) => users.changeEmail(trx, userId, email, now);
 

@@ -14,7 +14,6 @@ import type { AuthMethod, SecondFactor, UserRow } from './store';
 export { normalizeEmail } from './email';
 export { issueAccountToken, consumeAccountToken, peekAccountToken, endPendingAccountTokens, invalidToken, TOKEN_LIFETIME_MS, type TokenPurpose, type ConsumedToken } from './tokens';
 export type { AuthMethod, SecondFactor, SessionListRow, UserRow } from './store';
-export { takeOverUnverifiedAccount, type Takeover, type TakeoverReason } from './takeover';
 
 /** Every session token starts with this (src/audit/redact.ts recognises it). */
 const SESSION_TOKEN_PREFIX = 'cps';

@@ -4,8 +4,7 @@ import type { AppDeps } from '../domain/deps';
 import { recordChange } from '../audit';
 import { revokeKeysOfUser } from '../api-keys/service';
 import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
-import * as store from './store';
-import { endPendingTokens } from './token-store';
+import * as users from '../users/service';
 
 /** What proved the mailbox of an account nobody had proven yet (docs/accounts.md#linking-accounts-safely). */
 export type TakeoverReason = 'sso' | 'scim' | 'invitation';
@@ -35,14 +34,14 @@ export async function takeOverUnverifiedAccount(
   reason: TakeoverReason,
   organizationId: string | null = null,
 ): Promise<Takeover | null> {
-  const user = await store.lockUser(trx, userId);
+  const user = await users.lockUser(trx, userId);
   if (!user || user.email_verified_at !== null) return null;
   const now = deps.clock.now();
-  await store.setPasswordHash(trx, userId, null, now);
-  await store.markEmailVerified(trx, userId, now);
-  const sessionsRevoked = await store.revokeSessionsOfUser(trx, userId, null, now);
+  await users.setPasswordHash(trx, userId, null, now);
+  await users.markEmailVerified(trx, userId, now);
+  const sessionsRevoked = await users.revokeSessionsOfUser(trx, userId, null, now);
   const apiKeysRevoked = await revokeKeysOfUser(trx, userId, now);
-  await endPendingTokens(trx, userId, null, now);
+  await users.endPendingAccountTokens(trx, userId, null, now);
   const result: Takeover = { passwordRemoved: user.has_password, sessionsRevoked, apiKeysRevoked };
 
   const organizations = new Set((await membershipsOfUser(trx, userId)).map((o) => o.id));
