@@ -1,4 +1,7 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
+import type { AuditContext } from '../domain/audit-context';
 import type { Principal } from '../domain/principal';
 import { requireFreshSession } from '../access/role-permissions';
 import { Conflict, Invalid, Unauthenticated, Unauthorized } from '../lib/errors';
@@ -33,15 +36,7 @@ export async function deleteAccount(deps: AppDeps, principal: Principal, passwor
   // The entries carry no personal data: not the address the request came from, nor the user's id.
   const audit = deps.audit ? { ...deps.audit, ip: null, userAgent: null } : null;
   await deps.db.transaction().execute(async (trx) => {
-    for (const membership of await openMembershipsOfUser(trx, user.id)) {
-      if (!(await removeInTransaction(trx, membership.organizationId, membership.memberId, now))) throw ownerMustTransfer();
-      await recordChange(trx, audit, {
-        organizationId: membership.organizationId,
-        actor: { type: 'member', id: null, memberId: membership.memberId },
-        action: 'member.account_deleted',
-        target: { type: 'member', id: membership.memberId },
-      });
-    }
+    await endMemberships(trx, audit, user.id, now);
     await queueMail(trx, deps, {
       kind: 'security_notice',
       to: user.email,
@@ -50,6 +45,50 @@ export async function deleteAccount(deps: AppDeps, principal: Principal, passwor
       lines: ['Your account was deleted, with its sessions, API keys and memberships. Nothing of it can be restored.'],
     });
     if (!(await users.deleteUser(trx, user.id))) throw new Unauthorized();
+  });
+}
+
+/**
+ * Ends every membership of the user as a removal does (src/members), each recorded as
+ * `member.account_deleted` naming only the member; refused while the user owns an organization.
+ */
+async function endMemberships(trx: Transaction<DB>, audit: AuditContext | null, userId: string, now: Date): Promise<void> {
+  for (const membership of await openMembershipsOfUser(trx, userId)) {
+    if (!(await removeInTransaction(trx, membership.organizationId, membership.memberId, now))) throw ownerMustTransfer();
+    await recordChange(trx, audit, {
+      organizationId: membership.organizationId,
+      actor: { type: 'member', id: null, memberId: membership.memberId },
+      action: 'member.account_deleted',
+      target: { type: 'member', id: membership.memberId },
+    });
+  }
+}
+
+/**
+ * POST /v1/auth/verify-email/decline ("this wasn't me", docs/people-and-roles.md): the token of a
+ * verification message says its mailbox's holder did not sign up, so the account someone made
+ * with their address goes — memberships ended, the user row deleted with its sessions, second
+ * factors and link tokens — and the address is free again. An account that owns an organization
+ * (only possible with EMAIL_VERIFICATION=optional) cannot go that way without the organization's
+ * deletion: it is secured instead, as a confirmation from outside its sessions secures it. A
+ * proven address is not anyone's to decline (409 `already_verified`).
+ */
+export async function declineSignUp(deps: AppDeps, token: string): Promise<{ deleted: boolean }> {
+  const now = deps.clock.now();
+  // As for DELETE /v1/me, the entries name only the member.
+  const audit = deps.audit ? { ...deps.audit, ip: null, userAgent: null } : null;
+  return deps.db.transaction().execute(async (trx) => {
+    const used = await users.consumeAccountToken(trx, 'verify_email', token, now);
+    const user = used ? await users.lockUser(trx, used.userId) : undefined;
+    if (!user) throw users.invalidToken();
+    if (user.email_verified_at) throw new Conflict('already_verified', 'This address was confirmed meanwhile: if that was not you, reset the password of the account.');
+    if ((await openMembershipsOfUser(trx, user.id)).some((m) => m.role === 'owner')) {
+      await users.takeOverUnverifiedAccount(trx, deps, user.id, 'declined');
+      return { deleted: false };
+    }
+    await endMemberships(trx, audit, user.id, now);
+    if (!(await users.deleteUser(trx, user.id))) throw users.invalidToken();
+    return { deleted: true };
   });
 }
 

@@ -2,10 +2,18 @@ import type { HandlerMap } from '../contract';
 import { principalOf } from '../access/roles';
 import * as sessions from './sessions';
 import { updateProfile } from './profile';
-import { deleteAccount } from './deletion';
+import { declineSignUp, deleteAccount } from './deletion';
 import { confirmEmailChange, requestEmailChange } from './email-change';
 
-type AccountOperations = 'listMySessions' | 'revokeMySession' | 'revokeOtherSessions' | 'updateMe' | 'deleteMe' | 'requestEmailChange' | 'confirmEmailChange';
+type AccountOperations =
+  | 'listMySessions'
+  | 'revokeMySession'
+  | 'revokeOtherSessions'
+  | 'updateMe'
+  | 'deleteMe'
+  | 'declineEmailVerification'
+  | 'requestEmailChange'
+  | 'confirmEmailChange';
 
 /** The caller's own account (docs/accounts.md#the-callers-own-account): sessions, profile, e-mail change, deletion. */
 export const accountHandlers: HandlerMap<AccountOperations> = {
@@ -22,6 +30,8 @@ export const accountHandlers: HandlerMap<AccountOperations> = {
     await deleteAccount(ctx.deps, principalOf(ctx), ctx.body?.password, ctx.ip);
     return { status: 204, body: undefined };
   },
+
+  declineEmailVerification: async (ctx) => ({ status: 200, body: { ok: true, ...(await declineSignUp(ctx.deps, ctx.body.token)) } }),
 
   requestEmailChange: async (ctx) => {
     await requestEmailChange(ctx.deps, principalOf(ctx), ctx.body.email);

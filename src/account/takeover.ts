@@ -6,8 +6,13 @@ import { revokeKeysOfUser } from '../api-keys/service';
 import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
 import * as users from '../users/service';
 
-/** What proved the mailbox of an account nobody had proven yet (docs/accounts.md#linking-accounts-safely). */
-export type TakeoverReason = 'sso' | 'scim' | 'invitation';
+/**
+ * What proved the mailbox of an account nobody had proven yet
+ * (docs/accounts.md#linking-accounts-safely): an identity provider, an invitation token, the
+ * verification link confirmed outside the account's sessions, or its "this wasn't me" link when
+ * the account cannot simply be deleted.
+ */
+export type TakeoverReason = 'sso' | 'scim' | 'invitation' | 'verification' | 'declined';
 
 export interface Takeover {
   passwordRemoved: boolean;
@@ -16,11 +21,12 @@ export interface Takeover {
 }
 
 /**
- * Closes account pre-hijacking (docs/accounts.md#linking-accounts-safely). An identity provider in a verified domain
- * (an SSO first sign-in, a SCIM link) or an invitation token is the first proof that the account's
- * address belongs to the person now arriving; everything set on the account before it is
- * untrusted: whoever signed up with that address may not be its owner. So the password is removed,
- * every session and API key of the user is revoked, pending link tokens end, the address is marked
+ * Closes account pre-hijacking (docs/accounts.md#linking-accounts-safely). An identity provider
+ * in a verified domain (an SSO first sign-in, a SCIM link), an invitation token, or a verification
+ * link confirmed from outside the account's sessions is the first proof that the account's address
+ * belongs to the person now arriving; everything set on the account before it is untrusted:
+ * whoever signed up with that address may not be its owner. So the password is removed, every
+ * session and API key of the user is revoked, pending link tokens end, the address is marked
  * verified, and each organization the user belongs to (and `organizationId`, the one whose
  * provider or invitation proved it) records `member.account_secured`.
  *

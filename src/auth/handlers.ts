@@ -45,7 +45,12 @@ export const authHandlers: HandlerMap<AuthOperations> = {
     return { status: 200, body: { ok: true, activeOrganizationId } };
   },
 
-  verifyEmail: async ({ deps, body }) => ({ status: 200, body: { ok: true, ...(await verification.verifyEmail(deps, body.token)) } }),
+  verifyEmail: async ({ deps, body, principal }) => {
+    // The caller's session, when it is one: a session of the account keeps its credentials.
+    const sessionUserId = principal?.kind === 'session' ? principal.userId : null;
+    const { user, passwordResetRequired } = await verification.verifyEmail(deps, body.token, { sessionUserId, resetLink: 'mail' });
+    return { status: 200, body: { ok: true, user, passwordResetRequired } };
+  },
 
   resendVerificationEmail: async (ctx) => {
     await verification.resendVerification(ctx.deps, principalOf(ctx));

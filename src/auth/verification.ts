@@ -22,18 +22,48 @@ export async function queueVerification(deps: AppDeps, trx: Transaction<DB>, use
   await queueMail(trx, deps, { kind: 'verify_email', to: user.email, name: user.name, token });
 }
 
-/** POST /v1/auth/verify-email: the token proves the address of the account it was sent to. */
-export async function verifyEmail(deps: AppDeps, token: string) {
+export interface Verification {
+  user: ReturnType<typeof toUser>;
+  /** The confirmation came from outside the account's sessions and removed the account's password. */
+  passwordResetRequired: boolean;
+  /** With `resetLink: 'caller'`: the token of the link to choose a password (else it was mailed). */
+  passwordResetToken: string | null;
+}
+
+/**
+ * POST /v1/auth/verify-email (docs/people-and-roles.md, "Proving an address"): the token proves
+ * the mailbox of the account it was sent to, and nothing about the password someone chose at
+ * sign-up. Confirmed with a session of that account (`sessionUserId`: the client that signed up,
+ * or one signed in with its password since), one client holds both, and the account is verified
+ * as it is. Confirmed from anywhere else — a browser that opened the link, another account's
+ * session — it may be the address's owner confirming an account someone else made with it (account
+ * pre-hijacking by one click), so the account is taken over as an identity provider's first
+ * sign-in takes it over (src/users/takeover.ts: password removed, every session, API key and link
+ * ended, `member.account_secured`), and a link to choose a password is issued: mailed to the
+ * proven address (`resetLink: 'mail'`), or returned for a page that shows the form at once.
+ */
+export async function verifyEmail(deps: AppDeps, token: string, options: { sessionUserId: string | null; resetLink: 'mail' | 'caller' }): Promise<Verification> {
   const now = deps.clock.now();
   return deps.db.transaction().execute(async (trx) => {
     const used = await users.consumeAccountToken(trx, 'verify_email', token, now);
     if (!used) throw users.invalidToken();
-    if (await users.markEmailVerified(trx, used.userId, now)) {
-      await recordAccountChange(trx, deps.audit, used.userId, 'member.email_verified', { emailVerified: { from: false, to: true } });
+    let passwordResetToken: string | null = null;
+    let passwordResetRequired = false;
+    if (used.userId === options.sessionUserId) {
+      if (await users.markEmailVerified(trx, used.userId, now)) {
+        await recordAccountChange(trx, deps.audit, used.userId, 'member.email_verified', { emailVerified: { from: false, to: true } });
+      }
+    } else if ((await users.takeOverUnverifiedAccount(trx, deps, used.userId, 'verification'))?.passwordRemoved) {
+      passwordResetRequired = true;
+      passwordResetToken = await users.issueAccountToken(trx, { userId: used.userId, purpose: 'password_reset', now });
     }
     const user = await users.findUser(trx, used.userId);
     if (!user) throw users.invalidToken();
-    return { user: toUser(user) };
+    if (passwordResetToken && options.resetLink === 'mail') {
+      await queueMail(trx, deps, { kind: 'password_reset', to: user.email, name: user.name, token: passwordResetToken, confirmedElsewhere: true });
+      passwordResetToken = null;
+    }
+    return { user: toUser(user), passwordResetRequired, passwordResetToken };
   });
 }
 

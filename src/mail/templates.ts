@@ -7,7 +7,11 @@
 export type MailInput =
   | { kind: 'invitation'; to: string; organizationName: string; inviterName: string | null; role: string; token: string; expiresAt: Date }
   | { kind: 'verify_email'; to: string; name: string | null; token: string }
-  | { kind: 'password_reset'; to: string; name: string | null; token: string }
+  /**
+   * A reset link. `confirmedElsewhere`: the address was just confirmed outside the account's
+   * sessions, which removed the password chosen at sign-up (src/auth/verification.ts).
+   */
+  | { kind: 'password_reset'; to: string; name: string | null; token: string; confirmedElsewhere?: boolean }
   /** A reset asked for an account that signs in through SSO (no password): how it signs in instead. */
   | { kind: 'password_reset_unavailable'; to: string; name: string | null }
   | { kind: 'password_changed'; to: string; name: string | null }
@@ -48,6 +52,8 @@ export const LINK_PATHS = {
   resetPassword: '/reset-password',
   acceptInvitation: '/accept-invitation',
   confirmEmailChange: '/confirm-email-change',
+  /** "This wasn't me": the verification message's second link (the same token). */
+  declineSignUp: '/not-my-account',
 } as const;
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -102,9 +108,18 @@ export function renderMail(input: MailInput, ctx: TemplateContext): RenderedMail
         greeting(input.name),
         `Confirm that ${input.to} is your address. The link works once, for 24 hours.`,
         { link: link(ctx, LINK_PATHS.verifyEmail, input.token), label: 'Confirm my address' },
-        IGNORE,
+        `Did you not sign up? Then someone else used your address. Delete that account, so the address is yours again:`,
+        { link: link(ctx, LINK_PATHS.declineSignUp, input.token), label: 'This wasn\'t me' },
       ]);
     case 'password_reset':
+      if (input.confirmedElsewhere) {
+        return build(ctx, `Choose your ${ctx.productName} password`, [
+          greeting(input.name),
+          'Your address is confirmed. It was confirmed outside the session that signed up, so the password chosen at sign-up was removed and its sessions signed out: whoever chose it may not have been you. Choose a password to sign in. The link works once, for 30 minutes.',
+          { link: link(ctx, LINK_PATHS.resetPassword, input.token), label: 'Choose a password' },
+          'A new link can be asked for at any time with "Forgot password".',
+        ]);
+      }
       return build(ctx, `Reset your ${ctx.productName} password`, [
         greeting(input.name),
         'Someone asked to reset the password of your account. The link works once, for 30 minutes.',

@@ -3,6 +3,7 @@ import { LINK_PATHS } from '../mail/templates';
 import { verifyEmail } from '../auth/verification';
 import { confirmPasswordReset } from '../auth/passwords';
 import { confirmEmailChange } from '../account/email-change';
+import { declineSignUp } from '../account/deletion';
 import { findUser, peekAccountToken, type TokenPurpose } from '../users/service';
 import { html, messagePage, page, problemText, type Html } from './layout';
 import type { PageContext, PageResult } from './router';
@@ -46,17 +47,42 @@ const isInvalidToken = (err: unknown) => err instanceof CodedError && err.code =
 
 const ASK_VERIFY = 'Sign in and ask for a new confirmation message.';
 const ASK_RESET = 'Ask for a new password reset link.';
+const ASK_DECLINE = 'If an account with your address still exists, ask for a password reset to take it over.';
 
 export async function verifyEmailPage(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
   const token = input.token ?? '';
   const email = await addressOf(ctx, 'verify_email', token);
   if (!email) return deadLink(ctx, ASK_VERIFY);
-  return buttonPage(ctx, 'Confirm your e-mail address', html`Confirm that <strong>${email}</strong> is your address.`, LINK_PATHS.verifyEmail, token, 'Confirm my address');
+  return {
+    status: 200,
+    html: page(
+      'Confirm your e-mail address',
+      html`<h1>Confirm your e-mail address</h1>
+<p>Confirm that <strong>${email}</strong> is your address.</p>
+<p class="muted">Confirming here proves the address, not the password chosen when the account was made: that password is removed and its sessions are signed out, and you choose a password next. (An application that confirms from the session that signed up keeps them.)</p>
+<form method="post" action="${LINK_PATHS.verifyEmail}">
+<input type="hidden" name="token" value="${token}">
+<button type="submit">Confirm my address</button>
+</form>
+<h2>Did you not sign up?</h2>
+<p>Then someone else made an account with your address. Delete it, so the address is yours again.</p>
+<form method="post" action="${LINK_PATHS.declineSignUp}">
+<input type="hidden" name="token" value="${token}">
+<button type="submit">This wasn't me: delete the account</button>
+</form>`,
+      ctx.productName,
+    ),
+  };
 }
 
 export async function submitVerifyEmail(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
   try {
-    const { user } = await verifyEmail(ctx.deps, input.token ?? '');
+    // A page has no session of the account: confirming here secures it (src/auth/verification.ts).
+    const { user, passwordResetToken } = await verifyEmail(ctx.deps, input.token ?? '', { sessionUserId: null, resetLink: 'caller' });
+    if (passwordResetToken) {
+      const intro = html`<p class="ok">${user.email} is confirmed.</p><p>The password chosen when the account was made was removed and its sessions signed out: whoever chose it may not have been you. Choose a password to sign in.</p>`;
+      return { status: 200, html: resetForm(ctx, user.email, passwordResetToken, undefined, intro) };
+    }
     return { status: 200, html: messagePage('Address confirmed', 'ok', [`${user.email} is confirmed.`, 'You can go back to the application.'], ctx.productName) };
   } catch (err) {
     if (isInvalidToken(err)) return deadLink(ctx, ASK_VERIFY);
@@ -64,11 +90,11 @@ export async function submitVerifyEmail(ctx: PageContext, input: Record<string, 
   }
 }
 
-function resetForm(ctx: PageContext, email: string, token: string, error?: string): string {
+function resetForm(ctx: PageContext, email: string, token: string, error?: string, intro?: Html): string {
   return page(
     'Choose a new password',
     html`<h1>Choose a new password</h1>
-<p>Once it is set, every session of the account is signed out.</p>
+${intro ?? html`<p>Once it is set, every session of the account is signed out.</p>`}
 ${error ? html`<p class="error" role="alert">${error}</p>` : null}
 <form method="post" action="${LINK_PATHS.resetPassword}">
 <input type="hidden" name="token" value="${token}">
@@ -129,6 +155,37 @@ export async function submitConfirmEmailChange(ctx: PageContext, input: Record<s
     if (isInvalidToken(err)) return deadLink(ctx, ASK_CHANGE);
     if (err instanceof CodedError && err.code === 'email_taken') {
       return { status: 409, html: messagePage('That address is taken', 'error', ['Another account has used this address since you asked for the change.', 'Your address stays as it was.'], ctx.productName) };
+    }
+    throw err;
+  }
+}
+
+/** /not-my-account: the verification message's "this wasn't me" link (the same token). */
+export async function declineSignUpPage(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
+  const token = input.token ?? '';
+  const email = await addressOf(ctx, 'verify_email', token);
+  if (!email) return deadLink(ctx, ASK_DECLINE);
+  return buttonPage(
+    ctx,
+    'Not your account?',
+    html`Someone made an account with <strong>${email}</strong> and this message came to confirm it. If it was not you, delete that account: its sessions end and the address is free again.`,
+    LINK_PATHS.declineSignUp,
+    token,
+    'Delete the account',
+  );
+}
+
+export async function submitDeclineSignUp(ctx: PageContext, input: Record<string, string>): Promise<PageResult> {
+  try {
+    const { deleted } = await declineSignUp(ctx.deps, input.token ?? '');
+    const lines = deleted
+      ? ['The account made with your address is deleted, and its sessions are signed out.', 'Nothing else is needed; you can sign up with the address yourself whenever you like.']
+      : ['The account made with your address owns an organization, so it was not deleted: its password was removed and every session, API key and link of it ended.', 'The account is yours now: choose a password with "Forgot password" to sign in and decide what to keep.'];
+    return { status: 200, html: messagePage(deleted ? 'Account deleted' : 'Account secured', 'ok', lines, ctx.productName) };
+  } catch (err) {
+    if (isInvalidToken(err)) return deadLink(ctx, ASK_DECLINE);
+    if (err instanceof CodedError && err.code === 'already_verified') {
+      return { status: 409, html: messagePage('This address is confirmed', 'error', ['The address was confirmed meanwhile, so the account is not deleted.', 'If that was not you, reset the password of the account with "Forgot password".'], ctx.productName) };
     }
     throw err;
   }

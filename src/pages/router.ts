@@ -5,7 +5,16 @@ import { AppError, Invalid } from '../lib/errors';
 import { templateContext } from '../mail/queue';
 import { LINK_PATHS } from '../mail/templates';
 import { acceptInvitationPage, submitAcceptInvitation } from './accept-invitation';
-import { confirmEmailChangePage, resetPasswordPage, submitConfirmEmailChange, submitResetPassword, submitVerifyEmail, verifyEmailPage } from './account-links';
+import {
+  confirmEmailChangePage,
+  declineSignUpPage,
+  resetPasswordPage,
+  submitConfirmEmailChange,
+  submitDeclineSignUp,
+  submitResetPassword,
+  submitVerifyEmail,
+  verifyEmailPage,
+} from './account-links';
 import { PAGE_HEADERS, messagePage, problemText } from './layout';
 
 /** What a page handler gets: the services' dependencies with this request's audit context. */
@@ -35,7 +44,7 @@ function fields(source: unknown, names: readonly string[]): Record<string, strin
 }
 
 /**
- * The four pages the links in messages open, served when APP_BASE_URL is the service itself
+ * The pages the links in messages open, served when APP_BASE_URL is the service itself
  * (docs/mail.md). A GET shows the form with the link's token in a hidden field; the form
  * POSTs to the same path, in the body, and the page calls the services the API routes call. These
  * are pages for people, not operations of the JSON contract: a front (src/contract/fronts.ts).
@@ -66,6 +75,8 @@ function pagesRouter(tools: FrontTools): Router {
   router.post(LINK_PATHS.acceptInvitation, serve(submitAcceptInvitation, ['token', 'name', 'password'], 'body'));
   router.get(LINK_PATHS.verifyEmail, serve(verifyEmailPage, ['token'], 'query'));
   router.post(LINK_PATHS.verifyEmail, serve(submitVerifyEmail, ['token'], 'body'));
+  router.get(LINK_PATHS.declineSignUp, serve(declineSignUpPage, ['token'], 'query'));
+  router.post(LINK_PATHS.declineSignUp, serve(submitDeclineSignUp, ['token'], 'body'));
   router.get(LINK_PATHS.resetPassword, serve(resetPasswordPage, ['token'], 'query'));
   router.post(LINK_PATHS.resetPassword, serve(submitResetPassword, ['token', 'password'], 'body'));
   router.get(LINK_PATHS.confirmEmailChange, serve(confirmEmailChangePage, ['token'], 'query'));

@@ -35,7 +35,8 @@ async function verificationToken(email: string, count = 1): Promise<string> {
   return tokenIn(await mailbox.waitFor(email, { subject: VERIFY, count }), '/verify-email');
 }
 
-const verify = (token: string) => t.http.post('/v1/auth/verify-email').send({ token });
+/** Confirms with the account's own session when given (its credentials stay), else as a browser would. */
+const verify = (token: string, session?: string) => (session ? t.http.post('/v1/auth/verify-email').set(...bearer(session)) : t.http.post('/v1/auth/verify-email')).send({ token });
 const me = (token: string) => t.http.get('/v1/me').set(...bearer(token));
 
 describe('sign-up and the link', () => {
@@ -48,15 +49,15 @@ describe('sign-up and the link', () => {
 
     const token = await verificationToken(email);
     expect(token).toMatch(/^cpa_[A-Za-z0-9_-]{43}$/);
-    const res = await verify(token);
+    const res = await verify(token, up.body.session.token);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ ok: true, user: expect.objectContaining({ id: up.body.user.id, email, emailVerified: true, emailVerifiedAt: clock().now().toISOString() }) });
+    expect(res.body).toEqual({ ok: true, user: expect.objectContaining({ id: up.body.user.id, email, emailVerified: true, emailVerifiedAt: clock().now().toISOString() }), passwordResetRequired: false });
     expect((await me(up.body.session.token)).body.user).toMatchObject({ emailVerified: true, emailVerifiedAt: clock().now().toISOString() });
     // The session now reaches everything.
     expect((await t.http.post('/v1/org').set(...bearer(up.body.session.token)).send({ name: 'Verified Co' })).status).toBe(201);
 
     // Used once.
-    const again = await verify(token);
+    const again = await verify(token, up.body.session.token);
     expect(again.status).toBe(400);
     expect(again.body).toEqual({ error: 'invalid_token', message: expect.any(String) });
   });
@@ -66,7 +67,7 @@ describe('sign-up and the link', () => {
     const joiner = await signUpUnverified(t, 'joiner');
     const memberId = newId('member');
     await insertMember(t.db, { id: memberId, organizationId: owner.organizationId, userId: joiner.userId, role: 'member', now: clock().now() });
-    expect((await verify(await verificationToken(joiner.email))).status).toBe(200);
+    expect((await verify(await verificationToken(joiner.email), joiner.token)).status).toBe(200);
     const entries = await t.http.get('/v1/audit-logs').query({ action: 'member.email_verified' }).set(...bearer(owner.token));
     expect(entries.body.items).toEqual([expect.objectContaining({ action: 'member.email_verified', target: { type: 'member', id: memberId }, changes: { emailVerified: { from: false, to: true } } })]);
   });
@@ -124,7 +125,7 @@ describe('resend', () => {
 
     // Six messages arrived; the newest link verifies (earlier ones stay valid until they expire).
     const latest = await verificationToken(user.email, 6);
-    expect((await verify(latest)).status).toBe(200);
+    expect((await verify(latest, user.token)).status).toBe(200);
     clock().advance(60 * 60_000);
     const done = await resend();
     expect(done.status).toBe(409);
@@ -171,7 +172,7 @@ describe('the gate while EMAIL_VERIFICATION is required', () => {
     expect((await t.http.post('/v1/auth/sign-out').set(...auth)).status).toBe(204);
 
     // Once verified, the same member reaches the organization.
-    expect((await verify(await verificationToken(user.email, 2))).status).toBe(200);
+    expect((await verify(await verificationToken(user.email, 2), signIn.body.session.token)).status).toBe(200);
     expect((await t.http.get('/v1/org').set(...member)).status).toBe(200);
   });
 });

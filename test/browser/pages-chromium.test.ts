@@ -112,7 +112,7 @@ describe('accept-invitation', () => {
 });
 
 describe('verify-email', () => {
-  it('a new user opens the mailed link and confirms their address with one button', async () => {
+  it('a new user opens the mailed link, confirms their address with one button and chooses a password', async () => {
     const email = uniqueEmail('verifier');
     const signUp = await t.http.post('/v1/auth/sign-up').send({ email, password: PASSWORD, name: 'Vera' });
     expect(signUp.status).toBe(201);
@@ -133,11 +133,42 @@ describe('verify-email', () => {
     expect(done.status()).toBe(200);
     expect(page.url()).toBe(`${origin}/verify-email`);
     expect(await text(page)).toContain(`${email} is confirmed`);
-    await shoot(page, 'verify-email-2-done');
-    expect((await t.http.get('/v1/me').set(...bearer(session))).body.user.emailVerified).toBe(true);
+    await shoot(page, 'verify-email-2-choose-password');
+    // Confirmed outside the signing-up session: the password chosen at sign-up and its session are gone.
+    expect((await t.http.get('/v1/me').set(...bearer(session))).status).toBe(401);
+    expect((await t.http.post('/v1/auth/sign-in').send({ email, password: PASSWORD })).status).toBe(401);
+
+    const chosen = 'veras chosen passphrase 7';
+    await page.type('#password', chosen);
+    const set = await submit(page);
+    expect(set.status()).toBe(200);
+    expect(await text(page)).toContain('Your new password is set');
+    await shoot(page, 'verify-email-3-done');
+    const signIn = await t.http.post('/v1/auth/sign-in').send({ email, password: chosen });
+    expect(signIn.status).toBe(200);
+    expect(signIn.body.user.emailVerified).toBe(true);
 
     const again = await page.goto(link.href);
     expect(again!.status()).toBe(400);
+    await page.close();
+  });
+
+  it('a person who did not sign up follows "this wasn\'t me" and the account made with their address is deleted', async () => {
+    const email = uniqueEmail('squatted');
+    const signUp = await t.http.post('/v1/auth/sign-up').send({ email, password: PASSWORD, name: 'Not them' });
+    expect(signUp.status).toBe(201);
+    const link = linkIn(await receive(email, /Confirm your e-mail address/), '/not-my-account');
+
+    const page = await browser.newPage();
+    expect((await page.goto(link.href))!.status()).toBe(200);
+    expect(await text(page)).toContain(email);
+    await shoot(page, 'not-my-account-1-form');
+    const done = await submit(page);
+    expect(done.status()).toBe(200);
+    expect(await text(page)).toContain('deleted');
+    await shoot(page, 'not-my-account-2-done');
+    expect((await t.http.get('/v1/me').set(...bearer(signUp.body.session.token))).status).toBe(401);
+    expect((await t.http.post('/v1/auth/sign-in').send({ email, password: PASSWORD })).status).toBe(401);
     await page.close();
   });
 });

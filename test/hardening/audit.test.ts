@@ -53,7 +53,8 @@ const EXEMPT: Record<string, string> = {
   // Accounts (docs/accounts.md): the user's address and password, not an organization's
   // data; the links' tokens reach only the mailbox, so test/api/verify-email.test.ts and
   // test/api/password-reset.test.ts follow them and check the entries in each organization.
-  verifyEmail: 'needs the link token only the verification message carries (audited as member.email_verified, test/api/verify-email.test.ts)',
+  verifyEmail: 'needs the link token only the verification message carries (audited as member.email_verified or member.account_secured, test/api/verify-email.test.ts, test/api/pre-hijacking.test.ts)',
+  declineEmailVerification: 'needs the link token only the verification message carries; the unverified account it deletes belongs to no organization under the default EMAIL_VERIFICATION (test/api/pre-hijacking.test.ts)',
   resendVerificationEmail: "queues a new verification message to the user's address; nothing of the organization changes",
   requestPasswordReset: 'queues a reset message (or none, for an unknown address); nothing of the organization changes',
   confirmPasswordReset: 'needs the link token only the reset message carries (audited as member.password_reset, test/api/password-reset.test.ts)',

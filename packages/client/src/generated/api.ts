@@ -284,9 +284,29 @@ export interface paths {
         put?: never;
         /**
          * Prove the account's e-mail address with the link sent to it
-         * @description The token of the link in the verification message (sent at sign-up and by `POST /v1/auth/verify-email/resend`; it works once, for 24 hours) marks the address verified.
+         * @description The token of the link in the verification message (sent at sign-up and by `POST /v1/auth/verify-email/resend`; it works once, for 24 hours) marks the address verified. The link proves the mailbox, not the password someone chose at sign-up, so what happens to the account's credentials depends on who confirms. **With a session of the account** (the client that signed up, or one signed in with its password since) the same client holds both the password and the mailbox: the account is verified as it is (`passwordResetRequired: false`). **Without one** (a link opened in a browser, a session of another account) the address is verified and everything set before it is treated as someone else's: the password is removed, every session, API key and pending link of the account ends, and a link to choose a password is mailed to the now proven address (`passwordResetRequired: true`); the audit entry is `member.account_secured`. A session token that does not resolve is 401.
          */
         post: operations["verifyEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/verify-email/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Say "this wasn't me" with the link of a verification message
+         * @description The second link of the verification message, for a person who did not sign up: the token of that message (the same one `POST /v1/auth/verify-email` takes; using either ends it) deletes the unverified account made with their address, with its sessions and link tokens, so the address is free again (`deleted: true`). An account that owns an organization (possible only with `EMAIL_VERIFICATION=optional`) cannot be deleted this way: it is secured instead, as a confirmation from outside its sessions secures it (password removed, every session, API key and link ended, the address verified; `deleted: false`). 409 `already_verified` when the address was proven meanwhile (the token stays usable for nothing else).
+         */
+        post: operations["declineEmailVerification"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7550,6 +7570,24 @@ export interface components {
          * @description Conflicts with the resource's current state. `error` is one of:
          *
          *     - `already_verified`: The e-mail address is verified already.
+         *     - `owner_must_transfer`: The account owns an organization: transfer its ownership before deleting the account.
+         */
+        "409-already_verified-owner_must_transfer": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "already_verified" | "owner_must_transfer";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `already_verified`: The e-mail address is verified already.
          */
         "409-already_verified": {
             headers: {
@@ -10163,16 +10201,63 @@ export interface operations {
                      *         "emailVerified": true,
                      *         "emailVerifiedAt": "2026-11-02T09:14:03.000Z",
                      *         "createdAt": "2026-11-02T09:14:03.000Z"
-                     *       }
+                     *       },
+                     *       "passwordResetRequired": false
                      *     }
                      */
                     "application/json": {
                         ok: components["schemas"]["OkTrue"];
                         user: components["schemas"]["User"];
+                        /** @description True when the confirmation came from outside the account's sessions and the account had a password: it was removed, and a link to choose one was mailed. */
+                        passwordResetRequired: boolean;
                     };
                 };
             };
             400: components["responses"]["400-invalid_request-invalid_token"];
+            401: components["responses"]["401-unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    declineEmailVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "cpa_efBUo-qAIkya4Mop4hIMCkuvr49P8stz2bN-mg0ndPw"
+                 *     }
+                 */
+                "application/json": {
+                    token: components["schemas"]["LinkToken"];
+                };
+            };
+        };
+        responses: {
+            /** @description Declined; whether the account was deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        deleted: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["400-invalid_request-invalid_token"];
+            409: components["responses"]["409-already_verified-owner_must_transfer"];
             default: components["responses"]["Error"];
         };
     };

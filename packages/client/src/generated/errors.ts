@@ -48,7 +48,10 @@ export const errorAnswers = {
     post: [{"status":401,"error":"unauthorized"}],
   },
   "/v1/auth/verify-email": {
-    post: [{"status":400,"error":"invalid_request"},{"status":400,"error":"invalid_token"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":400,"error":"invalid_token"},{"status":401,"error":"unauthorized"}],
+  },
+  "/v1/auth/verify-email/decline": {
+    post: [{"status":400,"error":"invalid_request"},{"status":400,"error":"invalid_token"},{"status":409,"error":"already_verified"},{"status":409,"error":"owner_must_transfer"}],
   },
   "/v1/auth/verify-email/resend": {
     post: [{"status":401,"error":"unauthorized"},{"status":409,"error":"already_verified"},{"status":429,"error":"rate_limited"}],
