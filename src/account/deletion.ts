@@ -12,6 +12,7 @@ import { queueMail } from '../mail/queue';
 import { openMembershipsOfUser } from '../members/memberships';
 import { removeInTransaction } from '../members/service';
 import * as users from '../users/service';
+import { takeOverUnverifiedAccount } from './takeover';
 
 const ownerMustTransfer = () =>
   new Conflict('owner_must_transfer', 'You own an organization: transfer its ownership (POST /v1/members/{memberId}/transfer-ownership) before deleting your account.');
@@ -83,7 +84,7 @@ export async function declineSignUp(deps: AppDeps, token: string): Promise<{ del
     if (!user) throw users.invalidToken();
     if (user.email_verified_at) throw new Conflict('already_verified', 'This address was confirmed meanwhile: if that was not you, reset the password of the account.');
     if ((await openMembershipsOfUser(trx, user.id)).some((m) => m.role === 'owner')) {
-      await users.takeOverUnverifiedAccount(trx, deps, user.id, 'declined');
+      await takeOverUnverifiedAccount(trx, deps, user.id, 'declined');
       return { deleted: false };
     }
     await endMemberships(trx, audit, user.id, now);

@@ -9,6 +9,7 @@ import { toUser } from '../users/mappers';
 import * as users from '../users/service';
 import type { UserRow } from '../users/service';
 import { recordAccountChange } from '../account/audit';
+import { takeOverUnverifiedAccount } from '../account/takeover';
 
 /**
  * E-mail verification (docs/accounts.md#sign-up-and-e-mail-verification): sign-up queues a message whose link carries a
@@ -53,7 +54,7 @@ export async function verifyEmail(deps: AppDeps, token: string, options: { sessi
       if (await users.markEmailVerified(trx, used.userId, now)) {
         await recordAccountChange(trx, deps.audit, used.userId, 'member.email_verified', { emailVerified: { from: false, to: true } });
       }
-    } else if ((await users.takeOverUnverifiedAccount(trx, deps, used.userId, 'verification'))?.passwordRemoved) {
+    } else if ((await takeOverUnverifiedAccount(trx, deps, used.userId, 'verification'))?.passwordRemoved) {
       passwordResetRequired = true;
       passwordResetToken = await users.issueAccountToken(trx, { userId: used.userId, purpose: 'password_reset', now });
     }
