@@ -27,6 +27,7 @@ export async function listMySessions(deps: AppDeps, principal: Principal) {
     ip: row.ip,
     userAgent: row.user_agent,
     authMethod: row.auth_method,
+    secondFactor: row.second_factor,
   }));
 }
 

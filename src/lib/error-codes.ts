@@ -22,7 +22,7 @@ export const ERROR_CODES = {
   not_implemented: { status: 501, description: 'Declared in the contract, not built yet.' },
   service_unavailable: { status: 503, description: 'The database does not answer; retry after the seconds in `Retry-After`.' },
 
-  invalid_token: { status: 400, description: 'The link is invalid, already used or expired: ask for a new one.' },
+  invalid_token: { status: 400, description: 'The link or challenge is invalid, already used or expired: ask for a new link, or sign in again for a new challenge.' },
   oauth_error: { status: 400, description: 'The authorization server ended the sign-in with an error; the message names its code.' },
 
   invalid_credentials: { status: 401, description: 'The e-mail and password (or the second factor) do not match an account.' },

@@ -4,7 +4,7 @@ import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal } from '../domain/principal';
 import { requireFreshSession } from '../access/role-permissions';
-import { Conflict, Forbidden, Invalid, NotFound, Unauthenticated, Unauthorized } from '../lib/errors';
+import { CodedError, Conflict, Forbidden, Invalid, NotFound, Unauthenticated, Unauthorized } from '../lib/errors';
 import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';
 import * as limits from '../protection/rate-limit';
@@ -219,8 +219,9 @@ export async function challengeFor(deps: AppDeps, userId: string, purpose: 'sign
   return { token, methods, expiresAt: expiresAt.toISOString() };
 }
 
-function invalidToken(): Invalid {
-  return Invalid.at(['body', 'challengeToken'], 'challengeToken is unknown, used, expired or was answered wrongly five times: sign in again.');
+/** An unknown, used, expired or killed challenge: 400 `invalid_token`, as a dead link is. */
+function invalidToken(): CodedError<400> {
+  return new CodedError(400, 'invalid_token', 'The challenge is unknown, used, expired or was answered wrongly five times: sign in again.');
 }
 
 async function liveChallenge(deps: AppDeps, token: string) {

@@ -179,13 +179,14 @@ export interface SessionListRow {
   ip: string | null;
   user_agent: string | null;
   auth_method: AuthMethod;
+  second_factor: SecondFactor | null;
 }
 
 /** The user's live sessions (not revoked, not expired), newest first; never a token hash. */
 export async function listLiveSessions(db: Db, userId: string, now: Date): Promise<SessionListRow[]> {
   return db
     .selectFrom('sessions')
-    .select(['id', 'created_at', 'last_used_at', 'expires_at', 'ip', 'user_agent', 'auth_method'])
+    .select(['id', 'created_at', 'last_used_at', 'expires_at', 'ip', 'user_agent', 'auth_method', 'second_factor'])
     .where('user_id', '=', userId)
     .where('revoked_at', 'is', null)
     .where('expires_at', '>', now)

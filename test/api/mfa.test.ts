@@ -188,9 +188,36 @@ describe('sign-in with a second factor', () => {
     expect(res.body.user.id).toBe(user.userId);
     const me = await t.http.get('/v1/me').set(...bearer(res.body.session.token));
     expect(me.status).toBe(200);
-    // The challenge is spent.
+    // The challenge is spent: a used challenge is a dead token, as a used link is.
     const reuse = await t.http.post('/v1/auth/mfa/verify').send({ challengeToken: token, method: 'totp', code: codeAt(secret) });
-    expect(reuse.status).toBe(400);
+    expect({ status: reuse.status, error: reuse.body.error }).toEqual({ status: 400, error: 'invalid_token' });
+  });
+
+  it('answers an unknown challenge 400 invalid_token, on verify and on passkey options', async () => {
+    const unknown = 'mfc_unknown-challenge-token-0123456789abcdefghij';
+    const verify = await t.http.post('/v1/auth/mfa/verify').send({ challengeToken: unknown, method: 'totp', code: '123456' });
+    expect({ status: verify.status, error: verify.body.error }).toEqual({ status: 400, error: 'invalid_token' });
+    const options = await t.http.post('/v1/auth/mfa/passkey-options').send({ challengeToken: unknown });
+    expect({ status: options.status, error: options.body.error }).toEqual({ status: 400, error: 'invalid_token' });
+  });
+
+  it("records the factor that completed a sign-in on the session (GET /v1/me/sessions' secondFactor)", async () => {
+    const user = await signUp(t, 'factor-recorded');
+    const { secret, recoveryCodes } = await enrolTotp(user);
+    nextStep();
+    const byTotp = await t.http.post('/v1/auth/mfa/verify').send({ challengeToken: await passwordStep(user), method: 'totp', code: codeAt(secret) });
+    const byRecovery = await t.http.post('/v1/auth/mfa/verify').send({ challengeToken: await passwordStep(user), method: 'recovery_code', code: recoveryCodes[1] });
+    const current = async (token: string) => {
+      const list = await t.http.get('/v1/me/sessions').set(...bearer(token));
+      expect(list.status).toBe(200);
+      return list.body.items.find((s: { current: boolean }) => s.current);
+    };
+    expect(await current(byTotp.body.session.token)).toMatchObject({ authMethod: 'password', secondFactor: 'totp' });
+    expect(await current(byRecovery.body.session.token)).toMatchObject({ authMethod: 'password', secondFactor: 'recovery_code' });
+    // A session of a user without a factor records none.
+    const plain = await signUp(t, 'no-factor');
+    const mine = await t.http.get('/v1/me/sessions').set(...bearer(plain.token));
+    expect(mine.body.items).toEqual([expect.objectContaining({ current: true, secondFactor: null })]);
   });
 
   it('accepts a code once: the same code on a new challenge is refused (replay)', async () => {
@@ -216,8 +243,7 @@ describe('sign-in with a second factor', () => {
       expect(res.status).toBe(401);
     }
     const dead = await t.http.post('/v1/auth/mfa/verify').send({ challengeToken: token, method: 'totp', code: right });
-    expect(dead.status).toBe(400);
-    expect(dead.body.details[0].path).toEqual(['body', 'challengeToken']);
+    expect({ status: dead.status, error: dead.body.error }).toEqual({ status: 400, error: 'invalid_token' });
   });
 
   it('does not let one user\'s challenge be answered with another user\'s factor', async () => {

@@ -592,7 +592,7 @@ export interface paths {
         put?: never;
         /**
          * Request options to answer a sign-in challenge with a passkey
-         * @description For a sign-in challenge from `POST /v1/auth/sign-in` (`challengeToken`), answers WebAuthn request options for `navigator.credentials.get`; send the result to `POST /v1/auth/mfa/verify`. 409 `mfa_method_unavailable` when the user has no passkey; an unknown or expired challenge is 400 naming `challengeToken`. Public.
+         * @description For a sign-in challenge from `POST /v1/auth/sign-in` (`challengeToken`), answers WebAuthn request options for `navigator.credentials.get`; send the result to `POST /v1/auth/mfa/verify`. 409 `mfa_method_unavailable` when the user has no passkey; an unknown, used, expired or killed challenge is 400 `invalid_token`. Public.
          */
         post: operations["getPasskeyRequestOptions"];
         delete?: never;
@@ -612,7 +612,7 @@ export interface paths {
         put?: never;
         /**
          * Answer a sign-in (or reauthentication) challenge with a second factor
-         * @description `code` for `totp` and `recovery_code`, `response` for `passkey`. A sign-in challenge answers with the session; a reauthentication challenge renews the session's authentication time. A wrong answer is 401 `invalid_credentials` (it counts against the sign-in limits too); after five, and for an unknown, used or expired challenge, 400 `invalid_request` at `challengeToken`. A TOTP code is accepted once; a passkey whose signature counter did not grow (a cloned authenticator) is refused.
+         * @description `code` for `totp` and `recovery_code`, `response` for `passkey`. A sign-in challenge answers with the session; a reauthentication challenge renews the session's authentication time. A wrong answer is 401 `invalid_credentials` (it counts against the sign-in limits too); after five, and for an unknown, used or expired challenge, 400 `invalid_token` (sign in again). A TOTP code is accepted once; a passkey whose signature counter did not grow (a cloned authenticator) is refused. The session records the method in `secondFactor` (`GET /v1/me/sessions`).
          */
         post: operations["verifySecondFactor"];
         delete?: never;
@@ -3511,6 +3511,11 @@ export interface components {
              * @enum {string}
              */
             authMethod: "password" | "sso" | "reset" | "invitation";
+            /**
+             * @description The second factor that completed a two-step sign-in (`POST /v1/auth/mfa/verify`), or one proven later in the session (a reauthentication with it, enrolling an authenticator app or a passkey); null when the session has proven none.
+             * @enum {string|null}
+             */
+            secondFactor: "totp" | "passkey" | "recovery_code" | null;
         };
         /** @description The token of a link a message carried (`?token=` of the link). */
         LinkToken: string;
@@ -7552,7 +7557,7 @@ export interface components {
          * @description The request is refused. `error` is one of:
          *
          *     - `invalid_request`: The request failed validation; `details[].path` names each field and `message` says what is allowed.
-         *     - `invalid_token`: The link is invalid, already used or expired: ask for a new one.
+         *     - `invalid_token`: The link or challenge is invalid, already used or expired: ask for a new link, or sign in again for a new challenge.
          */
         "400-invalid_request-invalid_token": {
             headers: {
@@ -10094,7 +10099,8 @@ export interface operations {
                      *           "expiresAt": "2026-11-09T09:14:03.000Z",
                      *           "ip": "203.0.113.7",
                      *           "userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0",
-                     *           "authMethod": "password"
+                     *           "authMethod": "password",
+                     *           "secondFactor": "totp"
                      *         }
                      *       ]
                      *     }
@@ -10864,7 +10870,7 @@ export interface operations {
                     "application/json": components["schemas"]["RequestOptions"];
                 };
             };
-            400: components["responses"]["400-invalid_request"];
+            400: components["responses"]["400-invalid_request-invalid_token"];
             409: components["responses"]["409-mfa_method_unavailable"];
             default: components["responses"]["Error"];
         };
@@ -10929,7 +10935,7 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["400-invalid_request"];
+            400: components["responses"]["400-invalid_request-invalid_token"];
             401: components["responses"]["401-invalid_credentials-unauthorized"];
             409: components["responses"]["409-passkey_options_required"];
             429: components["responses"]["429-rate_limited"];

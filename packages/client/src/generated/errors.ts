@@ -95,10 +95,10 @@ export const errorAnswers = {
     delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","fresh_session_required"]},{"status":404,"error":"passkey_not_found"}],
   },
   "/v1/auth/mfa/passkey-options": {
-    post: [{"status":400,"error":"invalid_request"},{"status":409,"error":"mfa_method_unavailable"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":400,"error":"invalid_token"},{"status":409,"error":"mfa_method_unavailable"}],
   },
   "/v1/auth/mfa/verify": {
-    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":401,"error":"invalid_credentials"},{"status":409,"error":"passkey_options_required"},{"status":429,"error":"rate_limited"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":400,"error":"invalid_token"},{"status":401,"error":"unauthorized"},{"status":401,"error":"invalid_credentials"},{"status":409,"error":"passkey_options_required"},{"status":429,"error":"rate_limited"}],
   },
   "/v1/org/auth-policy": {
     get: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
