@@ -32,6 +32,9 @@ export interface Takeover {
  *
  * Inside the linking transaction, before the new session is opened. Returns null, changing
  * nothing, when the account's address is already verified (it is linked as it is).
+ * `inCallersEntry`: the request's own audit entry in `organizationId` records the takeover (one
+ * entry per request, SCIM's), so no separate entry is written there; the user's other
+ * organizations still get theirs.
  */
 export async function takeOverUnverifiedAccount(
   trx: Transaction<DB>,
@@ -39,6 +42,7 @@ export async function takeOverUnverifiedAccount(
   userId: string,
   reason: TakeoverReason,
   organizationId: string | null = null,
+  inCallersEntry = false,
 ): Promise<Takeover | null> {
   const user = await users.lockUser(trx, userId);
   if (!user || user.email_verified_at !== null) return null;
@@ -52,6 +56,7 @@ export async function takeOverUnverifiedAccount(
 
   const organizations = new Set((await membershipsOfUser(trx, userId)).map((o) => o.id));
   if (organizationId) organizations.add(organizationId);
+  if (organizationId && inCallersEntry) organizations.delete(organizationId);
   for (const orgId of organizations) {
     const memberId = (await findMemberIdOfUser(trx, orgId, userId)) ?? null;
     await recordChange(trx, deps.audit, {

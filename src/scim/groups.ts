@@ -72,7 +72,7 @@ function groupResolver(compiler: FilterCompiler): Resolver {
       const alias = compiler.alias();
       return {
         kind: 'multi',
-        from: sql`(SELECT g.directory_user_id AS value FROM directory_group_members g WHERE g.team_id = t.id) AS ${sql.raw(alias)}`,
+        from: sql`(SELECT gm.value FROM (${store.GROUP_MEMBERS}) gm) AS ${sql.raw(alias)}`,
         element: (sub) => {
           if (sub.length === 1 && sub[0] === 'value') return { kind: 'scalar', sql: sql.raw(`${alias}.value`), type: 'string', caseExact: true };
           throw scimInvalid('invalidFilter', `Groups cannot be filtered by members.${sub.join('.')}.`);

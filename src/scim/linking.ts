@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
 import { PlanLimitReached, enforceLimit } from '../plans';
-import { created, recordChange } from '../audit';
+import type { Changes } from '../audit';
 import { isObject, type JsonObject } from './attributes';
 import { emailDomainVerified } from './domains';
 import * as accounts from './accounts';
@@ -12,7 +12,9 @@ import type { LinkReason } from './tables';
 /**
  * Linking a directory user to a member (docs/scim.md#directory-users-and-linking): a separate step with an
  * explained outcome, never a reason to refuse provisioning. It runs in the provisioning
- * request's transaction, at create and again whenever an unlinked directory user changes.
+ * request's transaction, at create and again whenever an unlinked directory user changes. It
+ * writes no audit entry of its own: what it did besides the link (a member provisioned, an
+ * account taken over) comes back as `effects`, changes of the request's one entry.
  */
 type Trx = Transaction<DB>;
 
@@ -44,9 +46,15 @@ export interface LinkTarget {
 
 export type LinkOutcome = { memberId: string; linkReason: null } | { memberId: null; linkReason: LinkReason };
 
-async function unlinked(trx: Trx, organizationId: string, id: string, reason: LinkReason): Promise<LinkOutcome> {
+/** The link, and what linking changed besides it, as audit changes (`member`, `accountSecured`). */
+export interface Linked {
+  outcome: LinkOutcome;
+  effects: Changes;
+}
+
+async function unlinked(trx: Trx, organizationId: string, id: string, reason: LinkReason): Promise<Linked> {
   await store.setLink(trx, organizationId, id, { reason });
-  return { memberId: null, linkReason: reason };
+  return { outcome: { memberId: null, linkReason: reason }, effects: {} };
 }
 
 /**
@@ -57,13 +65,14 @@ async function unlinked(trx: Trx, organizationId: string, id: string, reason: Li
  * otherwise it stays unlinked with the reason. Two directory users may carry one e-mail: the one
  * already linked keeps it. A member takes a seat: at the plan's limit the user stays unlinked.
  */
-export async function link(trx: Trx, deps: AppDeps, organizationId: string, target: LinkTarget): Promise<LinkOutcome> {
+export async function link(trx: Trx, deps: AppDeps, organizationId: string, target: LinkTarget): Promise<Linked> {
   if (target.email === null || target.emailNormalized === null) return unlinked(trx, organizationId, target.id, 'no_valid_email');
   const account = await accounts.findAccountByEmail(trx, target.email);
   if (await store.holderOfEmail(trx, organizationId, target.emailNormalized, account?.id ?? null, target.id)) return unlinked(trx, organizationId, target.id, 'email_shared_with');
   if (account && !((account.passwordless && account.provisionedBy === organizationId) || (await emailDomainVerified(trx, organizationId, target.email)))) {
     return unlinked(trx, organizationId, target.id, 'email_belongs_to_other_account');
   }
+  const effects: Changes = {};
   let memberId = account ? await accounts.memberOfAccount(trx, organizationId, account.id) : undefined;
   if (!memberId) {
     try {
@@ -75,7 +84,7 @@ export async function link(trx: Trx, deps: AppDeps, organizationId: string, targ
     }
     const userId = account?.id ?? (await accounts.createProvisionedAccount(trx, { email: target.email, name: target.name, organizationId, now: target.now }));
     memberId = await accounts.addProvisionedMember(trx, { organizationId, userId, active: target.active, now: target.now });
-    await recordChange(trx, deps.audit, { action: 'member.provisioned', target: { type: 'member', id: memberId }, changes: created({ directoryUserId: target.id, role: 'member', active: target.active }) });
+    effects.member = { from: null, to: { id: memberId, role: 'member', active: target.active } };
   } else {
     // An adopted membership follows the directory user's `active` (the owner is never suspended).
     const member = await accounts.memberRole(trx, organizationId, memberId);
@@ -85,11 +94,12 @@ export async function link(trx: Trx, deps: AppDeps, organizationId: string, targ
     }
   }
   // The directory proves an existing account's mailbox: one nobody had proven is taken over.
-  if (account) await accounts.secureUnverifiedAccount(trx, deps, account.id, organizationId);
+  const secured = account ? await accounts.secureUnverifiedAccount(trx, deps, account.id, organizationId) : null;
+  if (secured) effects.accountSecured = { from: null, to: secured };
   await store.setLink(trx, organizationId, target.id, { memberId });
   // Groups it was put in while unlinked now hold its member.
   await accounts.joinTeams(trx, organizationId, memberId, await store.groupsOf(trx, organizationId, target.id), target.now);
-  return { memberId, linkReason: null };
+  return { outcome: { memberId, linkReason: null }, effects };
 }
 
 /**
@@ -110,8 +120,13 @@ export async function followRename(trx: Trx, organizationId: string, userId: str
   return true;
 }
 
-/** After a linked directory user goes, the oldest one that shared its e-mail links in its place. */
-export async function relinkSharers(trx: Trx, deps: AppDeps, organizationId: string, emailNormalized: string, now: Date, tokenCreatorMemberId: string | null): Promise<void> {
+/**
+ * After a linked directory user goes, the oldest one that shared its e-mail links in its place;
+ * the change (`relinked`) for the removing request's entry, none when nobody was waiting.
+ */
+export async function relinkSharers(trx: Trx, deps: AppDeps, organizationId: string, emailNormalized: string, now: Date, tokenCreatorMemberId: string | null): Promise<Changes> {
   const next = await store.oldestSharer(trx, organizationId, emailNormalized);
-  if (next) await link(trx, deps, organizationId, { id: next.id, email: next.email, emailNormalized, active: next.active, name: null, now, tokenCreatorMemberId });
+  if (!next) return {};
+  const { outcome, effects } = await link(trx, deps, organizationId, { id: next.id, email: next.email, emailNormalized, active: next.active, name: null, now, tokenCreatorMemberId });
+  return { relinked: { from: null, to: { directoryUserId: next.id, ...outcome, ...effects } } };
 }

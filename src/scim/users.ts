@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { AppDeps } from '../domain/deps';
 import { newId } from '../lib/ids';
 import { isUniqueViolation } from '../db/errors';
-import { changed, created, deleted, recordChange } from '../audit';
+import { changed, created, deleted, recordChange, type Changes } from '../audit';
 import { ENTERPRISE_SCHEMA, USER_SCHEMA, attributeObject, isObject, normalize, project, toBoolean, type Json, type JsonObject } from './attributes';
 import { ScimError, scimConflict, scimInvalid, scimNotFound } from './errors';
 import { FilterCompiler, parseFilter, type Resolver } from './filter';
@@ -163,11 +163,12 @@ export async function createUser(deps: AppDeps, caller: ScimCaller, body: unknow
     await deps.db.transaction().execute(async (trx) => {
       const row = values(doc, doc.active ?? true);
       await store.insertDirectoryUser(trx, { id, organizationId: caller.organizationId, now, ...row });
-      const outcome = await link(trx, deps, caller.organizationId, { id, ...row, name: displayNameOf(doc.attributes), now, tokenCreatorMemberId: caller.tokenCreatorMemberId });
+      const { outcome, effects } = await link(trx, deps, caller.organizationId, { id, ...row, name: displayNameOf(doc.attributes), now, tokenCreatorMemberId: caller.tokenCreatorMemberId });
+      // One entry for the request: the member provisioned or the account taken over are its changes.
       await recordChange(trx, deps.audit, {
         action: 'directory_user.provisioned',
         target: { type: 'directory_user', id },
-        changes: created({ userName: doc.userName, externalId: doc.externalId, active: row.active, email: row.email, ...outcome }),
+        changes: { ...created({ userName: doc.userName, externalId: doc.externalId, active: row.active, email: row.email, ...outcome }), ...effects },
       });
     });
   } catch (err) {
@@ -198,20 +199,24 @@ async function saveUser(deps: AppDeps, caller: ScimCaller, id: string, next: (cu
       const row = values(doc, active);
       await store.updateDirectoryUser(trx, org, id, { ...row, now });
       let outcome = linkView(current);
+      let effects: Changes = {};
       if (linked) {
         const target: LinkTarget = { id, ...row, name: displayNameOf(doc.attributes), now, tokenCreatorMemberId: caller.tokenCreatorMemberId };
         if (row.emailNormalized !== null && row.emailNormalized !== (current.email === null ? null : accounts.normalizeEmail(current.email))) await followRename(trx, org, current.member_user_id!, target);
         await accounts.setMemberActive(trx, org, current.member_id!, active, now);
       } else {
-        outcome = await link(trx, deps, org, { id, ...row, name: displayNameOf(doc.attributes), now, tokenCreatorMemberId: caller.tokenCreatorMemberId });
+        ({ outcome, effects } = await link(trx, deps, org, { id, ...row, name: displayNameOf(doc.attributes), now, tokenCreatorMemberId: caller.tokenCreatorMemberId }));
       }
       await recordChange(trx, deps.audit, {
         action: current.active === active ? 'directory_user.updated' : active ? 'directory_user.reactivated' : 'directory_user.suspended',
         target: { type: 'directory_user', id },
-        changes: changed(
-          { userName: current.user_name, active: current.active, externalId: current.external_id, email: current.email, attributes: current.attributes, ...linkView(current) },
-          { userName: doc.userName, active, externalId: doc.externalId, email: row.email, attributes: doc.attributes, ...outcome },
-        ),
+        changes: {
+          ...changed(
+            { userName: current.user_name, active: current.active, externalId: current.external_id, email: current.email, attributes: current.attributes, ...linkView(current) },
+            { userName: doc.userName, active, externalId: doc.externalId, email: row.email, attributes: doc.attributes, ...outcome },
+          ),
+          ...effects,
+        },
       });
     });
   } catch (err) {
@@ -238,19 +243,21 @@ export async function deleteUser(deps: AppDeps, caller: ScimCaller, id: string):
   const org = caller.organizationId;
   await deps.db.transaction().execute(async (trx) => {
     const current = await requireUser(trx, caller, id, true);
+    const effects: Changes = {};
     if (current.member_user_id !== null) {
       if (current.member_role !== 'owner') await accounts.requireTokenMayActOn(trx, org, caller.tokenCreatorMemberId, current.member_id!);
       if (current.member_role === 'owner' || !(await accounts.removeMember(trx, org, current.member_id!, now))) {
         throw scimInvalid('mutability', 'The organization owner cannot be deleted through SCIM.');
       }
-      await recordChange(trx, deps.audit, { action: 'member.removed', target: { type: 'member', id: current.member_id! } });
+      effects.memberRemoved = { from: null, to: current.member_id };
     }
     await store.deleteDirectoryUser(trx, org, id);
+    if (current.member_user_id !== null && current.email !== null) Object.assign(effects, await relinkSharers(trx, deps, org, accounts.normalizeEmail(current.email), now, caller.tokenCreatorMemberId));
+    // One entry for the request: the member's removal and a sharer linked in its place are its changes.
     await recordChange(trx, deps.audit, {
       action: 'directory_user.deleted',
       target: { type: 'directory_user', id },
-      changes: deleted({ userName: current.user_name, externalId: current.external_id, email: current.email, ...linkView(current) }),
+      changes: { ...deleted({ userName: current.user_name, externalId: current.external_id, email: current.email, ...linkView(current) }), ...effects },
     });
-    if (current.member_user_id !== null && current.email !== null) await relinkSharers(trx, deps, org, accounts.normalizeEmail(current.email), now, caller.tokenCreatorMemberId);
   });
 }

@@ -127,8 +127,20 @@ test('SCIM: linking a directory user to an unverified account in a verified doma
   await expectLockedOut(email, squatter);
   const user = await t.db.selectFrom('users').select(['email_verified_at']).where('id', '=', squatter.userId).executeTakeFirstOrThrow();
   expect(user.email_verified_at).not.toBeNull();
-  const [entry] = await securedEntries(acme.owner.token, acme.owner.organizationId);
-  expect(entry).toMatchObject({ changes: { reason: { to: 'scim' }, passwordRemoved: true, sessionsRevoked: 2, apiKeysRevoked: 1 } });
+  // Recorded in the provisioning request's one entry in Acme, and on its own in the squatter's organization.
+  expect(await securedEntries(acme.owner.token, acme.owner.organizationId)).toEqual([]);
+  const provisioned = await t.http.get('/v1/audit-logs').query({ targetId: created.body.id }).set(...bearer(acme.owner.token));
+  expect(provisioned.body.items).toEqual([
+    expect.objectContaining({
+      action: 'directory_user.provisioned',
+      actor: expect.objectContaining({ type: 'scim' }),
+      changes: expect.objectContaining({ memberId: { from: null, to: member!.id }, accountSecured: { from: null, to: { passwordRemoved: true, sessionsRevoked: 2, apiKeysRevoked: 1 } } }),
+    }),
+  ]);
+  const inSquat = await t.db.selectFrom('audit_logs').select('action').where('organization_id', '=', squatter.organizationId).where('action', '=', 'member.account_secured').execute();
+  expect(inSquat).toHaveLength(1);
+  const inAcme = await t.db.selectFrom('audit_logs').select('action').where('organization_id', '=', acme.owner.organizationId).where('request_id', '=', (await t.db.selectFrom('audit_logs').select('request_id').where('target_id', '=', created.body.id).executeTakeFirstOrThrow()).request_id).execute();
+  expect(inAcme).toEqual([{ action: 'directory_user.provisioned' }]);
 });
 
 test('SCIM: a verified account is linked as it is', async () => {

@@ -144,6 +144,30 @@ describe('Groups', () => {
     expect(await teamMemberIds(group.id)).toEqual([await memberOf(b.id)]);
   });
 
+  it("shows a team made through the API with its members' directory users, and changes it through SCIM", async () => {
+    const a = await user('g-api-a');
+    const b = await user('g-api-b');
+    const team = await t.http.post('/v1/teams').set(...bearer(org.owner.token)).send({ name: 'Made through the API' });
+    expect(team.status).toBe(201);
+    const teamId = team.body.item.id as string;
+    // The owner (no directory user) and a's member join through the API.
+    for (const memberId of [org.owner.memberId, await memberOf(a.id)]) {
+      expect((await t.http.put(`/v1/teams/${teamId}/members/${memberId}`).set(...bearer(org.owner.token))).status).toBeLessThan(300);
+    }
+    const group = await scim.get(`/Groups/${teamId}`);
+    expect(group.status).toBe(200);
+    expect(group.body.members).toEqual([{ value: a.id, $ref: expect.stringMatching(new RegExp(`/Users/${a.id}$`)) }]);
+    expect((await scim.get('/Groups', { filter: `members[value eq "${a.id}"] and displayName eq "Made through the API"` })).body.totalResults).toBe(1);
+    // SCIM changes the same membership: b added, a (added through the API) removed.
+    const patched = await scim.patch(`/Groups/${teamId}`, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [{ value: b.id }] }, { op: 'remove', path: `members[value eq "${a.id}"]` }] });
+    expect(patched.body.members.map((m: { value: string }) => m.value)).toEqual([b.id]);
+    expect((await teamMemberIds(teamId)).sort()).toEqual([org.owner.memberId, await memberOf(b.id)].sort());
+    // Taken out of the team through the API, b is out of the Group too.
+    expect((await t.http.delete(`/v1/teams/${teamId}/members/${await memberOf(b.id)}`).set(...bearer(org.owner.token))).status).toBe(204);
+    expect((await scim.get(`/Groups/${teamId}`)).body.members ?? []).toEqual([]);
+    expect((await scim.get('/Groups', { filter: `members[value eq "${b.id}"] and displayName eq "Made through the API"` })).body.totalResults).toBe(0);
+  });
+
   it('holds an unlinked User in the Group, and its member in the team once it links', async () => {
     const unlinked = (await scim.post('/Users', { userName: 'no-address-yet' })).body;
     const group = (await scim.post('/Groups', { displayName: 'Waiting room', members: [{ value: unlinked.id }] })).body;
@@ -175,23 +199,47 @@ describe('plan and audit', () => {
     expect(await memberOf(id)).toMatch(/^om_/);
   });
 
-  it('audits SCIM writes with the SCIM token as the actor', async () => {
-    const user = (await scim.post('/Users', { userName: 'audited@groups.example' })).body;
-    await scim.patch(`/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] });
-    await scim.delete(`/Users/${user.id}`);
-    const entries = await t.db
-      .selectFrom('audit_logs')
-      .select(['action', 'actor_type', 'actor_id', 'actor_member_id', 'target_id'])
-      .where('organization_id', '=', org.owner.organizationId)
-      .where('target_id', '=', user.id)
-      .orderBy('seq')
-      .execute();
-    expect(entries).toEqual(
-      ['directory_user.provisioned', 'directory_user.suspended', 'directory_user.deleted'].map((action) => ({ action, actor_type: 'scim', actor_id: org.tokenId, actor_member_id: null, target_id: user.id })),
-    );
-    // Its member's provisioning and removal are audited too, by the same actor.
-    const memberEntries = await t.db.selectFrom('audit_logs').select(['action', 'actor_type']).where('organization_id', '=', org.owner.organizationId).where('action', 'in', ['member.provisioned', 'member.removed']).where('actor_id', '=', org.tokenId).execute();
-    expect(memberEntries.length).toBeGreaterThanOrEqual(2);
+  it('audits each SCIM write as one entry, the SCIM token its actor and its side effects its changes', async () => {
+    const written: { action: string; target: string | null; changes: Record<string, unknown> }[][] = [];
+    const send = async (request: () => Promise<{ status: number }>) => {
+      const { seq } = await t.db.selectFrom('audit_chain_heads').select('seq').where('organization_id', '=', org.owner.organizationId).executeTakeFirstOrThrow();
+      expect((await request()).status).toBeLessThan(300);
+      const rows = await t.db
+        .selectFrom('audit_logs')
+        .select(['action', 'actor_type', 'actor_id', 'actor_member_id', 'target_id', 'changes'])
+        .where('organization_id', '=', org.owner.organizationId)
+        .where('seq', '>', seq)
+        .orderBy('seq')
+        .execute();
+      for (const row of rows) expect({ actor: row.actor_type, id: row.actor_id, member: row.actor_member_id }).toEqual({ actor: 'scim', id: org.tokenId, member: null });
+      written.push(rows.map((r) => ({ action: r.action, target: r.target_id, changes: r.changes as Record<string, unknown> })));
+    };
+    let user!: { id: string };
+    await send(async () => {
+      const res = await scim.post('/Users', { userName: 'audited@groups.example' });
+      user = res.body;
+      return res;
+    });
+    const memberId = await memberOf(user.id);
+    await send(() => scim.patch(`/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] }));
+    // A second directory user with the same address waits unlinked; the deletion links it in its place.
+    const sharer = (await scim.post('/Users', { userName: 'audited-twin', emails: [{ value: 'audited@groups.example', type: 'work' }] })).body;
+    await send(() => scim.delete(`/Users/${user.id}`));
+
+    expect(written.map((entries) => entries.map((e) => `${e.action} ${e.target}`))).toEqual([
+      [`directory_user.provisioned ${user.id}`],
+      [`directory_user.suspended ${user.id}`],
+      [`directory_user.deleted ${user.id}`],
+    ]);
+    const [[provisioned], , [removed]] = written;
+    expect(provisioned!.changes).toMatchObject({ memberId: { from: null, to: memberId }, member: { from: null, to: { id: memberId, role: 'member', active: true } } });
+    const sharerMember = await memberOf(sharer.id);
+    expect(sharerMember).toMatch(/^om_/);
+    expect(removed!.changes).toMatchObject({
+      memberId: { from: memberId, to: null },
+      memberRemoved: { from: null, to: memberId },
+      relinked: { from: null, to: { directoryUserId: sharer.id, memberId: sharerMember, linkReason: null } },
+    });
   });
 });
 
