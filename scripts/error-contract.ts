@@ -12,7 +12,12 @@ import { accessAnswers } from '../src/server/access';
 
 const ROOT = path.resolve(__dirname, '..');
 
-/** Statuses answered through each operation's `default` response (the process's, not the operation's). */
+/**
+ * Statuses answered through each operation's `default` response (the process's, not the
+ * operation's): the body limit, the media type, a failure, the database down. A handler that
+ * answers one of them itself (a template's content over its own limit is 413, readiness is 503)
+ * makes it that operation's: declared with its codes like any other.
+ */
 export const DEFAULT_STATUSES = new Set([413, 415, 500, 501, 503]);
 
 export type CodesByStatus = Map<number, Set<string>>;
@@ -48,8 +53,8 @@ export function speaksCodes(op: ContractOperation): boolean {
   return !op.schemes.has('scimBearer');
 }
 
-function add(map: CodesByStatus, status: number, code: string): void {
-  if (DEFAULT_STATUSES.has(status)) return;
+function add(map: CodesByStatus, status: number, code: string, own = false): void {
+  if (DEFAULT_STATUSES.has(status) && !own) return;
   if (!map.has(status)) map.set(status, new Set());
   map.get(status)!.add(code);
 }
@@ -61,7 +66,7 @@ export function codeSide(doc: Doc): { expected: Map<string, CodesByStatus>; unre
   for (const op of contractOperations(doc)) {
     if (!speaksCodes(op)) continue;
     const map: CodesByStatus = new Map();
-    for (const [status, codes] of operations.get(op.operationId) ?? []) for (const code of codes) add(map, status, code);
+    for (const [status, codes] of operations.get(op.operationId) ?? []) for (const code of codes) add(map, status, code, true);
     // Validation (and the NUL and percent-encoding checks) of parameters and bodies.
     const params = [...((doc.paths[op.path] as Json).parameters as unknown[] ?? []), ...((op.op.parameters as unknown[]) ?? [])];
     if (params.length > 0 || op.op.requestBody) add(map, 400, 'invalid_request');
@@ -116,7 +121,8 @@ export function contractSide(doc: Doc): Map<string, Map<number, string[] | null>
     if (!speaksCodes(op)) continue;
     const map = new Map<number, string[] | null>();
     for (const [status, response] of Object.entries((op.op.responses ?? {}) as Json)) {
-      if (!/^[45]\d\d$/.test(status) || DEFAULT_STATUSES.has(Number(status))) continue;
+      // A default status the operation declares on its own is its answer, checked like the others.
+      if (!/^[45]\d\d$/.test(status)) continue;
       const content = (deref(doc, response).content ?? {}) as Record<string, Json>;
       const schema = content['application/json']?.schema;
       map.set(Number(status), schema ? codesOfSchema(doc, schema, Number(status)) : null);

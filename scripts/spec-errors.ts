@@ -31,8 +31,10 @@ const TITLES: Record<number, string> = {
   409: "Conflicts with the resource's current state.",
   410: 'Gone.',
   412: 'The resource changed since it was read.',
+  413: 'Too large.',
   429: 'Too many requests.',
   502: 'An upstream service failed.',
+  503: 'Not available now.',
 };
 
 /**
@@ -64,6 +66,8 @@ const EXPRESSION_SAMPLES: Record<string, string> = {
   'reply.status': '500',
   'describeFailure(reply)': 'the suite answered 503',
   'failure(reply)': 'The LLM provider answered HTTP 401: invalid API key.',
+  bytes: '262145',
+  MAX_CONTENT_BYTES: '262144',
 };
 
 function sourceFiles(dir: string): string[] {
@@ -219,7 +223,7 @@ function main(): void {
         const responses = methodPair.value.get('responses', true);
         if (!isMap(responses)) continue;
         const pairs = (responses.items as Pair[]).filter(isPair);
-        const errorPairs = pairs.filter((p) => isScalar(p.key) && /^[45]\d\d$/.test(String(p.key.value)) && !DEFAULT_STATUSES.has(Number(p.key.value)));
+        const errorPairs = pairs.filter((p) => isScalar(p.key) && /^[45]\d\d$/.test(String(p.key.value)) && (!DEFAULT_STATUSES.has(Number(p.key.value)) || want.has(Number(p.key.value))));
         const reasonOnly = errorPairs.some((p) => /MarketplaceForbiddenError|#\/403-reason-only-/.test(JSON.stringify((p.value as { toJSON?: () => unknown } | null)?.toJSON?.() ?? '')));
         if (errorPairs.length === 0 && want.size === 0) continue;
         const anchorPair = errorPairs[0] ?? pairs.find((p) => isScalar(p.key) && String(p.key.value) === 'default');

@@ -1,5 +1,5 @@
 import { ERROR_CODES, isErrorCode, statusesOf } from '../../src/lib/error-codes';
-import { codeSide, contractSide, differences, loadBundle } from '../../scripts/error-contract';
+import { codeSide, codesOfSchema, contractOperations, contractSide, deref, differences, loadBundle, speaksCodes } from '../../scripts/error-contract';
 
 /**
  * The error codes of the contract against the code, both ways: every code an operation can
@@ -35,6 +35,18 @@ describe('error codes: the contract and the code', () => {
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it('names the codes of every error response an operation declares (no free-string `error`), 413 and 503 included', () => {
+    const free: string[] = [];
+    for (const op of contractOperations(doc).filter(speaksCodes)) {
+      for (const [status, response] of Object.entries((op.op.responses ?? {}) as Record<string, unknown>)) {
+        if (!/^[45]\d\d$/.test(status)) continue;
+        const schema = (deref(doc, response).content as Record<string, { schema?: unknown }> | undefined)?.['application/json']?.schema;
+        if (schema && codesOfSchema(doc, schema, Number(status)) === null) free.push(`${op.operationId} ${status}`);
+      }
+    }
+    expect(free).toEqual([]);
   });
 
   it('answers every code of the list somewhere (no dead codes)', () => {

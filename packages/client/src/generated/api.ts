@@ -7321,6 +7321,23 @@ export interface components {
         };
     };
     responses: {
+        /**
+         * @description Not available now. `error` is one of:
+         *
+         *     - `service_unavailable`: The database does not answer; retry after the seconds in `Retry-After`.
+         */
+        "503-service_unavailable": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "service_unavailable";
+                    message: string;
+                };
+            };
+        };
         /** @description Any other failure (413, 415, 429, 5xx, 503 `service_unavailable`). */
         Error: {
             headers: {
@@ -8889,6 +8906,23 @@ export interface components {
             };
         };
         /**
+         * @description Too large. `error` is one of:
+         *
+         *     - `payload_too_large`: The body is larger than the service accepts.
+         */
+        "413-payload_too_large": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "payload_too_large";
+                    message: string;
+                };
+            };
+        };
+        /**
          * @description Not found in the caller's organization. `error` is one of:
          *
          *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
@@ -9594,21 +9628,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The database does not answer, or the process is shutting down. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error": "service_unavailable",
-                     *       "message": "The process is shutting down."
-                     *     }
-                     */
-                    "application/json": components["schemas"]["GenericError"];
-                };
-            };
+            503: components["responses"]["503-service_unavailable"];
         };
     };
     getBootstrapStatus: {
@@ -13968,7 +13988,7 @@ export interface operations {
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
             404: components["responses"]["404-organization_not_found"];
-            413: components["responses"]["Error"];
+            413: components["responses"]["413-payload_too_large"];
             default: components["responses"]["Error"];
         };
     };
@@ -14071,7 +14091,7 @@ export interface operations {
             403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
             404: components["responses"]["404-organization_not_found-template_not_found"];
             412: components["responses"]["412-version_mismatch"];
-            413: components["responses"]["Error"];
+            413: components["responses"]["413-payload_too_large"];
             default: components["responses"]["Error"];
         };
     };

@@ -10,7 +10,7 @@ export const errorAnswers = {
     get: [],
   },
   "/ready": {
-    get: [],
+    get: [{"status":503,"error":"service_unavailable"}],
   },
   "/v1/bootstrap/status": {
     get: [],
@@ -292,12 +292,12 @@ export const errorAnswers = {
   },
   "/v1/templates": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
-    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":413,"error":"payload_too_large"}],
   },
   "/v1/templates/{templateId}": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"template_not_found"}],
     delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"template_not_found"},{"status":412,"error":"version_mismatch"}],
-    patch: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"template_not_found"},{"status":412,"error":"version_mismatch"}],
+    patch: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"template_not_found"},{"status":412,"error":"version_mismatch"},{"status":413,"error":"payload_too_large"}],
   },
   "/v1/llm-providers": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
