@@ -10241,6 +10241,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request-invalid_token"];
             401: components["responses"]["401-unauthorized"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };
@@ -11374,6 +11375,7 @@ export interface operations {
             403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             409: components["responses"]["409-already_member-invitation_pending"];
+            429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };
     };

@@ -110,6 +110,13 @@ export interface RateLimitSettings {
   verifyResendUserHour: RateLimitRule | null;
   /** E-mail changes a user asks for (each mails a link to an address of their choosing). */
   emailChangeUser: RateLimitRule | null;
+  /**
+   * Messages to one address, of every kind (src/mail/budget.ts): whoever can make the service mail
+   * an address of their choosing (sign-up, e-mail change, invitations, resets) cannot flood it.
+   */
+  mailRecipient: RateLimitRule | null;
+  /** Invitations an organization creates or resends (each mails an address its admins chose). */
+  invitationOrg: RateLimitRule | null;
   /** Password reset requests per address and per IP. */
   passwordResetEmail: RateLimitRule | null;
   passwordResetIp: RateLimitRule | null;
@@ -485,6 +492,8 @@ export function loadSettings(env: Env = process.env): Settings {
       verifyResendUserMinute: rateLimit(env, 'RATE_LIMIT_VERIFY_RESEND_USER_MINUTE', '1/1m'),
       verifyResendUserHour: rateLimit(env, 'RATE_LIMIT_VERIFY_RESEND_USER_HOUR', '5/1h'),
       emailChangeUser: rateLimit(env, 'RATE_LIMIT_EMAIL_CHANGE_USER', '5/1h'),
+      mailRecipient: rateLimit(env, 'RATE_LIMIT_MAIL_RECIPIENT', '20/1h'),
+      invitationOrg: rateLimit(env, 'RATE_LIMIT_INVITATION_ORG', '100/1h'),
       passwordResetEmail: rateLimit(env, 'RATE_LIMIT_PASSWORD_RESET_EMAIL', '5/1h'),
       passwordResetIp: rateLimit(env, 'RATE_LIMIT_PASSWORD_RESET_IP', '50/15m'),
     },

@@ -8,7 +8,7 @@ import { Conflict, Invalid, Unauthenticated, Unauthorized } from '../lib/errors'
 import { verifyPassword } from '../lib/crypto';
 import * as limits from '../protection/rate-limit';
 import { recordChange } from '../audit';
-import { queueMail } from '../mail/queue';
+import { queueNotice } from '../mail/queue';
 import { openMembershipsOfUser } from '../members/memberships';
 import { removeInTransaction } from '../members/service';
 import * as users from '../users/service';
@@ -38,7 +38,7 @@ export async function deleteAccount(deps: AppDeps, principal: Principal, passwor
   const audit = deps.audit ? { ...deps.audit, ip: null, userAgent: null } : null;
   await deps.db.transaction().execute(async (trx) => {
     await endMemberships(trx, audit, user.id, now);
-    await queueMail(trx, deps, {
+    await queueNotice(trx, deps, {
       kind: 'security_notice',
       to: user.email,
       name: user.name,

@@ -1,9 +1,9 @@
 import type { AppDeps } from '../domain/deps';
 import type { Principal } from '../domain/principal';
 import { requireFreshSession } from '../access/role-permissions';
-import { Unauthenticated, Unauthorized } from '../lib/errors';
+import { RateLimited, Unauthenticated, Unauthorized } from '../lib/errors';
 import { hashPassword, verifyPassword } from '../lib/crypto';
-import { queueMail } from '../mail/queue';
+import { queueMail, queueNotice } from '../mail/queue';
 import * as limits from '../protection/rate-limit';
 import { checkNewPassword } from '../protection/passwords';
 import { recordAccountChange } from '../account/audit';
@@ -29,7 +29,8 @@ export async function requestPasswordReset(deps: AppDeps, email: string, ip: str
   // database a query runs on this thread and would otherwise hold back the reply's delivery).
   const work = new Promise<void>((resolve) => setTimeout(resolve, AFTER_REPLY_MS))
     .then(() => sendResetMessage(deps, email, now))
-    .catch((err: unknown) => deps.logger.error({ err }, 'password reset message not queued'))
+    // Past the address's mail budget (src/mail/budget.ts) the reply was the same; nothing is sent.
+    .catch((err: unknown) => (err instanceof RateLimited ? deps.logger.info('password reset message not queued: the address has had its share of mail this hour') : deps.logger.error({ err }, 'password reset message not queued')))
     .finally(() => inFlight.delete(work));
   inFlight.add(work);
 }
@@ -78,7 +79,7 @@ export async function confirmPasswordReset(deps: AppDeps, input: { token: string
     const verified = await users.markEmailVerified(trx, user.id, now);
     const sessionsRevoked = await users.revokeSessionsOfUser(trx, user.id, null, now);
     await users.endPendingAccountTokens(trx, user.id, 'password_reset', now);
-    await queueMail(trx, deps, { kind: 'password_changed', to: user.email, name: user.name });
+    await queueNotice(trx, deps, { kind: 'password_changed', to: user.email, name: user.name });
     await recordAccountChange(trx, deps.audit, user.id, 'member.password_reset', { sessionsRevoked, ...(verified ? { emailVerified: { from: false, to: true } } : {}) });
   });
 }
@@ -120,7 +121,7 @@ export async function changePassword(deps: AppDeps, principal: Principal, input:
     await users.setPasswordHash(trx, user.id, passwordHash, now);
     const sessionsRevoked = await users.revokeSessionsOfUser(trx, user.id, sessionId, now);
     await users.endPendingAccountTokens(trx, user.id, 'password_reset', now);
-    await queueMail(trx, deps, { kind: 'password_changed', to: user.email, name: user.name });
+    await queueNotice(trx, deps, { kind: 'password_changed', to: user.email, name: user.name });
     await recordAccountChange(trx, deps.audit, user.id, 'member.password_changed', { sessionsRevoked });
   });
 }

@@ -20,6 +20,7 @@ import type { InvitationRow } from './store';
 import { changed, created, recordChange, writeWithAudit, type Change } from '../audit';
 import { refuseAcceptOutsideSso, refuseSignUpUnderSso } from '../sso/enforcement';
 import { mailCtes, prepareMail, queueMail } from '../mail/queue';
+import { spendRecipientBudget } from '../mail/budget';
 import type { MailInput } from '../mail/templates';
 import * as limits from '../protection/rate-limit';
 import type { Transaction } from 'kysely';
@@ -56,7 +57,7 @@ export function toInvitation(row: InvitationRow, now: Date): Invitation {
 }
 
 /** The invitation message (a new token inside): what it says, given the organization's and inviter's names. */
-function invitationMail(context: { organization_name: string; inviter_name: string | null }, invitation: { email: string; role: string; token: string; expiresAt: Date }): MailInput {
+function invitationMail(context: { organization_name: string; inviter_name: string | null }, invitation: { email: string; role: string; token: string; expiresAt: Date }): Extract<MailInput, { kind: 'invitation' }> {
   return {
     kind: 'invitation',
     to: invitation.email,
@@ -89,6 +90,11 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
   if (!checked) throw new NotFound('organization_not_found', 'The organization could not be found.');
   const role = requireAssignable(membership, input.role, checked.role, ['body', 'role']);
   if (checked.already_member) throw alreadyMember();
+  // Each invitation mails an address the caller chose: limited per organization and, with every
+  // other message, per recipient (docs/mail.md#how-much-one-address-gets). Spent before the one
+  // statement that writes it (a refused write keeps what it spent).
+  await limits.consume(deps, 'invitationOrg', organizationId);
+  await spendRecipientBudget(deps, email);
   const token = randomSecret(TOKEN_PREFIX);
   const now = deps.clock.now();
   const invitation: store.NewInvitation = {
@@ -144,6 +150,7 @@ export async function resendInvitation(deps: AppDeps, membership: Membership, in
   if (current.status !== 'pending') throw notPending();
   // Counted only for an invitation of the caller's organization: another tenant cannot use it up.
   await limits.consume(deps, 'invitationResend', invitationId);
+  await limits.consume(deps, 'invitationOrg', organizationId);
   const token = randomSecret(TOKEN_PREFIX);
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS);

@@ -3,7 +3,8 @@ import type { DB } from '../db/schema';
 import type { Clock } from '../lib/clock';
 import type { SecretBox } from '../lib/crypto';
 import { newId } from '../lib/ids';
-import type { MailSettings } from '../settings';
+import type { MailSettings, RateLimitSettings } from '../settings';
+import { noticeWithinBudget, spendRecipientBudget } from './budget';
 import { tracing } from '../observability/tracing';
 import { insertMessage, type NewMessage } from './store';
 import { renderMail, type MailInput, type RenderedMail, type TemplateContext } from './templates';
@@ -12,7 +13,7 @@ import { renderMail, type MailInput, type RenderedMail, type TemplateContext } f
 export interface MailDeps {
   secrets: SecretBox;
   clock: Clock;
-  settings: { mail: MailSettings };
+  settings: { mail: MailSettings; rateLimits: RateLimitSettings };
 }
 
 /** The sealed part of a message: what the sender decrypts and nothing else reads. */
@@ -53,13 +54,34 @@ export function prepareMail(deps: MailDeps, input: MailInput, options: { traceCo
 /** A prepared message as CTEs of the statement that writes the change causing it (see messageCtes). */
 export { messageCtes as mailCtes } from './store';
 
-/**
- * Queues a message inside the caller's transaction (docs/mail.md#queueing-and-sending): the change and its
- * message commit together or not at all, and the job runner sends it afterwards (at least once,
- * with retries). Returns the message id.
- */
-export async function queueMail(trx: Transaction<DB>, deps: MailDeps, input: MailInput, options: { traceContext?: string | null } = {}): Promise<string> {
+/** Messages that tell of something already done; every other kind is asked for by someone. */
+export type NoticeKind = 'security_notice' | 'password_changed';
+export type NoticeInput = Extract<MailInput, { kind: NoticeKind }>;
+export type AskedInput = Exclude<MailInput, { kind: NoticeKind }>;
+
+async function insert(trx: Transaction<DB>, deps: MailDeps, input: MailInput, options: { traceContext?: string | null }): Promise<string> {
   const message = prepareMail(deps, input, options);
   await insertMessage(trx, message);
   return message.id;
+}
+
+/**
+ * Queues a message someone asked for (a link, an invitation) inside the caller's transaction
+ * (docs/mail.md#queueing-and-sending): the change and its message commit together or not at all,
+ * and the job runner sends it afterwards (at least once, with retries). It spends one of the
+ * recipient's budget first (./budget.ts): past it, 429 and the change rolls back. Returns the
+ * message id.
+ */
+export async function queueMail(trx: Transaction<DB>, deps: MailDeps, input: AskedInput, options: { traceContext?: string | null } = {}): Promise<string> {
+  await spendRecipientBudget({ ...deps, db: trx }, input.to);
+  return insert(trx, deps, input, options);
+}
+
+/**
+ * Queues a notice of something already done, as queueMail does, except past the recipient's
+ * budget: then it is left unsent (null) and the change stands (./budget.ts says why).
+ */
+export async function queueNotice(trx: Transaction<DB>, deps: MailDeps, input: NoticeInput, options: { traceContext?: string | null } = {}): Promise<string | null> {
+  if (!(await noticeWithinBudget({ ...deps, db: trx }, input.to))) return null;
+  return insert(trx, deps, input, options);
 }

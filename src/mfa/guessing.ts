@@ -1,5 +1,5 @@
 import type { AppDeps } from '../domain/deps';
-import { queueMail } from '../mail/queue';
+import { queueNotice } from '../mail/queue';
 import * as limits from '../protection/rate-limit';
 import type { UserRow } from '../users/service';
 
@@ -26,7 +26,7 @@ export async function countWrongAnswer(deps: AppDeps, user: Pick<UserRow, 'id' |
   await deps.db.transaction().execute(async (trx) => {
     if (!(await limits.recordFailure({ ...deps, db: trx }, GUESSING_LIMIT, user.id))) return;
     const window = describeWindow(rule.windowMs);
-    await queueMail(trx, deps, {
+    await queueNotice(trx, deps, {
       kind: 'security_notice',
       to: user.email,
       name: user.name,

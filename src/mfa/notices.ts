@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
 import { recordChange, type AuditContext } from '../audit';
-import { queueMail } from '../mail/queue';
+import { queueNotice } from '../mail/queue';
 import * as users from '../users/service';
 import { recordAccountChange } from '../account/audit';
 
@@ -43,5 +43,5 @@ export async function notifyFactorChange(deps: AppDeps, trx: Transaction<DB>, us
   const user = await users.findUser(trx, userId);
   const notice = NOTICE[event.factor][event.change];
   if (!user || !notice) return;
-  await queueMail(trx, deps, { kind: 'security_notice', to: user.email, name: user.name, title: notice.title, lines: [notice.line] });
+  await queueNotice(trx, deps, { kind: 'security_notice', to: user.email, name: user.name, title: notice.title, lines: [notice.line] });
 }

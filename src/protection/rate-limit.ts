@@ -75,6 +75,17 @@ export async function consume(deps: LimiterDeps, name: LimitName, subject: strin
   if (points > rule.points) throw limited(name, rule, expiresAt, deps.clock.now());
 }
 
+/**
+ * Counts this attempt like `consume` and says whether it is within the limit, refusing nothing:
+ * for a caller that goes on without what the limit guards (a notice left unsent).
+ */
+export async function countWithin(deps: LimiterDeps, name: LimitName, subject: string): Promise<boolean> {
+  const rule = deps.settings.rateLimits[name];
+  if (!rule || !subject) return true;
+  const { points } = await hit(deps, name, subject, rule);
+  return points <= rule.points;
+}
+
 /** Refuses (429) when the key has already used up its window; counts nothing. */
 export async function assertNotLimited(deps: LimiterDeps, name: LimitName, subject: string): Promise<void> {
   await assertNoneLimited(deps, [[name, subject]]);

@@ -7,7 +7,7 @@ import { bearer, createOrganization, uniqueEmail, type OrgOwner } from '../suppo
 import { linkIn, mailEnv, startMailbox, testMailer, tokenIn, type Mailbox } from '../support/mailbox';
 import type { ManualClock } from '../../src/lib/clock';
 import type { JobRunner } from '../../src/jobs';
-import { queueMail } from '../../src/mail/queue';
+import { queueNotice } from '../../src/mail/queue';
 import { MAIL_KINDS } from '../../src/mail/templates';
 import { SecretBox } from '../../src/lib/crypto';
 import { loadContract } from '../support/spec';
@@ -92,11 +92,11 @@ describe('an invitation is mailed', () => {
     expect(bad.status).toBe(400);
   });
 
-  it('queueMail inside a transaction that rolls back leaves no message', async () => {
+  it('a message queued inside a transaction that rolls back leaves nothing', async () => {
     const to = uniqueEmail('rollback');
     await expect(
       t.db.transaction().execute(async (trx) => {
-        await queueMail(trx, { secrets: new SecretBox(t.settings.secretKey!), clock: t.clock, settings: t.settings }, { kind: 'password_changed', to, name: null });
+        await queueNotice(trx, { secrets: new SecretBox(t.settings.secretKey!), clock: t.clock, settings: t.settings }, { kind: 'password_changed', to, name: null });
         throw new Error('the change failed');
       }),
     ).rejects.toThrow('the change failed');
