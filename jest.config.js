@@ -12,7 +12,7 @@
  * connection shared by requests and the job runner (webhook deliveries, mail, concurrency, the
  * reset timing), the request preloads and round trips, and the main flows of people and access
  * (organizations, members, teams, invitations, sign-in, second factors, SCIM directory users,
- * grants and their pages, a large plugin write). `TEST_ALL_FILES=1` runs every file on PGlite.
+ * grants and their pages, a large plugin write, service accounts and their secrets). `TEST_ALL_FILES=1` runs every file on PGlite.
  */
 const PGLITE = [
   'src/lib/json-text.test.ts',
@@ -40,6 +40,7 @@ const PGLITE = [
   'test/api/scim-users.test.ts',
   'test/api/grants.test.ts',
   'test/api/plugins-create.test.ts',
+  'test/api/service-accounts.test.ts',
 ];
 const pgliteSet = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';
 

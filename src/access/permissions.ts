@@ -33,10 +33,17 @@ export const PERMISSION_CATALOGUE = {
   'teams.read': { description: 'List and read teams.', minimum: 'member', reason: MEMBER },
   'teams.manage': { description: 'Create, rename and delete teams and change their members.', minimum: 'admin', reason: ADMIN },
   'apiKeys.manage': { description: "Create, list and revoke the organization's API keys.", minimum: 'admin', reason: ADMIN },
+  'serviceAccounts.manage': {
+    description: "Create, change, disable and delete the organization's service accounts and their secrets and API keys.",
+    minimum: 'admin',
+    reason: 'permission_required',
+  },
+  'oauthClients.manage': { description: "Register and manage the organization's OAuth clients and its members' authorizations of them.", minimum: 'admin', reason: 'permission_required' },
   'roles.manage': { description: 'Create, change and delete custom roles.', minimum: 'admin', reason: 'permission_required' },
   'marketplaces.create': { description: 'Create marketplaces.', minimum: 'admin', reason: ADMIN },
   'connectors.create': { description: 'Create connector instances.', minimum: 'admin', reason: ADMIN },
   'mcpConnections.manage': { description: 'Create, update and delete MCP connections.', minimum: 'admin', reason: ADMIN },
+  'mcpConnections.use': { description: 'Use the MCP connections the caller may access (agents acting for the caller included).', minimum: 'member', reason: 'permission_required' },
   'resources.manage': {
     description: 'Manager on every marketplace, plugin, connector instance and MCP connection, and share plugins organization-wide.',
     minimum: 'admin',

@@ -38,6 +38,16 @@ export function principalOf(ctx: WithPrincipal): Principal {
   return ctx.principal;
 }
 
+/**
+ * The user behind the caller, for what acts on the caller's own account (`x-access: account`, the
+ * `/v1/me` routes, creating an organization). A service account has no user: 401, as an API key
+ * gets on a session-only route.
+ */
+export function userIdOf(principal: Principal): string {
+  if (principal.userId === null) throw new Unauthorized('This route acts on a user account; a service account has none.');
+  return principal.userId;
+}
+
 /** The worker calling an operation secured by `workerToken`. */
 export function workerOf(ctx: WithPrincipal): WorkerPrincipal {
   if (ctx.principal?.kind !== 'worker') throw new Unauthorized();

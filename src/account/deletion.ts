@@ -13,6 +13,7 @@ import { openMembershipsOfUser } from '../members/memberships';
 import { removeInTransaction } from '../members/service';
 import * as users from '../users/service';
 import { takeOverUnverifiedAccount } from './takeover';
+import { userIdOf } from '../access/roles';
 
 const ownerMustTransfer = () =>
   new Conflict('owner_must_transfer', 'You own an organization: transfer its ownership (POST /v1/members/{memberId}/transfer-ownership) before deleting your account.');
@@ -28,7 +29,7 @@ const ownerMustTransfer = () =>
  */
 export async function deleteAccount(deps: AppDeps, principal: Principal, password: string | undefined, ip: string): Promise<void> {
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
-  const user = await users.findUser(deps.db, principal.userId);
+  const user = await users.findUser(deps.db, userIdOf(principal));
   if (!user) throw new Unauthorized();
   // Refused before anything is written (and again inside, should ownership arrive meanwhile).
   if ((await openMembershipsOfUser(deps.db, user.id)).some((m) => m.role === 'owner')) throw ownerMustTransfer();

@@ -10,6 +10,7 @@ import { toUser } from '../users/mappers';
 import * as users from '../users/service';
 import { recordAccountChange } from './audit';
 import { addressManagedByIdentityProvider } from './store';
+import { userIdOf } from '../access/roles';
 
 /**
  * Changing the account's e-mail address (docs/accounts.md#the-callers-own-account): asked for with a fresh session,
@@ -29,7 +30,7 @@ async function refuseManaged(db: AppDeps['db'], userId: string): Promise<void> {
 
 export async function requestEmailChange(deps: AppDeps, principal: Principal, email: string): Promise<void> {
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
-  const user = await users.findUser(deps.db, principal.userId);
+  const user = await users.findUser(deps.db, userIdOf(principal));
   if (!user) throw new Unauthorized();
   const newEmail = email.trim();
   if (users.normalizeEmail(newEmail) === users.normalizeEmail(user.email)) throw Invalid.at(['body', 'email'], 'email is already your address');

@@ -6,19 +6,20 @@ import { changed } from '../audit';
 import { toUser } from '../users/mappers';
 import * as users from '../users/service';
 import { recordAccountChange } from './audit';
+import { userIdOf } from '../access/roles';
 
 /** PATCH /v1/me: the caller's name and picture; audited in each of their organizations when something changed. */
 export async function updateProfile(deps: AppDeps, principal: Principal, body: { name?: string; image?: string | null }) {
   if (typeof body.image === 'string') checkBrowserUrl(deps.outbound.policy, body.image, ['body', 'image']);
   return deps.db.transaction().execute(async (trx) => {
-    const before = await users.findUser(trx, principal.userId);
+    const before = await users.findUser(trx, userIdOf(principal));
     if (!before) throw new Unauthorized();
     const changes = changed({ name: before.name, image: before.image }, { name: body.name, image: body.image });
     // Nothing differs: nothing is written (and so nothing is audited).
     if (Object.keys(changes).length === 0) return toUser(before);
-    const after = await users.updateProfile(trx, principal.userId, body, deps.clock.now());
+    const after = await users.updateProfile(trx, userIdOf(principal), body, deps.clock.now());
     if (!after) throw new Unauthorized();
-    await recordAccountChange(trx, deps.audit, principal.userId, 'member.profile_updated', changes);
+    await recordAccountChange(trx, deps.audit, userIdOf(principal), 'member.profile_updated', changes);
     return toUser(after);
   });
 }

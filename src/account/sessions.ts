@@ -3,6 +3,7 @@ import type { Principal } from '../domain/principal';
 import { NotFound } from '../lib/errors';
 import * as users from '../users/service';
 import { recordAccountChange } from './audit';
+import { userIdOf } from '../access/roles';
 
 /**
  * The caller's own sessions (docs/accounts.md#the-callers-own-account): list them, sign one out, sign out all others.
@@ -12,7 +13,7 @@ import { recordAccountChange } from './audit';
  * contract (security: bearerAuth alone), which the router enforces, so the principal has a session id.
  */
 function sessionOf(principal: Principal): { userId: string; sessionId: string } {
-  return { userId: principal.userId, sessionId: principal.sessionId! };
+  return { userId: userIdOf(principal), sessionId: principal.sessionId! };
 }
 
 export async function listMySessions(deps: AppDeps, principal: Principal) {

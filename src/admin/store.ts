@@ -33,7 +33,7 @@ function organizationQuery(db: Db) {
       'u.name as owner_name',
       'u.email as owner_email',
       'u.image as owner_image',
-      sql<number>`(SELECT count(*)::int FROM members mm WHERE mm.organization_id = o.id AND mm.removed_at IS NULL)`.as('member_count'),
+      sql<number>`(SELECT count(*)::int FROM members mm WHERE mm.organization_id = o.id AND mm.removed_at IS NULL AND mm.type = 'user')`.as('member_count'),
     ]);
 }
 

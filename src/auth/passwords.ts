@@ -8,6 +8,7 @@ import * as limits from '../protection/rate-limit';
 import { checkNewPassword } from '../protection/passwords';
 import { recordAccountChange } from '../account/audit';
 import * as users from '../users/service';
+import { userIdOf } from '../access/roles';
 
 /**
  * Password reset and change (docs/accounts.md#password-reset-and-change). Second factors stay as they are: a reset
@@ -111,7 +112,7 @@ export async function provePassword(deps: AppDeps, userId: string, password: str
  */
 export async function changePassword(deps: AppDeps, principal: Principal, input: { currentPassword: string; newPassword: string }, ip: string): Promise<void> {
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
-  const user = await provePassword(deps, principal.userId, input.currentPassword, ip, 'The current password is incorrect.');
+  const user = await provePassword(deps, userIdOf(principal), input.currentPassword, ip, 'The current password is incorrect.');
   await limits.clear(deps, 'signInEmail', users.normalizeEmail(user.email));
   checkNewPassword(input.newPassword, { email: user.email, field: ['body', 'newPassword'] });
   const passwordHash = await hashPassword(input.newPassword, deps.settings.passwordHashCost);

@@ -17,6 +17,7 @@ import * as mfa from '../mfa/service';
 import { openSession, openSignInSession, recordSignIn } from './sign-in';
 import { queueVerification } from './verification';
 import { provePassword } from './passwords';
+import { userIdOf } from '../access/roles';
 
 export async function bootstrapStatus(deps: AppDeps): Promise<boolean> {
   return (await users.countUsers(deps.db)) > 0;
@@ -112,7 +113,7 @@ async function passwordSignIn(deps: AppDeps, input: { email: string; password: s
 export async function reauthenticate(deps: AppDeps, principal: Principal, password: string, ip = ''): Promise<{ authenticatedAt: string } | { mfaRequired: true; challenge: mfa.Challenge }> {
   if (principal.kind !== 'session' || !principal.sessionId) throw new Unauthorized('This route needs a signed-in session.');
   // A user provisioned by SCIM has no password: they renew through SSO, never here.
-  const user = await provePassword(deps, principal.userId, password, ip, 'The password is incorrect.');
+  const user = await provePassword(deps, userIdOf(principal), password, ip, 'The password is incorrect.');
   // An SSO session renews by signing in through SSO again.
   await refusePasswordUnderSso(deps.db, user);
   await limits.clear(deps, 'signInEmail', users.normalizeEmail(user.email));
@@ -137,7 +138,7 @@ export async function signOut(deps: AppDeps, principal: Principal): Promise<void
 }
 
 export async function me(deps: AppDeps, principal: Principal) {
-  const [user, memberships] = await Promise.all([users.findUser(deps.db, principal.userId), membershipsOfUser(deps.db, principal.userId)]);
+  const [user, memberships] = await Promise.all([users.findUser(deps.db, userIdOf(principal)), membershipsOfUser(deps.db, userIdOf(principal))]);
   if (!user) throw new Unauthorized();
   return {
     user: toUser(user),
@@ -148,15 +149,16 @@ export async function me(deps: AppDeps, principal: Principal) {
 
 export async function setActiveOrganization(deps: AppDeps, principal: Principal, organizationId: string) {
   if (!principal.sessionId) throw new Unauthorized();
-  const memberships = await membershipsOfUser(deps.db, principal.userId);
+  const userId = userIdOf(principal);
+  const memberships = await membershipsOfUser(deps.db, userId);
   if (!memberships.some((m) => m.id === organizationId)) {
     throw new NotFound('organization_not_found', 'You are not a member of that organization.');
   }
-  await refuseSwitchOutsideSso(deps.db, organizationId, principal);
+  await refuseSwitchOutsideSso(deps.db, organizationId, { ...principal, userId });
   const sessionId = principal.sessionId;
   await deps.db.transaction().execute(async (trx) => {
     await users.setSessionOrganization(trx, sessionId, organizationId);
-    await recordSignIn(trx, deps.audit, principal.userId, organizationId, 'switch');
+    await recordSignIn(trx, deps.audit, userId, organizationId, 'switch');
   });
   return organizationId;
 }

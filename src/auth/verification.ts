@@ -10,6 +10,7 @@ import * as users from '../users/service';
 import type { UserRow } from '../users/service';
 import { recordAccountChange } from '../account/audit';
 import { takeOverUnverifiedAccount } from '../account/takeover';
+import { userIdOf } from '../access/roles';
 
 /**
  * E-mail verification (docs/accounts.md#sign-up-and-e-mail-verification): sign-up queues a message whose link carries a
@@ -71,7 +72,7 @@ export async function verifyEmail(deps: AppDeps, token: string, options: { sessi
 /** POST /v1/auth/verify-email/resend (session only): a new message, within the user's limits. */
 export async function resendVerification(deps: AppDeps, principal: Principal): Promise<void> {
   if (principal.kind !== 'session' || !principal.sessionId) throw new Unauthorized('This route needs a signed-in session.');
-  const user = await users.findUser(deps.db, principal.userId);
+  const user = await users.findUser(deps.db, userIdOf(principal));
   if (!user) throw new Unauthorized();
   if (user.email_verified_at) throw new Conflict('already_verified', 'The e-mail address is already verified.');
   await limits.consume(deps, 'verifyResendUserMinute', user.id);

@@ -16,6 +16,7 @@ import type { RoleTables } from '../roles/tables';
 import type { SsoTables } from '../sso/tables';
 import type { MfaTables } from '../mfa/tables';
 import type { UserTables } from '../users/tables';
+import type { ServiceAccountTables } from '../service-accounts/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -60,7 +61,10 @@ export interface OrganizationsTable {
 export interface MembersTable {
   id: string;
   organization_id: string;
-  user_id: ColumnType<string | null, string, never>;
+  /** Null for a service account, and for a person's ended membership once their account is deleted. */
+  user_id: ColumnType<string | null, string | null, never>;
+  /** A person, or a service account (src/service-accounts; never the owner). */
+  type: ColumnType<MemberType, MemberType | undefined, never>;
   role: string;
   created_at: Timestamp;
   removed_at: Timestamp | null;
@@ -68,6 +72,9 @@ export interface MembersTable {
   suspended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   updated_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
+
+/** What a member is: a person (`user`) or a service account the organization owns. */
+export type MemberType = 'user' | 'service_account';
 
 export interface SessionsTable {
   id: string;
@@ -135,7 +142,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables & UserTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables & UserTables & ServiceAccountTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

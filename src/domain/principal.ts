@@ -28,10 +28,16 @@ export interface Membership {
   permissions: PermissionSet;
 }
 
-/** A user calling with a session or an API key. */
+/**
+ * A member's credential: a user's session or API key, or a service account's API key (a member
+ * with no user: docs/service-accounts.md). Account routes (the caller's own user) need `userId`.
+ */
 export interface Principal {
   kind: 'session' | 'apiKey';
-  userId: string;
+  /** The calling user; null for a service account, which has no user, e-mail, password or session. */
+  userId: string | null;
+  /** The service account acting (its member is `membership.memberId`); null for a user. */
+  serviceAccountId: string | null;
   sessionId: string | null;
   apiKeyId: string | null;
   isPlatformAdmin: boolean;

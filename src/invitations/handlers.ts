@@ -1,5 +1,5 @@
 import type { HandlerMap } from '../contract';
-import { membershipOf, principalOf } from '../access/roles';
+import { membershipOf, principalOf, userIdOf } from '../access/roles';
 import * as invitations from './service';
 import { guardInvitationAccept } from '../protection/rate-limit';
 import { Invalid, Unauthorized } from '../lib/errors';
@@ -40,7 +40,7 @@ export const invitationHandlers: HandlerMap<InvitationOperations> = {
       return { status: 201, body: { ok: true, ...accepted } };
     }
     // Rate limited per user and per IP (src/protection), before any lookup or transaction.
-    await guardInvitationAccept(ctx.deps, { userId: principalOf(ctx).userId, ip: ctx.ip });
+    await guardInvitationAccept(ctx.deps, { userId: userIdOf(principalOf(ctx)), ip: ctx.ip });
     const member = await invitations.acceptInvitation(ctx.deps, principalOf(ctx), ctx.body.token);
     return { status: 200, body: { ok: true, member } };
   },

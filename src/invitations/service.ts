@@ -25,6 +25,7 @@ import type { MailInput } from '../mail/templates';
 import * as limits from '../protection/rate-limit';
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
+import { userIdOf } from '../access/roles';
 
 type Invitation = components['schemas']['Invitation'];
 
@@ -198,7 +199,7 @@ export async function cancelInvitation(deps: AppDeps, membership: Membership, in
 export async function acceptInvitation(deps: AppDeps, principal: Principal, token: string) {
   if (!principal.sessionId) throw new Unauthorized();
   const now = deps.clock.now();
-  const user = await findUser(deps.db, principal.userId);
+  const user = await findUser(deps.db, userIdOf(principal));
   if (!user) throw new Unauthorized();
   const invitation = await store.findByTokenHash(deps.db, sha256Hex(token));
   if (!invitation) throw notFound();
@@ -320,7 +321,7 @@ export async function previewInvitation(deps: AppDeps, token: string, ip: string
 
 /** GET /v1/me/invitations: pending invitations to the signed-in user's (verified) address. */
 export async function listMyInvitations(deps: AppDeps, principal: Principal, page: PageRequest) {
-  const user = await findUser(deps.db, principal.userId);
+  const user = await findUser(deps.db, userIdOf(principal));
   if (!user) throw new Unauthorized();
   // With EMAIL_VERIFICATION=required the session gate already refuses; with `optional` too: an
   // address nobody proved learns nothing about who invites it.
@@ -328,7 +329,7 @@ export async function listMyInvitations(deps: AppDeps, principal: Principal, pag
   const now = deps.clock.now();
   const email = normalizeEmail(user.email);
   return deps.cursors.page(
-    `my-invitations:${principal.userId}`,
+    `my-invitations:${userIdOf(principal)}`,
     page,
     async (after, take) => positioned(await store.listPendingForEmail(deps.db, email, now, after, take)),
     (row) => ({

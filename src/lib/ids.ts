@@ -41,6 +41,8 @@ export const ID_PREFIXES = {
   passkey: 'pky',
   mfaChallenge: 'mch',
   accountToken: 'act',
+  serviceAccount: 'svc',
+  serviceAccountSecret: 'sas',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

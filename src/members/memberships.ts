@@ -18,7 +18,17 @@ export async function addMember(
   input: { organizationId: string; userId: string; role: Role; now: Date; id?: string; suspended?: boolean },
 ): Promise<string> {
   const id = input.id ?? newId('member');
-  await store.insertMember(trx, { id, organizationId: input.organizationId, userId: input.userId, role: input.role, now: input.now, suspendedAt: input.suspended ? input.now : null });
+  await store.insertMember(trx, { id, organizationId: input.organizationId, userId: input.userId, type: 'user', role: input.role, now: input.now, suspendedAt: input.suspended ? input.now : null });
+  return id;
+}
+
+/**
+ * The member of a new service account (src/service-accounts): no user, never the owner (the
+ * caller has checked the role is assignable). It ends like any member's (removal).
+ */
+export async function addServiceAccountMember(trx: Transaction<DB>, input: { organizationId: string; role: Role; now: Date }): Promise<string> {
+  const id = newId('member');
+  await store.insertMember(trx, { id, organizationId: input.organizationId, userId: null, type: 'service_account', role: input.role, now: input.now });
   return id;
 }
 
@@ -45,6 +55,7 @@ export const findMember = store.findMember;
 export const findMemberIdOfUser = store.findMemberIdOfUser;
 export const existingMemberIds = store.existingMemberIds;
 export const countActiveMembers = store.countActiveMembers;
+export const countServiceAccounts = store.countServiceAccounts;
 export const membershipsOfUser = store.membershipsOfUser;
 /** Suspended memberships included (an account being deleted ends them all). */
 export const openMembershipsOfUser = store.openMembershipsOfUser;

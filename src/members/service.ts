@@ -112,7 +112,9 @@ export async function transferOwnership(deps: AppDeps, principal: Principal, mem
     if ((await store.lockOwner(trx, organizationId)) !== membership.memberId) {
       throw new Forbidden('owner_required', 'Only the owner of the organization may do this.');
     }
-    if (!(await store.lockMember(trx, organizationId, memberId))) throw memberNotFound();
+    const type = await store.lockMember(trx, organizationId, memberId);
+    if (!type) throw memberNotFound();
+    if (type === 'service_account') throw new Conflict('service_account_cannot_own', 'A service account cannot own the organization: transfer ownership to a person.');
     await store.setRoleOf(trx, organizationId, membership.memberId, 'admin');
     await store.setRoleOf(trx, organizationId, memberId, 'owner');
     await recordChange(trx, deps.audit, {

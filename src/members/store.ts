@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../db/schema';
+import type { Db, MemberType } from '../db/schema';
 import { sizeInText } from '../db/connect';
 import { jsonPageOf, jsonPageSelect, type JsonPage } from '../db/json-page';
 import type { Role } from '../domain/principal';
@@ -43,15 +43,26 @@ export async function findMember(db: Db, organizationId: string, memberId: strin
   return memberQuery(db, organizationId).where('m.id', '=', memberId).executeTakeFirst();
 }
 
-/** How many active members the organization has. */
-export async function countActiveMembers(db: Db, organizationId: string): Promise<number> {
+/** How many active members of a type the organization has. */
+async function countActive(db: Db, organizationId: string, type: MemberType): Promise<number> {
   const row = await db
     .selectFrom('members')
     .select((eb) => eb.fn.countAll<string>().as('n'))
     .where('organization_id', '=', organizationId)
     .where('removed_at', 'is', null)
+    .where('type', '=', type)
     .executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/** How many people are active members (the seats: service accounts take none). */
+export async function countActiveMembers(db: Db, organizationId: string): Promise<number> {
+  return countActive(db, organizationId, 'user');
+}
+
+/** How many service accounts the organization has (their members are active until deleted). */
+export async function countServiceAccounts(db: Db, organizationId: string): Promise<number> {
+  return countActive(db, organizationId, 'service_account');
 }
 
 /** The user's active membership in the organization, if any. */
@@ -114,17 +125,17 @@ export async function lockOwner(db: Db, organizationId: string): Promise<string 
   return row?.id;
 }
 
-/** Locks an active member's row; false when there is no such member. */
-export async function lockMember(db: Db, organizationId: string, memberId: string): Promise<boolean> {
+/** Locks an active member's row; its type, undefined when there is no such member. */
+export async function lockMember(db: Db, organizationId: string, memberId: string): Promise<MemberType | undefined> {
   const row = await db
     .selectFrom('members')
-    .select('id')
+    .select('type')
     .where('organization_id', '=', organizationId)
     .where('id', '=', memberId)
     .where('removed_at', 'is', null)
     .forUpdate()
     .executeTakeFirst();
-  return row !== undefined;
+  return row?.type;
 }
 
 /** Sets any active member's role (ownership transfer; the caller holds both rows' locks). */
@@ -132,15 +143,21 @@ export async function setRoleOf(db: Db, organizationId: string, memberId: string
   await db.updateTable('members').set({ role }).where('organization_id', '=', organizationId).where('id', '=', memberId).where('removed_at', 'is', null).execute();
 }
 
-/** What SCIM keeps on a member: its `externalId` and the attributes the service does not model. */
-/** A new member; suspended from the start when its directory user is inactive (SCIM). */
-export async function insertMember(db: Db, member: { id: string; organizationId: string; userId: string; role: Role; now: Date; suspendedAt?: Date | null }): Promise<void> {
+/**
+ * A new member: a person (`userId`; suspended from the start when its directory user is inactive,
+ * SCIM) or a service account (no user). `type` defaults to a person.
+ */
+export async function insertMember(
+  db: Db,
+  member: { id: string; organizationId: string; userId: string | null; type?: MemberType; role: Role; now: Date; suspendedAt?: Date | null },
+): Promise<void> {
   await db
     .insertInto('members')
     .values({
       id: member.id,
       organization_id: member.organizationId,
       user_id: member.userId,
+      type: member.type ?? 'user',
       role: member.role,
       created_at: member.now,
       removed_at: null,

@@ -17,6 +17,7 @@ import { newRecoveryCodes, recoveryCodeHash } from './recovery-codes';
 import { authenticationOptions, registrationOptions, verifyAuthentication, verifyRegistration, type RelyingParty, type StoredPasskey } from './webauthn';
 import { countWrongAnswer, guessingCheck } from './guessing';
 import { notifyFactorChange, recordFactorChange, recordPolicyChange, type FactorEvent } from './notices';
+import { userIdOf } from '../access/roles';
 
 /**
  * Second factors (docs/second-factors.md): enrolment of TOTP and passkeys, recovery codes, and the
@@ -41,7 +42,7 @@ function relyingParty(deps: AppDeps): RelyingParty {
 
 function sessionUser(principal: Principal): { userId: string; sessionId: string } {
   if (principal.kind !== 'session' || !principal.sessionId) throw new Unauthorized('This route needs a signed-in session.');
-  return { userId: principal.userId, sessionId: principal.sessionId };
+  return { userId: userIdOf(principal), sessionId: principal.sessionId };
 }
 
 function fresh(deps: AppDeps, principal: Principal): void {

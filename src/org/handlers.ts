@@ -1,5 +1,5 @@
 import type { HandlerMap, SessionLoaders } from '../contract';
-import { membershipOf, principalOf } from '../access/roles';
+import { membershipOf, principalOf, userIdOf } from '../access/roles';
 import * as org from './service';
 
 export const orgHandlers: HandlerMap<'getOrg' | 'createOrg' | 'updateOrg'> = {
@@ -7,7 +7,7 @@ export const orgHandlers: HandlerMap<'getOrg' | 'createOrg' | 'updateOrg'> = {
 
   createOrg: async (ctx) => {
     const principal = principalOf(ctx);
-    const item = await org.createOrganization(ctx.deps, { name: ctx.body.name, userId: principal.userId, sessionId: principal.sessionId });
+    const item = await org.createOrganization(ctx.deps, { name: ctx.body.name, userId: userIdOf(principal), sessionId: principal.sessionId });
     return { status: 201, body: { ok: true, item } };
   },
 

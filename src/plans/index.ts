@@ -9,8 +9,9 @@
  *
  * It locks the organization row (FOR NO KEY UPDATE) and then counts, so two requests at the limit
  * cannot both pass; a refusal throws 402 `plan_limit_reached` with `limit`, and the transaction
- * rolls back (nothing written). Counted: `members` (invitation accept here; SCIM create and SSO
- * just-in-time by their areas), `workers` (stopped ones too), `llmProviders` (resources area).
+ * rolls back (nothing written). Counted: `members` (people: invitation accept here; SCIM create and
+ * SSO just-in-time by their areas), `workers` (stopped ones too), `llmProviders` (resources area),
+ * `serviceAccounts` (src/service-accounts; they are members but take no seat).
  * Features: `requireFeature(db, settings, organizationId, 'scim' | 'sso' | 'auditLog' | 'analytics')`
  * → 402 `enterprise_plan_required` with `feature`. `PLAN_GATING=off` lifts both. Lowering a plan
  * removes nothing: only new creations are refused.
@@ -19,18 +20,18 @@ import type { Transaction } from 'kysely';
 import type { DB, Db } from '../db/schema';
 import type { Settings } from '../settings';
 import { CodedError, NotFound } from '../lib/errors';
-import { countActiveMembers } from '../members/memberships';
+import { countActiveMembers, countServiceAccounts } from '../members/memberships';
 import * as store from './store';
 import type { PlanRow } from './store';
 
-export type LimitName = 'members' | 'workers' | 'llmProviders';
+export type LimitName = 'members' | 'workers' | 'llmProviders' | 'serviceAccounts';
 export type FeatureName = 'analytics' | 'sso' | 'scim' | 'auditLog';
-export const LIMIT_NAMES: readonly LimitName[] = ['members', 'workers', 'llmProviders'];
+export const LIMIT_NAMES: readonly LimitName[] = ['members', 'workers', 'llmProviders', 'serviceAccounts'];
 export const FEATURE_NAMES: readonly FeatureName[] = ['analytics', 'sso', 'scim', 'auditLog'];
 
 type Gating = Pick<Settings, 'planGating'>;
 
-const LIMIT_WORDS: Record<LimitName, string> = { members: 'members', workers: 'workers', llmProviders: 'LLM providers' };
+const LIMIT_WORDS: Record<LimitName, string> = { members: 'members', workers: 'workers', llmProviders: 'LLM providers', serviceAccounts: 'service accounts' };
 const FEATURE_WORDS: Record<FeatureName, string> = { analytics: 'Usage analytics', sso: 'Single sign-on', scim: 'SCIM provisioning', auditLog: 'The audit log' };
 
 export class PlanLimitReached extends CodedError<402> {
@@ -54,7 +55,7 @@ export interface PlanInfo {
 export function toPlanInfo(row: PlanRow): PlanInfo {
   return {
     plan: row.key,
-    limits: { members: row.max_members, workers: row.max_workers, llmProviders: row.max_llm_providers },
+    limits: { members: row.max_members, workers: row.max_workers, llmProviders: row.max_llm_providers, serviceAccounts: row.max_service_accounts },
     features: Object.fromEntries(FEATURE_NAMES.map((f) => [f, row.features[f] === true])) as Record<FeatureName, boolean>,
   };
 }
@@ -65,6 +66,7 @@ const COUNTERS: Record<LimitName, (db: Db, organizationId: string) => Promise<nu
   members: countActiveMembers,
   workers: store.countWorkers,
   llmProviders: store.countLlmProviders,
+  serviceAccounts: countServiceAccounts,
 };
 
 export async function planOf(db: Db, organizationId: string): Promise<PlanInfo> {
@@ -75,8 +77,8 @@ export async function planOf(db: Db, organizationId: string): Promise<PlanInfo> 
 
 /** Current counts of everything a plan limits. */
 export async function usageOf(db: Db, organizationId: string): Promise<Record<LimitName, number>> {
-  const [members, workers, llmProviders] = await Promise.all(LIMIT_NAMES.map((l) => COUNTERS[l](db, organizationId)));
-  return { members: members!, workers: workers!, llmProviders: llmProviders! };
+  const [members, workers, llmProviders, serviceAccounts] = await Promise.all(LIMIT_NAMES.map((l) => COUNTERS[l](db, organizationId)));
+  return { members: members!, workers: workers!, llmProviders: llmProviders!, serviceAccounts: serviceAccounts! };
 }
 
 /**

@@ -6,10 +6,11 @@ export interface PlanRow {
   max_members: number | null;
   max_workers: number | null;
   max_llm_providers: number | null;
+  max_service_accounts: number | null;
   features: Record<string, boolean>;
 }
 
-const PLAN_COLUMNS = ['p.key', 'p.max_members', 'p.max_workers', 'p.max_llm_providers', 'p.features'] as const;
+const PLAN_COLUMNS = ['p.key', 'p.max_members', 'p.max_workers', 'p.max_llm_providers', 'p.max_service_accounts', 'p.features'] as const;
 
 export async function findOrganizationPlan(db: Db, organizationId: string): Promise<PlanRow | undefined> {
   return db

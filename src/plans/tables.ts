@@ -6,6 +6,7 @@ export interface PlansTable {
   max_members: number | null;
   max_workers: number | null;
   max_llm_providers: number | null;
+  max_service_accounts: number | null;
   features: Json<Record<string, boolean>>;
 }
 

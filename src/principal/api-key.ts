@@ -3,20 +3,25 @@ import type { Principal } from '../domain/principal';
 import { sha256Hex } from '../lib/crypto';
 import { preparedAs } from '../db/connect';
 import { membershipOf } from './membership';
+import { recordServiceAccountUse } from '../service-accounts/credentials';
 
 /** Writing `last_used_at` on every request would turn reads into writes; once a minute is enough. */
 const LAST_USED_GRANULARITY_MS = 60_000;
 
 /**
- * An API key → its creating member, with that member's current role (and that role's current
- * permissions, narrowed by the key's scope); a removed member's key is dead.
+ * An API key → the member it acts as, with that member's current role (and that role's current
+ * permissions, narrowed by the key's scope): its creator, or the service account it was made for
+ * (no user; docs/service-accounts.md). A removed or suspended member's key is dead, and so is a
+ * disabled service account's (until it is enabled again).
  */
 export async function principalFromApiKey(db: Db, key: string, now: Date): Promise<Principal | null> {
   const row = await db
     .selectFrom('api_keys as k')
     .modifyFront(preparedAs('api_key_principal'))
     .innerJoin('members as m', 'm.id', 'k.member_id')
-    .innerJoin('users as u', 'u.id', 'm.user_id')
+    // A person's membership has a user; a service account's member has none, and its account row.
+    .leftJoin('users as u', 'u.id', 'm.user_id')
+    .leftJoin('service_accounts as s', 's.member_id', 'm.id')
     .leftJoin('organization_roles as r', (join) => join.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.key', '=', 'm.role'))
     .select([
       'k.id as apiKeyId',
@@ -25,6 +30,8 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
       'k.permissions as scope',
       'm.id as memberId',
       'u.id as userId',
+      's.id as serviceAccountId',
+      's.last_used_at as serviceAccountLastUsedAt',
       'm.role as role',
       'r.built_in as roleBuiltIn',
       'r.permissions as rolePermissions',
@@ -34,6 +41,8 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
     .where('k.revoked_at', 'is', null)
     .where('m.removed_at', 'is', null)
     .where('m.suspended_at', 'is', null)
+    // Null for a person's key too (no account row).
+    .where('s.disabled_at', 'is', null)
     .where((eb) => eb.or([eb('k.expires_at', 'is', null), eb('k.expires_at', '>', now)]))
     .executeTakeFirst();
   if (!row) return null;
@@ -45,12 +54,14 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(now.getTime() - LAST_USED_GRANULARITY_MS))]))
       .execute();
   }
+  if (row.serviceAccountId) await recordServiceAccountUse(db, row.serviceAccountId, row.serviceAccountLastUsedAt, now);
   return {
     kind: 'apiKey',
     userId: row.userId,
+    serviceAccountId: row.serviceAccountId,
     sessionId: null,
     apiKeyId: row.apiKeyId,
-    isPlatformAdmin: row.isPlatformAdmin,
+    isPlatformAdmin: row.isPlatformAdmin === true,
     activeOrganizationId: row.organizationId,
     authenticatedAt: null,
     authMethod: null,

@@ -70,6 +70,7 @@ function toPrincipal(row: SessionColumns): Principal {
   return {
     kind: 'session',
     userId: row.session_user_id,
+    serviceAccountId: null,
     sessionId: row.session_id,
     apiKeyId: null,
     isPlatformAdmin: row.is_platform_admin,

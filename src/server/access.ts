@@ -1,7 +1,7 @@
 import type { Document } from 'openapi-backend';
 import { Unauthorized } from '../lib/errors';
 import type { AnyPrincipal } from '../domain/principal';
-import { authorize, membershipOf, principalOf, requirePlatformAdmin, requireSession } from '../access/roles';
+import { authorize, membershipOf, principalOf, requirePlatformAdmin, requireSession, userIdOf } from '../access/roles';
 import { PERMISSION_CATALOGUE, isPermission, type Permission } from '../access/permissions';
 
 /**
@@ -14,7 +14,8 @@ import { PERMISSION_CATALOGUE, isPermission, type Permission } from '../access/p
  * - `x-access: member`: any member of the active organization; what more it needs depends on data
  *   (a role on the resource, being its creator, the caller's own record), which its service checks
  *   and `x-permission-also` / `x-resource-role` describe.
- * - `x-access: account`: the caller's own account (a user's session or API key); no organization.
+ * - `x-access: account`: the caller's own account (a user's session or API key); no organization. A
+ *   service account has no account: 401.
  * - `x-platform-admin: true`: a platform administrator (a user flag, not an organization permission).
  * - `x-access: worker` / `x-access: scim`: the operation's security is only the worker token / only
  *   a SCIM token, whose principal is its worker / its organization's directory.
@@ -101,6 +102,7 @@ function checkOf(operationId: string, op: OperationObject, security: Record<stri
     if (kind === 'platformAdmin') requirePlatformAdmin(user);
     else if (key) authorize(membershipOf(ctx), key);
     else if (kind === 'member') membershipOf(ctx);
+    else if (kind === 'account') userIdOf(user);
   };
 }
 

@@ -12,6 +12,7 @@ import { memberHandlers, memberSessionLoaders } from '../members/handlers';
 import { invitationHandlers } from '../invitations/handlers';
 import { teamHandlers } from '../teams/handlers';
 import { apiKeyHandlers } from '../api-keys/handlers';
+import { serviceAccountHandlers } from '../service-accounts/handlers';
 import { adminHandlers } from '../admin/handlers';
 import { mcpHandlers } from '../mcp/handlers';
 import { suiteHandlers } from '../suite/handlers';
@@ -49,6 +50,7 @@ export const handlers: Handlers = {
   ...invitationHandlers,
   ...teamHandlers,
   ...apiKeyHandlers,
+  ...serviceAccountHandlers,
   ...adminHandlers,
   ...mcpHandlers,
   ...suiteHandlers,

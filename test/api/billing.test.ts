@@ -153,19 +153,21 @@ describe('GET /v1/billing', () => {
     await addMember(t, owner.organizationId);
     const w = await createWorker(owner, 'one');
     await t.http.post(`/v1/workers/${w.id}/stop`).set(...bearer(owner.token));
+    // A service account is a member but takes no seat: it counts under serviceAccounts only.
+    expect((await t.http.post('/v1/service-accounts').set(...bearer(owner.token)).send({ name: 'robot', role: 'member' })).status).toBe(201);
     const res = await t.http.get('/v1/billing').set(...bearer(owner.token));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       plan: 'free',
-      limits: { members: 5, workers: 2, llmProviders: 1 },
+      limits: { members: 5, workers: 2, llmProviders: 1, serviceAccounts: 2 },
       features: { analytics: false, sso: false, scim: false, auditLog: false },
-      usage: { members: 2, workers: 1, llmProviders: 0 },
+      usage: { members: 2, workers: 1, llmProviders: 0, serviceAccounts: 1 },
       period: { start: '2026-10-01T00:00:00.000Z', end: '2026-11-01T00:00:00.000Z' },
     });
     await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
     expect((await t.http.get('/v1/billing').set(...bearer(owner.token))).body).toMatchObject({
       plan: 'enterprise',
-      limits: { members: null, workers: null, llmProviders: null },
+      limits: { members: null, workers: null, llmProviders: null, serviceAccounts: null },
       features: { analytics: true, sso: true, scim: true, auditLog: true },
     });
     const member = await addMember(t, owner.organizationId);

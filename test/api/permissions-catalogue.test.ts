@@ -28,10 +28,27 @@ it('knows every permission an operation declares', () => {
   expect(hint).toEqual([]);
 });
 
+/**
+ * Keys in the catalogue ahead of the operations they will guard (so roles and, later, OAuth
+ * scopes can name them), each with those operations. A key here must be declared by no operation
+ * yet: once one declares it, remove it from this list.
+ */
+const AWAITING_OPERATIONS: Record<string, string> = {
+  'oauthClients.manage': "the organization's OAuth clients and its members' authorizations of them (/v1/oauth-clients, /v1/oauth-authorizations)",
+  'mcpConnections.use': "the credential broker that lends a member's MCP connection to an agent acting for them",
+};
+
 it('has no permission that no operation declares', () => {
   const uses = declared();
-  const unused = PERMISSION_KEYS.filter((key) => !uses.has(key));
+  const unused = PERMISSION_KEYS.filter((key) => !uses.has(key) && !Object.hasOwn(AWAITING_OPERATIONS, key));
   const hint = unused.map((key) => `${key}: declare it as x-permission (or x-permission-also) on the operations it guards in openapi/paths/*.yaml, or remove it from the catalogue`);
+  expect(hint).toEqual([]);
+});
+
+it('lists as awaiting only keys that are in the catalogue and that no operation declares yet', () => {
+  const uses = declared();
+  const stale = Object.keys(AWAITING_OPERATIONS).filter((key) => !Object.hasOwn(PERMISSION_CATALOGUE, key) || uses.has(key));
+  const hint = stale.map((key) => `${key}: ${uses.has(key) ? `declared by ${uses.get(key)!.join(', ')}` : 'not in the catalogue'}; remove it from AWAITING_OPERATIONS`);
   expect(hint).toEqual([]);
 });
 

@@ -28,11 +28,11 @@ async function platformAdmin(): Promise<OrgOwner> {
 
 describe('the plans table', () => {
   it('is seeded with the three plans of the contract', async () => {
-    const rows = await t.db.selectFrom('plans').select(['key', 'max_members', 'max_workers', 'max_llm_providers', 'features']).orderBy('rank').execute();
+    const rows = await t.db.selectFrom('plans').select(['key', 'max_members', 'max_workers', 'max_llm_providers', 'max_service_accounts', 'features']).orderBy('rank').execute();
     expect(rows).toEqual([
-      { key: 'free', max_members: 5, max_workers: 2, max_llm_providers: 1, features: { analytics: false, sso: false, scim: false, auditLog: false } },
-      { key: 'team', max_members: 50, max_workers: 20, max_llm_providers: 10, features: { analytics: true, sso: false, scim: false, auditLog: false } },
-      { key: 'enterprise', max_members: null, max_workers: null, max_llm_providers: null, features: { analytics: true, sso: true, scim: true, auditLog: true } },
+      { key: 'free', max_members: 5, max_workers: 2, max_llm_providers: 1, max_service_accounts: 2, features: { analytics: false, sso: false, scim: false, auditLog: false } },
+      { key: 'team', max_members: 50, max_workers: 20, max_llm_providers: 10, max_service_accounts: 20, features: { analytics: true, sso: false, scim: false, auditLog: false } },
+      { key: 'enterprise', max_members: null, max_workers: null, max_llm_providers: null, max_service_accounts: null, features: { analytics: true, sso: true, scim: true, auditLog: true } },
     ]);
   });
 });

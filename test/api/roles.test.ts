@@ -65,7 +65,7 @@ describe('built-in roles', () => {
     expect(byKey.owner).toMatchObject({ builtIn: true, memberCount: 1, permissions: PERMISSION_KEYS });
     expect(byKey.admin.memberCount).toBe(1);
     expect(byKey.member.memberCount).toBe(2);
-    expect(byKey.member.permissions).toEqual(['members.read', 'teams.read']);
+    expect(byKey.member.permissions).toEqual(['members.read', 'teams.read', 'mcpConnections.use']);
     expect(byKey.admin.permissions).toContain('roles.manage');
   });
 

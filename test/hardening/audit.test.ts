@@ -119,6 +119,14 @@ const REQUESTS: Record<string, Builder> = {
     const key = await t.http.post('/v1/api-keys').set(...bearer(w.owner.token)).send({ name: 'to revoke' });
     return { req: { label: 'revoke a fresh key', method: op.method, url: urlFor(op, w, { apiKeyId: key.body.item.id }) } };
   },
+  createServiceAccount: async (_t, _w, op) => ({ req: { label: 'an integration', method: op.method, url: op.path, body: { name: 'Audited robot', role: 'member' } } }),
+  createServiceAccountSecret: async (_t, w, op) => ({ req: { label: 'a client secret', method: op.method, url: urlFor(op, w), body: {} } }),
+  deleteServiceAccount: fresh('/v1/service-accounts', { name: 'Doomed robot', role: 'member' }, 'serviceAccountId'),
+  deleteServiceAccountSecret: async (t, w, op) => {
+    const secret = await t.http.post(`/v1/service-accounts/${w.ids.svc![0]}/secrets`).set(...bearer(w.owner.token)).send({});
+    if (secret.status !== 201) throw new Error(`secret for ${op.operationId}: ${secret.status} ${JSON.stringify(secret.body)}`);
+    return { req: { label: 'delete a fresh secret', method: op.method, url: urlFor(op, w, { secretId: secret.body.item.id }) } };
+  },
   createMcpConnection: async (_t, w, op) => ({
     req: {
       label: 'a shared connection with a key',

@@ -158,6 +158,15 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
     put('apk', id);
   }
   secrets[`${label}.ownerApiKey`] = ownerKey;
+  // A service account (a member with no user) with a client secret.
+  const serviceAccount = await step('createServiceAccount', 'service account', () => ownerApi.post('/v1/service-accounts', { name: `${label} robot`, role: 'member' }));
+  const serviceAccountId: string | undefined = serviceAccount?.body.item?.id;
+  put('svc', serviceAccountId);
+  if (serviceAccountId) {
+    const secret = await step('createServiceAccountSecret', 'service-account secret', () => ownerApi.post(`/v1/service-accounts/${serviceAccountId}/secrets`, {}));
+    put('sas', secret?.body.item?.id);
+    if (secret) secrets[`${label}.serviceAccountSecret`] = secret.body.clientSecret;
+  }
 
   // SCIM: a token (the plan needs the scim feature), used once so its last-used time is recorded now.
   await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();

@@ -32,6 +32,7 @@ import * as membersOutliveUsers from './20261127_1030_members_outlive_users';
 import * as invitationMessages from './20261127_1040_invitation_messages';
 import * as accountTokens from './20261127_1050_account_tokens';
 import * as auditCheckpoints from './20261210_0500_audit_checkpoints';
+import * as serviceAccounts from './20261211_0100_service_accounts';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -72,6 +73,7 @@ const migrations: Record<string, Migration> = {
   '20261127_1040_invitation_messages': invitationMessages,
   '20261127_1050_account_tokens': accountTokens,
   '20261210_0500_audit_checkpoints': auditCheckpoints,
+  '20261211_0100_service_accounts': serviceAccounts,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1069,6 +1069,113 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/service-accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List service accounts (admin)
+         * @description The organization's service accounts (deleted ones are gone), newest first. Never a secret.
+         */
+        get: operations["listServiceAccounts"];
+        put?: never;
+        /**
+         * Create a service account (admin, session only)
+         * @description A new member of the organization that is not a person, with `role` (any of the organization's roles but `owner`, whose permissions the caller holds: else 403 `permission_not_held`; a role the organization lacks is 400 naming `role`). It takes no seat but counts against the plan's `serviceAccounts` limit (402 `plan_limit_reached`). It has no credentials until a secret or an API key is made for it.
+         */
+        post: operations["createServiceAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/service-accounts/{serviceAccountId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A service account (admin)
+         * @description The service account with its member's current role. 404 `service_account_not_found` for none in the organization (a deleted one included).
+         */
+        get: operations["getServiceAccount"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a service account (admin)
+         * @description Its member is removed (it leaves its teams, grants to it stop counting), its API keys are revoked and its secrets deleted: every credential and token of it answers 401 from the next request. A service account holding permissions the caller lacks cannot be deleted (403 `member_permissions_not_held`).
+         */
+        delete: operations["deleteServiceAccount"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename, describe, disable or enable a service account (admin)
+         * @description Changes `name`, `description` (null clears it) or `disabled`. While disabled, every credential and token of the account answers 401, from the next request; enabling it brings them back. Its role changes through `POST /v1/members/{memberId}/role`. A service account holding permissions the caller lacks cannot be changed (403 `member_permissions_not_held`).
+         */
+        patch: operations["updateServiceAccount"];
+        trace?: never;
+    };
+    "/v1/service-accounts/{serviceAccountId}/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a service account's secrets (admin)
+         * @description Its secrets, expired ones included, newest first. Never a secret or a hash.
+         */
+        get: operations["listServiceAccountSecrets"];
+        put?: never;
+        /**
+         * Create a client secret for a service account (admin, session only)
+         * @description A client secret for the OAuth client-credentials grant, with `item.clientId` (the service account's id) as the client id. Shown only in this response (as `clientSecret`); only its SHA-256 hash is stored. At most 5 unexpired secrets at a time, so one can be rotated in before the old one is deleted: a sixth is 409 `secret_limit_reached`. `expiresAt`, when given, must be in the future. Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`) and every permission the service account holds (403 `member_permissions_not_held`).
+         */
+        post: operations["createServiceAccountSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/service-accounts/{serviceAccountId}/secrets/{secretId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+                /** @example sas_01m986xzgdfexs0rf2q94r7n5v */
+                secretId: components["schemas"]["ServiceAccountSecretId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a service account's secret (admin)
+         * @description The secret stops working at once (tokens already issued with it live until they expire). 404 `service_account_secret_not_found` for none with this id on the account.
+         */
+        delete: operations["deleteServiceAccountSecret"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/permissions": {
         parameters: {
             query?: never;
@@ -3967,7 +4074,7 @@ export interface components {
              * @description The plan limit the request would go over.
              * @enum {string}
              */
-            limit: "members" | "workers" | "llmProviders";
+            limit: "members" | "workers" | "llmProviders" | "serviceAccounts";
             message: string;
         };
         /**
@@ -4136,6 +4243,108 @@ export interface components {
             nextCursor: components["schemas"]["NextCursor"];
         };
         PermissionKeys: components["schemas"]["PermissionKey"][];
+        /**
+         * Format: typeid
+         * @example svc_01m986xzgbfexs0rehd17f768p
+         */
+        ServiceAccountId: string;
+        /** @description A member of the organization that is not a person: it has no user, e-mail, password or session, takes no seat, and acts with its member's role (`memberId`; role changes, teams and grants go through the member routes) through its own credentials (client secrets, API keys). */
+        ServiceAccount: {
+            id: components["schemas"]["ServiceAccountId"];
+            memberId: components["schemas"]["MemberId"];
+            name: string;
+            description: string | null;
+            role: components["schemas"]["Role"];
+            /** @description While true, none of its credentials or tokens works (401); enabling brings them back. */
+            disabled: boolean;
+            createdAt: components["schemas"]["Timestamp"];
+            /** @description The member who created it (the account outlives them). */
+            createdBy: {
+                memberId: components["schemas"]["MemberId"];
+            };
+            /** @description When one of its credentials last worked (to the minute); null when never. */
+            lastUsedAt: components["schemas"]["NullableTimestamp"];
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "svc_01m986xzgbfexs0rehd17f768p",
+         *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "name": "CI deploy",
+         *           "description": null,
+         *           "role": "member",
+         *           "disabled": false,
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "createdBy": {
+         *             "memberId": "om_01m62g8n60ek38thwxes6xcj47"
+         *           },
+         *           "lastUsedAt": "2026-11-04T08:01:55.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        ServiceAccountList: {
+            items: components["schemas"]["ServiceAccount"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        ServiceAccountName: string;
+        ServiceAccountDescription: string;
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "svc_01m986xzgbfexs0rehd17f768p",
+         *         "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *         "name": "CI deploy",
+         *         "description": "Publishes plugins from the release pipeline.",
+         *         "role": "member",
+         *         "disabled": false,
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "createdBy": {
+         *           "memberId": "om_01m62g8n60ek38thwxes6xcj47"
+         *         },
+         *         "lastUsedAt": null
+         *       }
+         *     }
+         */
+        ServiceAccountItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["ServiceAccount"];
+        };
+        /**
+         * Format: typeid
+         * @example sas_01m986xzgdfexs0rf2q94r7n5v
+         */
+        ServiceAccountSecretId: string;
+        /** @description A client secret's metadata; the secret itself is shown only once, when it is created. */
+        ServiceAccountSecret: {
+            id: components["schemas"]["ServiceAccountSecretId"];
+            /** @description The OAuth `client_id` to send with the secret (the service account's id). */
+            clientId: components["schemas"]["ServiceAccountId"];
+            createdAt: components["schemas"]["Timestamp"];
+            expiresAt: components["schemas"]["NullableTimestamp"];
+            lastUsedAt: components["schemas"]["NullableTimestamp"];
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "sas_01m986xzgdfexs0rf2q94r7n5v",
+         *           "clientId": "svc_01m986xzgbfexs0rehd17f768p",
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "expiresAt": "2027-02-02T09:14:03.000Z",
+         *           "lastUsedAt": "2026-11-04T08:01:55.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        ServiceAccountSecretList: {
+            items: components["schemas"]["ServiceAccountSecret"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
         Permission: {
             key: components["schemas"]["PermissionKey"];
             description: string;
@@ -5781,9 +5990,11 @@ export interface components {
         };
         /** @description Each limit, or null for unlimited. */
         PlanLimits: {
+            /** @description People (seats); service accounts are members but count under `serviceAccounts`. */
             members: number | null;
             workers: number | null;
             llmProviders: number | null;
+            serviceAccounts: number | null;
         };
         PlanFeatures: {
             analytics: boolean;
@@ -5797,7 +6008,8 @@ export interface components {
          *       "limits": {
          *         "members": 12,
          *         "workers": 3,
-         *         "llmProviders": 2
+         *         "llmProviders": 2,
+         *         "serviceAccounts": 2
          *       },
          *       "features": {
          *         "analytics": true,
@@ -5808,7 +6020,8 @@ export interface components {
          *       "usage": {
          *         "members": 12,
          *         "workers": 3,
-         *         "llmProviders": 2
+         *         "llmProviders": 2,
+         *         "serviceAccounts": 1
          *       },
          *       "period": {
          *         "start": "2026-11-01T00:00:00.000Z",
@@ -5820,11 +6033,12 @@ export interface components {
             plan: components["schemas"]["Plan"];
             limits: components["schemas"]["PlanLimits"];
             features: components["schemas"]["PlanFeatures"];
-            /** @description What counts against each limit now (stopped workers count). */
+            /** @description What counts against each limit now (stopped workers count; `members` counts people, not service accounts). */
             usage: {
                 members: number;
                 workers: number;
                 llmProviders: number;
+                serviceAccounts: number;
             };
             /** @description The current calendar month (UTC); `end` is the start of the next month. */
             period: {
@@ -6070,6 +6284,7 @@ export interface components {
             owner: components["schemas"]["OrganizationOwner"] | null;
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
+            /** @description Active members who are people (service accounts take no seat). */
             memberCount: number;
         };
         /**
@@ -8073,15 +8288,16 @@ export interface components {
          * @description Conflicts with the resource's current state. `error` is one of:
          *
          *     - `already_owner`: The member is already the owner.
+         *     - `service_account_cannot_own`: A service account cannot own the organization: ownership moves only to a person.
          */
-        "409-already_owner": {
+        "409-already_owner-service_account_cannot_own": {
             headers: {
                 [name: string]: unknown;
             };
             content: {
                 "application/json": {
                     /** @enum {string} */
-                    error: "already_owner";
+                    error: "already_owner" | "service_account_cannot_own";
                     message: string;
                 };
             };
@@ -8341,6 +8557,152 @@ export interface components {
                 "application/json": {
                     /** @enum {string} */
                     error: "api_key_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-permission_not_held-permission_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_not_held" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `service_account_not_found`: No service account with this id in the organization.
+         */
+        "404-organization_not_found-service_account_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "service_account_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `member_permissions_not_held`: The member holds permissions the caller lacks: only someone holding them may change their role, remove or suspend them.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "member_permissions_not_held" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `member_permissions_not_held`: The member holds permissions the caller lacks: only someone holding them may change their role, remove or suspend them.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "member_permissions_not_held" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `secret_limit_reached`: The service account has 5 unexpired secrets: delete one before adding another.
+         */
+        "409-secret_limit_reached": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "secret_limit_reached";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         *     - `service_account_not_found`: No service account with this id in the organization.
+         *     - `service_account_secret_not_found`: No secret with this id on the service account.
+         */
+        "404-organization_not_found-service_account_not_found-service_account_secret_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_found" | "service_account_not_found" | "service_account_secret_not_found";
                     message: string;
                 };
             };
@@ -8936,28 +9298,6 @@ export interface components {
                 "application/json": {
                     /** @enum {string} */
                     error: "organization_not_found" | "template_not_found";
-                    message: string;
-                };
-            };
-        };
-        /**
-         * @description Not permitted. `reason` is one of:
-         *
-         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
-         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
-         *     - `permission_required`: The caller's role lacks the permission the message names.
-         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
-         */
-        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required": {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": {
-                    /** @constant */
-                    error: "forbidden";
-                    /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -11273,7 +11613,7 @@ export interface operations {
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-owner_required-sso_required"];
             404: components["responses"]["404-member_not_found-organization_not_found"];
-            409: components["responses"]["409-already_owner"];
+            409: components["responses"]["409-already_owner-service_account_cannot_own"];
             default: components["responses"]["Error"];
         };
     };
@@ -12007,6 +12347,304 @@ export interface operations {
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
             404: components["responses"]["404-api_key_not_found-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listServiceAccounts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of service accounts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccountList"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "CI deploy",
+                 *       "description": "Publishes plugins from the release pipeline.",
+                 *       "role": "member"
+                 *     }
+                 */
+                "application/json": {
+                    name: components["schemas"]["ServiceAccountName"];
+                    description?: components["schemas"]["ServiceAccountDescription"];
+                    role: components["schemas"]["AssignableRole"];
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccountItem"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-plan_limit_reached"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The service account. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccountItem"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-service_account_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-service_account_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "disabled": true
+                 *     }
+                 */
+                "application/json": {
+                    name?: components["schemas"]["ServiceAccountName"];
+                    description?: components["schemas"]["ServiceAccountDescription"] | null;
+                    disabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The service account as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccountItem"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-service_account_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listServiceAccountSecrets: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of secrets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccountSecretList"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-service_account_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createServiceAccountSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "expiresAt": "2027-02-02T09:14:03.000Z"
+                 *     }
+                 */
+                "application/json": {
+                    /** Format: date-time */
+                    expiresAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "sas_01m986xzgdfexs0rf2q94r7n5v",
+                     *         "clientId": "svc_01m986xzgbfexs0rehd17f768p",
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "expiresAt": "2027-02-02T09:14:03.000Z",
+                     *         "lastUsedAt": null
+                     *       },
+                     *       "clientSecret": "cpc_Yq3N0rJ8mG5vT1cK7wPzL2hD9sX4bF6eA0uQiRnVjMo"
+                     *     }
+                     */
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        item: components["schemas"]["ServiceAccountSecret"];
+                        /** @description The client secret (256 random bits). Shown only here. */
+                        clientSecret: string;
+                    };
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-service_account_not_found"];
+            409: components["responses"]["409-secret_limit_reached"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteServiceAccountSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+                /** @example sas_01m986xzgdfexs0rf2q94r7n5v */
+                secretId: components["schemas"]["ServiceAccountSecretId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-service_account_not_found-service_account_secret_not_found"];
             default: components["responses"]["Error"];
         };
     };

@@ -122,7 +122,7 @@ export const errorAnswers = {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_member_required","sso_required"]},{"status":404,"error":"member_not_found"},{"status":404,"error":"organization_not_found"}],
   },
   "/v1/members/{memberId}/transfer-ownership": {
-    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","fresh_session_required","mfa_enrollment_required","owner_required","sso_required"]},{"status":404,"error":"member_not_found"},{"status":404,"error":"organization_not_found"},{"status":409,"error":"already_owner"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","fresh_session_required","mfa_enrollment_required","owner_required","sso_required"]},{"status":404,"error":"member_not_found"},{"status":404,"error":"organization_not_found"},{"status":409,"error":"already_owner"},{"status":409,"error":"service_account_cannot_own"}],
   },
   "/v1/invitations": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
@@ -165,6 +165,22 @@ export const errorAnswers = {
   },
   "/v1/api-keys/{apiKeyId}": {
     delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","sso_required"]},{"status":404,"error":"api_key_not_found"},{"status":404,"error":"organization_not_found"}],
+  },
+  "/v1/service-accounts": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":402,"error":"plan_limit_reached"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_not_held","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+  },
+  "/v1/service-accounts/{serviceAccountId}": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"}],
+    delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","member_permissions_not_held","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"}],
+    patch: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","member_permissions_not_held","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"}],
+  },
+  "/v1/service-accounts/{serviceAccountId}/secrets": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","fresh_session_required","member_permissions_not_held","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"},{"status":409,"error":"secret_limit_reached"}],
+  },
+  "/v1/service-accounts/{serviceAccountId}/secrets/{secretId}": {
+    delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","member_permissions_not_held","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"},{"status":404,"error":"service_account_secret_not_found"}],
   },
   "/v1/permissions": {
     get: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
