@@ -20,7 +20,7 @@ import type { InvitationRow } from './store';
 import { changed, created, recordChange, writeWithAudit, type Change } from '../audit';
 import { refuseAcceptOutsideSso, refuseSignUpUnderSso } from '../sso/enforcement';
 import { mailCtes, prepareMail, queueMail } from '../mail/queue';
-import { spendRecipientBudget } from '../mail/budget';
+import { recipientBudget } from '../mail/budget';
 import type { MailInput } from '../mail/templates';
 import * as limits from '../protection/rate-limit';
 import type { Transaction } from 'kysely';
@@ -93,9 +93,8 @@ export async function createInvitation(deps: AppDeps, membership: Membership, in
   if (checked.already_member) throw alreadyMember();
   // Each invitation mails an address the caller chose: limited per organization and, with every
   // other message, per recipient (docs/mail.md#how-much-one-address-gets). Spent before the one
-  // statement that writes it (a refused write keeps what it spent).
-  await limits.consume(deps, 'invitationOrg', organizationId);
-  await spendRecipientBudget(deps, email);
+  // statement that writes it (a refused write keeps what it spent), both in one statement.
+  await limits.consumeAll(deps, [['invitationOrg', organizationId], recipientBudget(email)]);
   const token = randomSecret(TOKEN_PREFIX);
   const now = deps.clock.now();
   const invitation: store.NewInvitation = {

@@ -24,6 +24,11 @@ export interface BudgetDeps {
   settings: { rateLimits: RateLimitSettings };
 }
 
+/** The recipient's budget as a limit to spend with others in one statement (`limits.consumeAll`). */
+export function recipientBudget(recipient: string): readonly [limits.LimitName, string] {
+  return ['mailRecipient', recipient] as const;
+}
+
 /** Spends one message of the recipient's budget; past it, 429 (the caller's change rolls back). */
 export async function spendRecipientBudget(deps: BudgetDeps, recipient: string): Promise<void> {
   await limits.consume(deps, 'mailRecipient', recipient);

@@ -76,6 +76,35 @@ export async function consume(deps: LimiterDeps, name: LimitName, subject: strin
 }
 
 /**
+ * `consume` for several limits at once: every key counted in one statement (a multi-row upsert),
+ * then the first of `checks` (in order) past its limit refuses with 429. For a request that several
+ * limits guard together (an invitation: its organization's and its recipient's), at the cost of
+ * one round trip instead of one per limit.
+ */
+export async function consumeAll(deps: LimiterDeps, checks: readonly (readonly [LimitName, string])[]): Promise<void> {
+  const active = checks.filter(([name, subject]) => deps.settings.rateLimits[name] && subject).map(([name, subject]) => ({ name, key: keyOf(name, subject), rule: deps.settings.rateLimits[name]! }));
+  const unique = active.filter((a, i) => active.findIndex((b) => b.key === a.key) === i);
+  if (unique.length === 0) return;
+  const now = deps.clock.now();
+  const rows = await deps.db
+    .insertInto('rate_limits')
+    .values(unique.map((a) => ({ key: a.key, points: 1, expires_at: new Date(now.getTime() + a.rule.windowMs) })))
+    .onConflict((oc) =>
+      oc.column('key').doUpdateSet({
+        points: sql<number>`CASE WHEN rate_limits.expires_at <= ${now} THEN 1 ELSE rate_limits.points + 1 END`,
+        expires_at: sql<Date>`CASE WHEN rate_limits.expires_at <= ${now} THEN excluded.expires_at ELSE rate_limits.expires_at END`,
+      }),
+    )
+    .returning(['key', 'points', 'expires_at'])
+    .execute();
+  if (Math.random() * SWEEP_EVERY < 1) await sweep(deps.db, now);
+  for (const { name, key, rule } of unique) {
+    const row = rows.find((r) => r.key === key);
+    if (row && row.points > rule.points) throw limited(name, rule, new Date(row.expires_at), now);
+  }
+}
+
+/**
  * Counts this attempt like `consume` and says whether it is within the limit, refusing nothing:
  * for a caller that goes on without what the limit guards (a notice left unsent).
  */
