@@ -41,6 +41,7 @@ const PGLITE = [
   'test/api/grants.test.ts',
   'test/api/plugins-create.test.ts',
   'test/api/service-accounts.test.ts',
+  'test/api/service-account-keys.test.ts',
 ];
 const pgliteSet = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';
 

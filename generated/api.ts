@@ -1031,7 +1031,7 @@ export interface paths {
         };
         /**
          * List API keys (admin)
-         * @description The organization's keys that are not revoked (expired ones included), newest first. Never a key or a hash.
+         * @description The organization's keys that are not revoked (expired ones included), members' and service accounts' alike, newest first, each with its `owner`. Never a key or a hash.
          */
         get: operations["listApiKeys"];
         put?: never;
@@ -1122,6 +1122,29 @@ export interface paths {
          * @description Changes `name`, `description` (null clears it) or `disabled`. While disabled, every credential and token of the account answers 401, from the next request; enabling it brings them back. Its role changes through `POST /v1/members/{memberId}/role`. A service account holding permissions the caller lacks cannot be changed (403 `member_permissions_not_held`).
          */
         patch: operations["updateServiceAccount"];
+        trace?: never;
+    };
+    "/v1/service-accounts/{serviceAccountId}/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create an API key for a service account (admin, session only)
+         * @description An API key that acts as the service account, with its member's current role narrowed by `permissions`: the organization's key, which survives the removal of any person (its creator included), answers 401 while the account is disabled and ends when it is deleted or the key revoked (`DELETE /v1/api-keys/{apiKeyId}`). Shown only in this response (as `key`); only its SHA-256 hash is stored. Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`) and every permission the service account holds (403 `member_permissions_not_held`).
+         */
+        post: operations["createServiceAccountApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/service-accounts/{serviceAccountId}/secrets": {
@@ -3851,7 +3874,7 @@ export interface components {
          *     }
          */
         AuthPolicy: {
-            /** @description While true, a member whose session has no second factor (a password sign-in of a user who has none) gets 403 `mfa_enrollment_required` everywhere but `/v1/me…`, enrolment, sign-out and switching organization. Sessions made through the organization's SSO satisfy it. A member's API key gets the same 403 everywhere while its owner holds no second factor; a service account's key is not affected. */
+            /** @description While true, a member whose session has no second factor (a password sign-in of a user who has none) gets 403 `mfa_enrollment_required` everywhere but `/v1/me…`, enrolment, sign-out and switching organization. Sessions made through the organization's SSO satisfy it. */
             requireMfa: boolean;
             updatedAt: components["schemas"]["Timestamp"] | null;
         };
@@ -4206,14 +4229,30 @@ export interface components {
          * @example apk_01m61gaztgfq9sfgpq4x7qxac2
          */
         ApiKeyId: string;
-        /** @description An API key's metadata; the key itself is shown only once, when it is created. */
+        /**
+         * Format: typeid
+         * @example svc_01m986xzgbfexs0rehd17f768p
+         */
+        ServiceAccountId: string;
+        /** @description Whom the key acts as: a member (`type: member`, the person who created it; the key ends when that member is removed or suspended) or a service account (`type: service_account`; the organization's key, which survives any person's removal and stops while the account is disabled). */
+        ApiKeyOwner: {
+            /** @constant */
+            type: "member";
+            memberId: components["schemas"]["MemberId"];
+        } | {
+            /** @constant */
+            type: "service_account";
+            serviceAccountId: components["schemas"]["ServiceAccountId"];
+        };
+        /** @description An API key's metadata; the key itself is shown only once, when it is created. `memberId` is the member the key acts as: its creator, or a service account's member (see `owner`). */
         ApiKey: {
             id: components["schemas"]["ApiKeyId"];
             name: string;
             /** @description The first 12 characters of the key, to recognise it. */
             prefix: string;
             memberId: components["schemas"]["MemberId"];
-            /** @description The key's scope: it can do only what both these permissions and its creator's current role allow. Null: the creator's role, unscoped. */
+            owner: components["schemas"]["ApiKeyOwner"];
+            /** @description The key's scope: it can do only what both these permissions and its owner's current role allow. Null: the owner's role, unscoped. */
             permissions: components["schemas"]["PermissionKey"][] | null;
             createdAt: components["schemas"]["Timestamp"];
             expiresAt: components["schemas"]["NullableTimestamp"];
@@ -4227,6 +4266,10 @@ export interface components {
          *           "name": "CI deploy key",
          *           "prefix": "cpk_P_C0t_Vr",
          *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "owner": {
+         *             "type": "member",
+         *             "memberId": "om_01m5zvjhhrebha7y5r3map2at2"
+         *           },
          *           "permissions": [
          *             "teams.read"
          *           ],
@@ -4243,11 +4286,6 @@ export interface components {
             nextCursor: components["schemas"]["NextCursor"];
         };
         PermissionKeys: components["schemas"]["PermissionKey"][];
-        /**
-         * Format: typeid
-         * @example svc_01m986xzgbfexs0rehd17f768p
-         */
-        ServiceAccountId: string;
         /** @description A member of the organization that is not a person: it has no user, e-mail, password or session, takes no seat, and acts with its member's role (`memberId`; role changes, teams and grants go through the member routes) through its own credentials (client secrets, API keys). */
         ServiceAccount: {
             id: components["schemas"]["ServiceAccountId"];
@@ -6574,12 +6612,13 @@ export interface components {
          * @example aud_01m5sz6d58egktbnryj3vz17wx
          */
         AuditEntryId: string;
-        /** @description Who made the change: a member's session (`id` is the user), an API key (`id` is the key, `memberId` its creator), a SCIM token, a worker, or the service itself (`system`). */
+        /** @description Who made the change: a member's session (`id` is the user), a person's API key (`id` is the key, `memberId` its creator), a service account (`id` is the service account, `memberId` its member, `apiKeyId` the key it acted through), a SCIM token, a worker, or the service itself (`system`). */
         AuditActor: {
             /** @enum {string} */
-            type: "member" | "api_key" | "scim" | "worker" | "system";
+            type: "member" | "api_key" | "service_account" | "scim" | "worker" | "system";
             id: string | null;
             memberId: string | null;
+            apiKeyId?: components["schemas"]["ApiKeyId"];
         };
         AuditTarget: {
             /** @description The kind of resource changed (`team`, `member`, `marketplace`, `organization`, ...). */
@@ -8643,6 +8682,31 @@ export interface components {
                     error: "forbidden";
                     /** @enum {string} */
                     reason: "email_not_verified" | "member_permissions_not_held" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `member_permissions_not_held`: The member holds permissions the caller lacks: only someone holding them may change their role, remove or suspend them.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_not_held-permission_required-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "member_permissions_not_held" | "mfa_enrollment_required" | "permission_not_held" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -12301,6 +12365,10 @@ export interface operations {
                      *         "name": "CI deploy key",
                      *         "prefix": "cpk_P_C0t_Vr",
                      *         "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+                     *         "owner": {
+                     *           "type": "member",
+                     *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2"
+                     *         },
                      *         "permissions": [
                      *           "teams.read"
                      *         ],
@@ -12520,6 +12588,78 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required"];
+            404: components["responses"]["404-organization_not_found-service_account_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createServiceAccountApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example svc_01m986xzgbfexs0rehd17f768p */
+                serviceAccountId: components["schemas"]["ServiceAccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "CI deploy key",
+                 *       "permissions": [
+                 *         "teams.read"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    /** Format: date-time */
+                    expiresAt?: string;
+                    permissions?: components["schemas"]["PermissionKeys"];
+                };
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "apk_01m61gaztgfq9sfgpq4x7qxac2",
+                     *         "name": "CI deploy key",
+                     *         "prefix": "cpk_P_C0t_Vr",
+                     *         "memberId": "om_01m986xzgbfexs0rehd17f768q",
+                     *         "owner": {
+                     *           "type": "service_account",
+                     *           "serviceAccountId": "svc_01m986xzgbfexs0rehd17f768p"
+                     *         },
+                     *         "permissions": [
+                     *           "teams.read"
+                     *         ],
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "expiresAt": null,
+                     *         "lastUsedAt": null
+                     *       },
+                     *       "key": "cpk_P_C0t_VrADTVaFemDl8r2i-tFlPFFvEvS7G0QIV13iM"
+                     *     }
+                     */
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        item: components["schemas"]["ApiKey"];
+                        /** @description The API key; send it as `x-api-key`. Shown only here. */
+                        key: string;
+                    };
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };

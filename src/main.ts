@@ -62,8 +62,7 @@ async function main(): Promise<void> {
   await auditKey({ db: database.db, secrets: new SecretBox(secretKey), clock: systemClock, publicBaseUrl: settings.publicBaseUrl });
 
   const app = createApp({ db: database.db, clock: systemClock, logger, fetch: globalThis.fetch, settings: { ...settings, secretKey }, onReady: collectStartupGarbage });
-  const timeouts = { requestTimeoutMs: settings.requestTimeoutMs, headersTimeoutMs: settings.headersTimeoutMs };
-  const server = createAppServer(app, {}, timeouts);
+  const server = createAppServer(app, {}, { requestTimeoutMs: settings.requestTimeoutMs, headersTimeoutMs: settings.headersTimeoutMs });
   server.listen(settings.port, settings.host, () => {
     const base = `http://localhost:${settings.port}`;
     logger.info({ host: settings.host, port: settings.port, database: database.kind }, `listening on ${base}, docs at ${base}/docs`);
@@ -94,7 +93,7 @@ async function main(): Promise<void> {
   let metricsServer: import('node:http').Server | null = null;
   if (metrics && settings.metricsPort !== undefined) {
     addScrapeGauges(processGauges(database.db, () => systemClock.now(), database.poolStats));
-    metricsServer = await startMetricsServer(metrics, { port: settings.metricsPort, host: settings.metricsHost, logger, timeouts });
+    metricsServer = await startMetricsServer(metrics, { port: settings.metricsPort, host: settings.metricsHost, logger });
     logger.info({ port: settings.metricsPort, host: settings.metricsHost }, 'metrics listening');
   }
   const stopRetention = startAuditRetention({ db: database.db, clock: systemClock, logger, retentionDays: settings.auditRetentionDays });

@@ -10,15 +10,18 @@ export interface ApiKeyRow {
   expires_at: Date | null;
   last_used_at: Date | null;
   permissions: string[] | null;
+  /** The service account whose member the key acts as; null for a person's key. */
+  service_account_id: string | null;
 }
 
 /** Never `key_hash`: it only ever appears in the authentication lookup. */
 const COLUMNS = ['id', 'name', 'prefix', 'member_id', 'created_at', 'expires_at', 'last_used_at', 'permissions'] as const;
+const LISTED = ['k.id', 'k.name', 'k.prefix', 'k.member_id', 'k.created_at', 'k.expires_at', 'k.last_used_at', 'k.permissions', 's.id as service_account_id'] as const;
 
 export async function insertApiKey(
   db: Db,
   key: { id: string; organizationId: string; memberId: string; name: string; prefix: string; keyHash: string; now: Date; expiresAt: Date | null; permissions: string[] | null },
-): Promise<ApiKeyRow> {
+): Promise<Omit<ApiKeyRow, 'service_account_id'>> {
   return db
     .insertInto('api_keys')
     .values({
@@ -38,11 +41,20 @@ export async function insertApiKey(
     .executeTakeFirstOrThrow();
 }
 
-/** Keys not revoked (expired ones included, so an admin sees why a key stopped working). */
+/**
+ * Keys not revoked (expired ones included, so an admin sees why a key stopped working), each with
+ * the service account it belongs to, if any (one index hit per row: `service_accounts.member_id`
+ * is unique).
+ */
 export async function listApiKeys(db: Db, organizationId: string, after: Position | null, take: number): Promise<ApiKeyRow[]> {
-  let query = db.selectFrom('api_keys').select(COLUMNS).where('organization_id', '=', organizationId).where('revoked_at', 'is', null);
-  if (after) query = query.where(before('created_at', 'id', after));
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(take).execute();
+  let query = db
+    .selectFrom('api_keys as k')
+    .leftJoin('service_accounts as s', 's.member_id', 'k.member_id')
+    .select(LISTED)
+    .where('k.organization_id', '=', organizationId)
+    .where('k.revoked_at', 'is', null);
+  if (after) query = query.where(before('k.created_at', 'k.id', after));
+  return query.orderBy('k.created_at', 'desc').orderBy('k.id', 'desc').limit(take).execute();
 }
 
 export async function revokeApiKey(db: Db, organizationId: string, apiKeyId: string, now: Date): Promise<boolean> {

@@ -17,6 +17,10 @@ export function actorOf(principal: AnyPrincipal | null): Actor {
   const p = principal;
   switch (p.kind) {
     case 'apiKey':
+      // A service account's key acts as the account (docs/audit.md#the-actor); a person's as the key.
+      if (p.serviceAccountId !== null && p.apiKeyId !== null) {
+        return { type: 'service_account', id: p.serviceAccountId, memberId: p.membership?.memberId ?? null, apiKeyId: p.apiKeyId };
+      }
       return { type: 'api_key', id: p.apiKeyId, memberId: p.membership?.memberId ?? null };
     case 'session':
       return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null };

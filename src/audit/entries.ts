@@ -11,6 +11,7 @@ export const ENTRY_COLUMNS = [
   'actor_type',
   'actor_id',
   'actor_member_id',
+  'actor_api_key_id',
   'target_type',
   'target_id',
   'changes',
@@ -28,7 +29,7 @@ export function toEntry(row: EntryRow): AuditEntry {
     id: row.id,
     organizationId: row.organization_id,
     action: row.action,
-    actor: { type: row.actor_type as ActorType, id: row.actor_id, memberId: row.actor_member_id },
+    actor: actorOf(row),
     target: { type: row.target_type, id: row.target_id },
     changes: (typeof row.changes === 'string' ? JSON.parse(row.changes) : row.changes) as Record<string, unknown>,
     requestId: row.request_id,
@@ -36,4 +37,11 @@ export function toEntry(row: EntryRow): AuditEntry {
     userAgent: row.user_agent,
     createdAt: new Date(row.created_at).toISOString(),
   };
+}
+
+/** The stored actor; `apiKeyId` only when set, so the entries before it existed hash as they did. */
+function actorOf(row: EntryRow): AuditEntry['actor'] {
+  const actor: AuditEntry['actor'] = { type: row.actor_type as ActorType, id: row.actor_id, memberId: row.actor_member_id };
+  if (row.actor_api_key_id !== null) actor.apiKeyId = row.actor_api_key_id;
+  return actor;
 }

@@ -11,6 +11,8 @@ export interface AuditLogsTable {
   actor_type: string;
   actor_id: string | null;
   actor_member_id: string | null;
+  /** The API key a service account acted through (null otherwise). */
+  actor_api_key_id: string | null;
   target_type: string;
   target_id: string | null;
   changes: Json<Record<string, unknown>>;

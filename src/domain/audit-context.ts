@@ -6,14 +6,19 @@ import type { Clock } from '../lib/clock';
  */
 
 /** Who made a change (docs/audit.md). */
-export type ActorType = 'member' | 'api_key' | 'scim' | 'worker' | 'system';
+export type ActorType = 'member' | 'api_key' | 'service_account' | 'scim' | 'worker' | 'system';
 
 export interface Actor {
   type: ActorType;
-  /** The credential's id: the user (session), API key, SCIM token or worker; null for the system. */
+  /**
+   * Who acted: the user (session), the API key (a person's key), the service account (`svc_`),
+   * the SCIM token or the worker; null for the system.
+   */
   id: string | null;
   /** The organization member acting, when there is one. */
   memberId: string | null;
+  /** A service account's API key it acted through; absent otherwise (so other entries hash as before). */
+  apiKeyId?: string;
 }
 
 /**

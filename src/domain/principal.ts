@@ -57,9 +57,7 @@ export interface Principal {
   /**
    * The active organization requires a second factor (`requireMfa`) and this session has none: a
    * password session without one, not made through the organization's own SSO. Such a session
-   * reaches only `/v1/me…` and `/v1/auth/…` (src/access/session-gates.ts). For an API key: the
-   * organization requires one and the key's owner, a person, holds none (the key reaches nothing
-   * there); never for a service account's key.
+   * reaches only `/v1/me…` and `/v1/auth/…` (src/access/session-gates.ts). False for an API key.
    */
   mfaMissing: boolean;
   /**
@@ -109,6 +107,15 @@ export interface ScimPrincipal {
 
 /** Any authenticated caller; new credential kinds join this union. */
 export type AnyPrincipal = Principal | WorkerPrincipal | WorkerTokenClaim | ScimPrincipal;
+
+/**
+ * The credential belongs to a service account (its API key; its OAuth token next), not to a
+ * person: no user, no second factor, no session. Rules about a person's own credentials (account
+ * routes, requireMfa on a member's keys) read this, not `userId`.
+ */
+export function actsAsServiceAccount(principal: Principal): boolean {
+  return principal.serviceAccountId !== null;
+}
 
 export function isUserPrincipal(principal: AnyPrincipal): principal is Principal {
   return principal.kind === 'session' || principal.kind === 'apiKey';

@@ -2,6 +2,7 @@ import type { HandlerMap } from '../contract';
 import { membershipOf, principalOf } from '../access/roles';
 import * as serviceAccounts from './service';
 import * as secrets from './secrets';
+import { createServiceAccountApiKey } from './api-keys';
 
 export const serviceAccountHandlers: HandlerMap<
   | 'createServiceAccount'
@@ -12,6 +13,7 @@ export const serviceAccountHandlers: HandlerMap<
   | 'createServiceAccountSecret'
   | 'listServiceAccountSecrets'
   | 'deleteServiceAccountSecret'
+  | 'createServiceAccountApiKey'
 > = {
   createServiceAccount: async (ctx) => ({ status: 201, body: { ok: true, item: await serviceAccounts.createServiceAccount(ctx.deps, membershipOf(ctx), ctx.body) } }),
 
@@ -32,6 +34,11 @@ export const serviceAccountHandlers: HandlerMap<
   createServiceAccountSecret: async (ctx) => {
     const { item, clientSecret } = await secrets.createSecret(ctx.deps, principalOf(ctx), membershipOf(ctx), ctx.params.serviceAccountId, ctx.body ?? {});
     return { status: 201, body: { ok: true, item, clientSecret } };
+  },
+
+  createServiceAccountApiKey: async (ctx) => {
+    const { item, key } = await createServiceAccountApiKey(ctx.deps, principalOf(ctx), membershipOf(ctx), ctx.params.serviceAccountId, ctx.body);
+    return { status: 201, body: { ok: true, item, key } };
   },
 
   listServiceAccountSecrets: async (ctx) => ({ status: 200, body: await secrets.listSecrets(ctx.deps, membershipOf(ctx), ctx.params.serviceAccountId, ctx.query) }),

@@ -26,6 +26,7 @@ describe('POST /v1/api-keys', () => {
       name: 'deploy',
       prefix: key.slice(0, 12),
       memberId: admin.memberId,
+      owner: { type: 'member', memberId: admin.memberId },
       // docs/people-and-roles.md#roles-and-permissions: an unscoped key shows `permissions: null`.
       permissions: null,
       createdAt: t.clock.now().toISOString(),

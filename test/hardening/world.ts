@@ -166,6 +166,8 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
     const secret = await step('createServiceAccountSecret', 'service-account secret', () => ownerApi.post(`/v1/service-accounts/${serviceAccountId}/secrets`, {}));
     put('sas', secret?.body.item?.id);
     if (secret) secrets[`${label}.serviceAccountSecret`] = secret.body.clientSecret;
+    const saKey = await step('createServiceAccountApiKey', 'service-account API key', () => ownerApi.post(`/v1/service-accounts/${serviceAccountId}/api-keys`, { name: `${label} robot key` }));
+    if (saKey) secrets[`${label}.serviceAccountApiKey`] = saKey.body.key;
   }
 
   // SCIM: a token (the plan needs the scim feature), used once so its last-used time is recorded now.

@@ -33,6 +33,7 @@ import * as invitationMessages from './20261127_1040_invitation_messages';
 import * as accountTokens from './20261127_1050_account_tokens';
 import * as auditCheckpoints from './20261210_0500_audit_checkpoints';
 import * as serviceAccounts from './20261211_0100_service_accounts';
+import * as auditActorApiKey from './20261211_0200_audit_actor_api_key';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -74,6 +75,7 @@ const migrations: Record<string, Migration> = {
   '20261127_1050_account_tokens': accountTokens,
   '20261210_0500_audit_checkpoints': auditCheckpoints,
   '20261211_0100_service_accounts': serviceAccounts,
+  '20261211_0200_audit_actor_api_key': auditActorApiKey,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -48,7 +48,7 @@ export const errorAnswers = {
     post: [{"status":401,"error":"unauthorized"}],
   },
   "/v1/auth/verify-email": {
-    post: [{"status":400,"error":"invalid_request"},{"status":400,"error":"invalid_token"},{"status":401,"error":"unauthorized"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":400,"error":"invalid_token"},{"status":401,"error":"unauthorized"},{"status":429,"error":"rate_limited"}],
   },
   "/v1/auth/verify-email/decline": {
     post: [{"status":400,"error":"invalid_request"},{"status":400,"error":"invalid_token"},{"status":409,"error":"already_verified"},{"status":409,"error":"owner_must_transfer"}],
@@ -126,7 +126,7 @@ export const errorAnswers = {
   },
   "/v1/invitations": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
-    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","permission_not_held","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":409,"error":"already_member"},{"status":409,"error":"invitation_pending"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","permission_not_held","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":409,"error":"already_member"},{"status":409,"error":"invitation_pending"},{"status":429,"error":"rate_limited"}],
   },
   "/v1/invitations/accept": {
     post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":402,"error":"plan_limit_reached"},{"status":403,"error":"forbidden","reasons":["email_mismatch","mfa_enrollment_required","sso_required"]},{"status":404,"error":"invitation_not_found"},{"status":404,"error":"organization_not_found"},{"status":409,"error":"already_member"},{"status":409,"error":"email_taken"},{"status":409,"error":"invitation_not_pending"},{"status":410,"error":"invitation_expired"},{"status":429,"error":"rate_limited"}],
@@ -174,6 +174,9 @@ export const errorAnswers = {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"}],
     delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","member_permissions_not_held","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"}],
     patch: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","member_permissions_not_held","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"}],
+  },
+  "/v1/service-accounts/{serviceAccountId}/api-keys": {
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","fresh_session_required","member_permissions_not_held","mfa_enrollment_required","permission_not_held","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"}],
   },
   "/v1/service-accounts/{serviceAccountId}/secrets": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"service_account_not_found"}],
