@@ -3874,7 +3874,7 @@ export interface components {
          *     }
          */
         AuthPolicy: {
-            /** @description While true, a member whose session has no second factor (a password sign-in of a user who has none) gets 403 `mfa_enrollment_required` everywhere but `/v1/me…`, enrolment, sign-out and switching organization. Sessions made through the organization's SSO satisfy it. */
+            /** @description While true, a member whose session has no second factor (a password sign-in of a user who has none) gets 403 `mfa_enrollment_required` everywhere but `/v1/me…`, enrolment, sign-out and switching organization. Sessions made through the organization's SSO satisfy it. A member's API key gets the same 403 everywhere while its owner holds no second factor; a service account's key is not affected. */
             requireMfa: boolean;
             updatedAt: components["schemas"]["Timestamp"] | null;
         };

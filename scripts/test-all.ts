@@ -62,7 +62,25 @@ type JestReport = {
   numPassedTests: number;
   numFailedTests: number;
   numRuntimeErrorTestSuites: number;
+  startTime: number;
+  testResults: { name: string; perfStats?: { start: number; end: number } }[];
 };
+
+/**
+ * Where a run's time went: its wall time and its slowest files (each file's own time; two workers
+ * run files side by side, so they add up to about twice the wall time). docs/development.md
+ * "Where CI's time goes" reads these lines.
+ */
+function printTimes(db: Db, r: JestReport): void {
+  const files = r.testResults
+    .filter((f) => f.perfStats)
+    .map((f) => ({ file: path.relative(ROOT, f.name), seconds: (f.perfStats!.end - f.perfStats!.start) / 1000 }))
+    .sort((a, b) => b.seconds - a.seconds);
+  const wall = Math.max(0, ...r.testResults.map((f) => f.perfStats?.end ?? 0)) - r.startTime;
+  const total = files.reduce((sum, f) => sum + f.seconds, 0);
+  console.log(`\n${db}: ${files.length} files, ${(wall / 1000).toFixed(0)} s wall, ${total.toFixed(0)} s in files; slowest:`);
+  for (const f of files.slice(0, 12)) console.log(`  ${f.seconds.toFixed(1).padStart(6)} s  ${f.file}`);
+}
 
 async function runJest(db: Db, args: string[]): Promise<RunResult> {
   const dir = await mkdtemp(path.join(tmpdir(), `jest-${db}-`));
@@ -83,6 +101,13 @@ async function runJest(db: Db, args: string[]): Promise<RunResult> {
     });
     if (!existsSync(reportFile)) return { passed: 0, failed: 1, ok: false, note: `jest exited ${code} without a report (no tests matched, or jest crashed)` };
     const r = JSON.parse(await readFile(reportFile, 'utf8')) as JestReport;
+    if (args.length === 0) {
+      try {
+        printTimes(db, r);
+      } catch (err) {
+        console.error('Could not read the run\'s times:', err); // the times are a report, never a failure
+      }
+    }
     // A suite that cannot even load (syntax error, failing beforeAll import) has no failed
     // tests; count each as one failure so the totals never read clean when the run was not.
     const failed = r.numFailedTests + r.numRuntimeErrorTestSuites;

@@ -62,7 +62,8 @@ async function main(): Promise<void> {
   await auditKey({ db: database.db, secrets: new SecretBox(secretKey), clock: systemClock, publicBaseUrl: settings.publicBaseUrl });
 
   const app = createApp({ db: database.db, clock: systemClock, logger, fetch: globalThis.fetch, settings: { ...settings, secretKey }, onReady: collectStartupGarbage });
-  const server = createAppServer(app, {}, { requestTimeoutMs: settings.requestTimeoutMs, headersTimeoutMs: settings.headersTimeoutMs });
+  const timeouts = { requestTimeoutMs: settings.requestTimeoutMs, headersTimeoutMs: settings.headersTimeoutMs };
+  const server = createAppServer(app, {}, timeouts);
   server.listen(settings.port, settings.host, () => {
     const base = `http://localhost:${settings.port}`;
     logger.info({ host: settings.host, port: settings.port, database: database.kind }, `listening on ${base}, docs at ${base}/docs`);
@@ -93,7 +94,7 @@ async function main(): Promise<void> {
   let metricsServer: import('node:http').Server | null = null;
   if (metrics && settings.metricsPort !== undefined) {
     addScrapeGauges(processGauges(database.db, () => systemClock.now(), database.poolStats));
-    metricsServer = await startMetricsServer(metrics, { port: settings.metricsPort, host: settings.metricsHost, logger });
+    metricsServer = await startMetricsServer(metrics, { port: settings.metricsPort, host: settings.metricsHost, logger, timeouts });
     logger.info({ port: settings.metricsPort, host: settings.metricsHost }, 'metrics listening');
   }
   const stopRetention = startAuditRetention({ db: database.db, clock: systemClock, logger, retentionDays: settings.auditRetentionDays });

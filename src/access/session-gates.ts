@@ -41,8 +41,18 @@ export function unverifiedMayUse(pathTemplate: string): boolean {
  *   organization's own connections (the owner's excepted) gets 403 `sso_required` on the
  *   organization's routes from its next request; the account's own routes stay open, so the user
  *   can switch to another organization or sign in through SSO.
+ * - A person's API key under `requireMfa` while that person holds no factor gets 403
+ *   `mfa_enrollment_required` everywhere (a service account's key is not a person's).
  */
 export function assertSessionGates(principal: AnyPrincipal | null, operation: { path: string; operationId?: string }, emailVerificationRequired: boolean): void {
+  if (principal?.kind === 'apiKey' && principal.mfaMissing) {
+    // A person's API key follows its owner's standing: no route of the organization while they
+    // hold no factor it requires (an API key reaches no /v1/me route to enrol with).
+    throw new Forbidden(
+      'mfa_enrollment_required',
+      'This organization requires a second factor and this key\'s owner holds none: they enrol one (POST /v1/me/mfa/totp or POST /v1/me/passkeys/options) and the key works again.',
+    );
+  }
   if (!principal || principal.kind !== 'session') return;
   if (principal.emailUnverified && emailVerificationRequired && !unverifiedMayUse(operation.path)) {
     throw new Forbidden(

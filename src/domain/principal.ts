@@ -57,7 +57,9 @@ export interface Principal {
   /**
    * The active organization requires a second factor (`requireMfa`) and this session has none: a
    * password session without one, not made through the organization's own SSO. Such a session
-   * reaches only `/v1/me…` and `/v1/auth/…` (src/access/session-gates.ts). False for an API key.
+   * reaches only `/v1/me…` and `/v1/auth/…` (src/access/session-gates.ts). For an API key: the
+   * organization requires one and the key's owner, a person, holds none (the key reaches nothing
+   * there); never for a service account's key.
    */
   mfaMissing: boolean;
   /**

@@ -61,6 +61,18 @@ async function factorChanged(deps: AppDeps, trx: Transaction<DB>, userId: string
   await notifyFactorChange(deps, trx, userId, event);
 }
 
+/**
+ * After a factor is removed: when it was the last one, the recovery codes go with it, and no
+ * session of the user counts as a second-factor session any more, so an organization that
+ * requires one closes to them at their next request until they enrol again
+ * (docs/second-factors.md#requiring-it-of-an-organization).
+ */
+async function ifLastFactorGone(deps: AppDeps, trx: Transaction<DB>, userId: string, now: Date): Promise<void> {
+  if ((await methodsOf(deps, trx, userId)).length > 0) return;
+  await store.replaceRecoveryCodes(trx, userId, [], now);
+  await users.forgetSecondFactorOfSessions(trx, userId);
+}
+
 export async function methodsOf(deps: AppDeps, db: AppDeps['db'] | Transaction<DB>, userId: string): Promise<Method[]> {
   return methodsFrom(await store.factorsOf(db, userId));
 }
@@ -122,7 +134,7 @@ export async function removeTotp(deps: AppDeps, principal: Principal, code: stri
       throw Invalid.at(['body', 'code'], 'code must be a current 6-digit code of the enrolled authenticator app, not one used before.');
     }
     await store.deleteTotp(trx, userId);
-    if ((await methodsOf(deps, trx, userId)).length === 0) await store.replaceRecoveryCodes(trx, userId, [], now);
+    await ifLastFactorGone(deps, trx, userId, now);
     await factorChanged(deps, trx, userId, { factor: 'totp', change: 'removed' });
   });
 }
@@ -192,7 +204,7 @@ export async function deletePasskey(deps: AppDeps, principal: Principal, passkey
   fresh(deps, principal);
   await deps.db.transaction().execute(async (trx) => {
     if (!(await store.deletePasskey(trx, userId, passkeyId))) throw new NotFound('passkey_not_found', 'No such passkey.');
-    if ((await methodsOf(deps, trx, userId)).length === 0) await store.replaceRecoveryCodes(trx, userId, [], deps.clock.now());
+    await ifLastFactorGone(deps, trx, userId, deps.clock.now());
     await factorChanged(deps, trx, userId, { factor: 'passkey', change: 'removed' });
   });
 }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../db/schema';
 import type { Principal } from '../domain/principal';
 import { sha256Hex } from '../lib/crypto';
@@ -12,7 +13,8 @@ const LAST_USED_GRANULARITY_MS = 60_000;
  * An API key → the member it acts as, with that member's current role (and that role's current
  * permissions, narrowed by the key's scope): its creator, or the service account it was made for
  * (no user; docs/service-accounts.md). A removed or suspended member's key is dead, and so is a
- * disabled service account's (until it is enabled again).
+ * disabled service account's (until it is enabled again). A person's key in an organization that
+ * requires a second factor the person lacks carries `mfaMissing` (src/access/session-gates.ts).
  */
 export async function principalFromApiKey(db: Db, key: string, now: Date): Promise<Principal | null> {
   const row = await db
@@ -36,6 +38,13 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
       'r.built_in as roleBuiltIn',
       'r.permissions as rolePermissions',
       'u.is_platform_admin as isPlatformAdmin',
+      // A person's key follows the person's standing under the organization's requireMfa
+      // (docs/second-factors.md#requiring-it-of-an-organization): refused while they hold no
+      // factor. A service account's member has no user and is not asked.
+      sql<boolean>`(m.user_id IS NOT NULL
+        AND EXISTS (SELECT 1 FROM organization_auth_policies ap WHERE ap.organization_id = m.organization_id AND ap.require_mfa)
+        AND NOT EXISTS (SELECT 1 FROM user_totp ut WHERE ut.user_id = m.user_id AND ut.confirmed_at IS NOT NULL)
+        AND NOT EXISTS (SELECT 1 FROM passkeys pk WHERE pk.user_id = m.user_id))`.as('mfaMissing'),
     ])
     .where('k.key_hash', '=', sha256Hex(key))
     .where('k.revoked_at', 'is', null)
@@ -65,7 +74,7 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
     activeOrganizationId: row.organizationId,
     authenticatedAt: null,
     authMethod: null,
-    mfaMissing: false,
+    mfaMissing: row.mfaMissing === true,
     ssoMissing: false,
     emailUnverified: false,
     ssoConnectionId: null,

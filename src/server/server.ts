@@ -1,5 +1,6 @@
 import { IncomingMessage, ServerResponse, createServer, type Server, type ServerOptions } from 'node:http';
 import type { Express } from 'express';
+import { connectionTimeoutOptions, type ServerTimeouts } from '../lib/http-timeouts';
 
 /**
  * The HTTP server for an Express app, whose requests and responses are born on the app's own
@@ -15,12 +16,7 @@ import type { Express } from 'express';
  * prototypes still inherit everything Express's had (tests drive the app through supertest's own
  * server, where Express re-parents as usual).
  */
-export interface ServerTimeouts {
-  /** REQUEST_TIMEOUT_MS: the whole request (head and body) must arrive within it. */
-  requestTimeoutMs: number;
-  /** HEADERS_TIMEOUT_MS: a request head must arrive within it, also a connection's first. */
-  headersTimeoutMs: number;
-}
+export type { ServerTimeouts };
 
 export function createAppServer(app: Express, options: ServerOptions = {}, timeouts?: ServerTimeouts): Server {
   class AppRequest extends IncomingMessage {}
@@ -29,16 +25,5 @@ export function createAppServer(app: Express, options: ServerOptions = {}, timeo
   Object.setPrototypeOf(AppResponse.prototype, app.response);
   app.request = AppRequest.prototype as Express['request'];
   app.response = AppResponse.prototype as unknown as Express['response'];
-  if (!timeouts) return createServer({ ...options, IncomingMessage: AppRequest, ServerResponse: AppResponse }, app);
-  // Node closes a connection whose request head is not in within headersTimeout, counted from
-  // the connection's start for its first request (one that never sends a byte gets a 408 and is
-  // closed), and a request not complete within requestTimeout. It checks every
-  // connectionsCheckingInterval (30 s by default): a short timeout would otherwise let a silent or
-  // slow-loris client hold a socket for up to 30 s more.
-  const headersTimeout = Math.min(timeouts.headersTimeoutMs, timeouts.requestTimeoutMs);
-  const connectionsCheckingInterval = Math.min(30_000, Math.max(100, Math.floor(headersTimeout / 4)));
-  const server = createServer({ connectionsCheckingInterval, ...options, IncomingMessage: AppRequest, ServerResponse: AppResponse }, app);
-  server.requestTimeout = timeouts.requestTimeoutMs;
-  server.headersTimeout = headersTimeout;
-  return server;
+  return createServer({ ...(timeouts ? connectionTimeoutOptions(timeouts) : {}), ...options, IncomingMessage: AppRequest, ServerResponse: AppResponse }, app);
 }

@@ -80,6 +80,7 @@ export async function touchSession(db: Db, sessionId: string, lastUsedAt: Date |
 }
 export const markAuthenticated = store.markAuthenticated;
 export const setSessionSecondFactor = store.setSessionSecondFactor;
+export const forgetSecondFactorOfSessions = store.forgetSecondFactorOfSessions;
 export const setSessionOrganization = store.setSessionOrganization;
 
 /** A new account; `passwordHash` null for one made by SCIM or SSO (it signs in through SSO). */

@@ -163,6 +163,11 @@ export async function setSessionSecondFactor(db: Db, sessionId: string, factor: 
   await db.updateTable('sessions').set({ second_factor: factor }).where('id', '=', sessionId).where('revoked_at', 'is', null).execute();
 }
 
+/** The user holds no factor any more: none of their sessions counts as a second-factor session. */
+export async function forgetSecondFactorOfSessions(db: Db, userId: string): Promise<void> {
+  await db.updateTable('sessions').set({ second_factor: null }).where('user_id', '=', userId).where('second_factor', 'is not', null).execute();
+}
+
 export async function revokeSession(db: Db, sessionId: string, now: Date): Promise<void> {
   await db.updateTable('sessions').set({ revoked_at: now }).where('id', '=', sessionId).where('revoked_at', 'is', null).execute();
 }

@@ -24,7 +24,7 @@ describe('Prometheus metrics', () => {
     const m = enableMetrics();
     t = await createTestApp();
     addScrapeGauges(processGauges(t.db, () => t.clock.now(), t.database.poolStats));
-    server = await startMetricsServer(m, { port: 0, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
+    server = await startMetricsServer(m, { port: 0, host: '127.0.0.1', logger: pino({ level: 'silent' }), timeouts: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000 } });
     metricsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
     owner = await createOrganization(t, 'Metrics');
   }, 240_000);
