@@ -12,7 +12,7 @@
  * connection shared by requests and the job runner (webhook deliveries, mail, concurrency, the
  * reset timing), the request preloads and round trips, and the main flows of people and access
  * (organizations, members, teams, invitations, sign-in, second factors, SCIM directory users,
- * grants and their pages, a large plugin write, service accounts and their secrets). `TEST_ALL_FILES=1` runs every file on PGlite.
+ * grants and their pages, a large plugin write, service accounts and their secrets, OAuth tokens and the authorization server's storage). `TEST_ALL_FILES=1` runs every file on PGlite.
  */
 const PGLITE = [
   'src/lib/json-text.test.ts',
@@ -20,6 +20,9 @@ const PGLITE = [
   'test/seams/named-statements.test.ts',
   'test/seams/request-preload.test.ts',
   'test/api/principal-round-trips.test.ts',
+  'test/api/oauth-client-credentials.test.ts',
+  'test/api/oauth-token-refusals.test.ts',
+  'test/api/oauth-keys.test.ts',
   'test/hardening/concurrency.test.ts',
   'test/audit/record.test.ts',
   'test/audit/routes.test.ts',

@@ -125,3 +125,23 @@ describe('mail settings', () => {
     }
   });
 });
+
+describe('OAuth settings (docs/oauth.md#settings)', () => {
+  it('defaults: 10-minute access tokens, 30-day refresh tokens, CIMD and device flow on, no dynamic registration', () => {
+    expect(loadSettings({}).oauth).toEqual({ accessTokenTtlSeconds: 600, refreshTokenTtlSeconds: 30 * 86400, clientIdMetadataDocuments: true, dynamicRegistration: 'off', deviceFlow: true });
+  });
+
+  it('takes seconds or durations, and refuses to start with access tokens over an hour', () => {
+    expect(loadSettings({ ACCESS_TOKEN_TTL: '300', REFRESH_TOKEN_TTL: '7d', OAUTH_DCR: 'open', OAUTH_CIMD: 'off', OAUTH_DEVICE_FLOW: 'off' }).oauth).toEqual({
+      accessTokenTtlSeconds: 300,
+      refreshTokenTtlSeconds: 7 * 86400,
+      clientIdMetadataDocuments: false,
+      dynamicRegistration: 'open',
+      deviceFlow: false,
+    });
+    expect(loadSettings({ ACCESS_TOKEN_TTL: '1h' }).oauth.accessTokenTtlSeconds).toBe(3600);
+    expect(() => loadSettings({ ACCESS_TOKEN_TTL: '61m' })).toThrow(/ACCESS_TOKEN_TTL must be at most 1h/);
+    expect(() => loadSettings({ ACCESS_TOKEN_TTL: '3601' })).toThrow(/ACCESS_TOKEN_TTL/);
+    expect(() => loadSettings({ OAUTH_DCR: 'closed' })).toThrow(/OAUTH_DCR must be off or open/);
+  });
+});

@@ -77,6 +77,8 @@ export interface Settings {
   emailVerification: 'required' | 'optional';
   /** Rate limits (src/protection/rate-limit.ts); null turns one off. */
   rateLimits: RateLimitSettings;
+  /** The authorization server (src/oauth, docs/oauth.md#settings). */
+  oauth: OAuthSettings;
   /** Passkeys' relying party (src/mfa): WEBAUTHN_RP_ID, WEBAUTHN_RP_NAME, WEBAUTHN_ORIGINS. */
   webauthn: { id: string; name: string; origins: string[] };
 }
@@ -246,6 +248,38 @@ function duration(env: Env, name: string, fallbackMs: number): number {
   const match = DURATION.exec(raw.trim());
   if (!match || Number(match[1]) <= 0) throw new SettingsError(`${name} must be a positive duration like 30d, 12h or 3600 (seconds), got "${raw}"`);
   return Number(match[1]) * UNIT_MS[match[2] ?? 's']!;
+}
+
+export interface OAuthSettings {
+  /** ACCESS_TOKEN_TTL: an access token's lifetime (default 10 minutes, at most 1 hour). */
+  accessTokenTtlSeconds: number;
+  /** REFRESH_TOKEN_TTL: a refresh token's lifetime (default 30 days). */
+  refreshTokenTtlSeconds: number;
+  /** OAUTH_CIMD: clients identified by a metadata document URL (on by default). */
+  clientIdMetadataDocuments: boolean;
+  /** OAUTH_DCR: dynamic client registration, `off` (default) or `open`. */
+  dynamicRegistration: 'off' | 'open';
+  /** OAUTH_DEVICE_FLOW: the device authorization grant (on by default). */
+  deviceFlow: boolean;
+}
+
+const MAX_ACCESS_TOKEN_TTL_SECONDS = 3600;
+
+function oauth(env: Env): OAuthSettings {
+  const accessTokenTtlMs = duration(env, 'ACCESS_TOKEN_TTL', 10 * UNIT_MS.m!);
+  if (accessTokenTtlMs > MAX_ACCESS_TOKEN_TTL_SECONDS * 1000) throw new SettingsError(`ACCESS_TOKEN_TTL must be at most 1h, got "${env.ACCESS_TOKEN_TTL}"`);
+  if (accessTokenTtlMs < 1000) throw new SettingsError(`ACCESS_TOKEN_TTL must be at least 1 second, got "${env.ACCESS_TOKEN_TTL}"`);
+  const refreshTokenTtlMs = duration(env, 'REFRESH_TOKEN_TTL', 30 * UNIT_MS.d!);
+  if (refreshTokenTtlMs < 1000) throw new SettingsError(`REFRESH_TOKEN_TTL must be at least 1 second, got "${env.REFRESH_TOKEN_TTL}"`);
+  const dcr = (env.OAUTH_DCR || 'off').trim().toLowerCase();
+  if (dcr !== 'off' && dcr !== 'open') throw new SettingsError(`OAUTH_DCR must be off or open, got "${env.OAUTH_DCR}"`);
+  return {
+    accessTokenTtlSeconds: Math.floor(accessTokenTtlMs / 1000),
+    refreshTokenTtlSeconds: Math.floor(refreshTokenTtlMs / 1000),
+    clientIdMetadataDocuments: bool(env, 'OAUTH_CIMD', true),
+    dynamicRegistration: dcr,
+    deviceFlow: bool(env, 'OAUTH_DEVICE_FLOW', true),
+  };
 }
 
 function emailVerification(env: Env): 'required' | 'optional' {
@@ -478,6 +512,7 @@ export function loadSettings(env: Env = process.env): Settings {
     scimMaxResults: scimMaxResults(env),
     dnsServers: dnsServers(env),
     ssoReturnOrigins: origins(env, 'SSO_RETURN_ORIGINS'),
+    oauth: oauth(env),
     rateLimits: {
       signInEmail: rateLimit(env, 'RATE_LIMIT_SIGN_IN_EMAIL', '10/15m'),
       signInIp: rateLimit(env, 'RATE_LIMIT_SIGN_IN_IP', '100/15m'),

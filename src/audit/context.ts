@@ -24,6 +24,9 @@ export function actorOf(principal: AnyPrincipal | null): Actor {
       return { type: 'api_key', id: p.apiKeyId, memberId: p.membership?.memberId ?? null };
     case 'session':
       return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null };
+    case 'accessToken':
+      // The member acting (a person, or a service account: its member has no user) and the client it authorized (docs/oauth.md#access-tokens-at-the-api).
+      return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null, ...(p.clientId ? { clientId: p.clientId } : {}) };
     case 'worker':
       return { type: 'worker', id: p.workerId, memberId: null };
     case 'scim':

@@ -19,6 +19,8 @@ export interface Actor {
   memberId: string | null;
   /** A service account's API key it acted through; absent otherwise (so other entries hash as before). */
   apiKeyId?: string;
+  /** The OAuth client of an access token the change was made with; absent otherwise (so other entries hash as before). */
+  clientId?: string;
 }
 
 /**

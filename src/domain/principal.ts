@@ -29,17 +29,20 @@ export interface Membership {
 }
 
 /**
- * A member's credential: a user's session or API key, or a service account's API key (a member
- * with no user: docs/service-accounts.md). Account routes (the caller's own user) need `userId`.
+ * A member's credential: a user's session or API key, a service account's API key (a member with
+ * no user: docs/service-accounts.md), or an OAuth access token acting as either
+ * (docs/oauth.md#access-tokens-at-the-api). Account routes (the caller's own user) need `userId`.
  */
 export interface Principal {
-  kind: 'session' | 'apiKey';
+  kind: 'session' | 'apiKey' | 'accessToken';
   /** The calling user; null for a service account, which has no user, e-mail, password or session. */
   userId: string | null;
   /** The service account acting (its member is `membership.memberId`); null for a user. */
   serviceAccountId: string | null;
   sessionId: string | null;
   apiKeyId: string | null;
+  /** The OAuth client an access token was issued to (a service account's own id for its client credentials); absent otherwise. */
+  clientId?: string;
   isPlatformAdmin: boolean;
   /** The active organization's membership; null when the session has none (or it was removed). */
   membership: Membership | null;
@@ -120,7 +123,7 @@ export function actsAsServiceAccount(principal: Principal): boolean {
 }
 
 export function isUserPrincipal(principal: AnyPrincipal): principal is Principal {
-  return principal.kind === 'session' || principal.kind === 'apiKey';
+  return principal.kind === 'session' || principal.kind === 'apiKey' || principal.kind === 'accessToken';
 }
 
 /**

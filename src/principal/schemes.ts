@@ -5,6 +5,8 @@ import { principalFromApiKey } from './api-key';
 import { principalFromSession } from './session';
 import { principalFromWorkerToken, workerClaimFromToken } from './worker-token';
 import { principalFromScimToken } from './scim-token';
+import { principalFromAccessToken } from './access-token';
+import { looksLikeJwt } from '../oauth/verify';
 
 /**
  * Every kind of credential the service accepts, by the name of its security scheme in the spec
@@ -29,13 +31,17 @@ export interface ResolveInput {
    * worker token supports it; other schemes ignore it.
    */
   deferred?: boolean;
+  /** PUBLIC_BASE_URL: an access token's issuer, and its audience's base. */
+  publicBaseUrl: string;
 }
 
 export type CredentialResolver = (input: ResolveInput) => Promise<AnyPrincipal | null>;
 
 export const CREDENTIAL_RESOLVERS: Record<string, CredentialResolver> = {
+  // A JWT is an access token (the scheme below), never a session token: no session query for it.
   bearerAuth: ({ db, secret, now, sessionLoader, query, cursors }) =>
-    sessionLoader ? sessionLoader(db, secret, now, { query: query ?? {}, cursors }) : principalFromSession(db, secret, now),
+    looksLikeJwt(secret) ? Promise.resolve(null) : sessionLoader ? sessionLoader(db, secret, now, { query: query ?? {}, cursors }) : principalFromSession(db, secret, now),
+  oauthAccessToken: ({ db, secret, now, publicBaseUrl }) => principalFromAccessToken(db, secret, now, publicBaseUrl),
   orgApiKey: ({ db, secret, now }) => principalFromApiKey(db, secret, now),
   workerToken: ({ db, secret, deferred }) => (deferred ? Promise.resolve(workerClaimFromToken(secret)) : principalFromWorkerToken(db, secret)),
   scimBearer: ({ db, secret, now }) => principalFromScimToken(db, secret, now),

@@ -30,6 +30,8 @@ import { mfaHandlers } from '../mfa/handlers';
 import { accountHandlers } from '../account/handlers';
 import { scimDialect } from '../scim/dialect';
 import { pagesFront } from '../pages/router';
+import { oauthFront } from '../oauth/front';
+import { oauthHandlers } from '../oauth/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -52,6 +54,7 @@ export const handlers: Handlers = {
   ...apiKeyHandlers,
   ...serviceAccountHandlers,
   ...adminHandlers,
+  ...oauthHandlers,
   ...mcpHandlers,
   ...suiteHandlers,
   ...webhookHandlers,
@@ -78,4 +81,4 @@ export const deferredCredentials: ReadonlySet<OperationId> = new Set<OperationId
 export const dialects: readonly Dialect[] = [scimDialect];
 
 /** Fronts outside the contract's operations, mounted before the API router in this order. */
-export const fronts: readonly Front[] = [pagesFront];
+export const fronts: readonly Front[] = [pagesFront, oauthFront];

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Context, Document } from 'openapi-backend';
-import { Invalid, MethodNotAllowed, ResponseValidationFailed, RouteNotFound, Unauthorized } from '../lib/errors';
+import { AppError, Invalid, MethodNotAllowed, ResponseValidationFailed, RouteNotFound, Unauthorized } from '../lib/errors';
 import { isUnavailable } from '../db/errors';
 import { assertSessionGates } from '../access/session-gates';
 import { CREDENTIAL_RESOLVERS, credentialReader, type SchemeDefinition } from '../principal';
@@ -55,7 +55,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       if (!secret) return false;
       const operationId = c.operation?.operationId as OperationId;
       const sessionLoader = sessionLoaders[operationId];
-      return (await resolve({ db: deps.db, secret, now: deps.clock.now(), sessionLoader, query: c.request.query as Record<string, unknown>, cursors: deps.cursors, deferred: deferredCredentials.has(operationId) })) ?? false;
+      return (await resolve({ db: deps.db, secret, now: deps.clock.now(), sessionLoader, query: c.request.query as Record<string, unknown>, cursors: deps.cursors, deferred: deferredCredentials.has(operationId), publicBaseUrl: deps.settings.publicBaseUrl })) ?? false;
     });
   }
 
@@ -73,11 +73,14 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
     methodNotAllowed: (c: Context): HttpResult => resultOf(new MethodNotAllowed(c.request.method, c.request.path)),
     unauthorizedHandler: (c: Context): HttpResult => {
       // A security handler that failed because the database is down is not an auth failure.
+      let refusal: AppError | undefined;
       for (const result of Object.values(c.security ?? {})) {
         const error = (result as { error?: unknown } | undefined)?.error;
         if (error && isUnavailable(error)) throw error;
+        // A scheme that says why it refused answers its own 401 (an access token's WWW-Authenticate).
+        if (error instanceof AppError && error.status === 401) refusal = error;
       }
-      return resultOf(new Unauthorized());
+      return resultOf(refusal ?? new Unauthorized());
     },
   });
 

@@ -37,6 +37,29 @@ describe('permission checks cost no round trip', () => {
   });
 });
 
+describe('an OAuth access token costs one statement, as a session does', () => {
+  it('checks its member, client, revocation and permissions in the one principal query', async () => {
+    const owner = await createOrganization(t, 'Tokens');
+    await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
+    const sa = await t.http.post('/v1/service-accounts').set(...bearer(owner.token)).send({ name: 'CI', role: 'member' });
+    const secret = await t.http.post(`/v1/service-accounts/${sa.body.item.id}/secrets`).set(...bearer(owner.token)).send({});
+    const issued = await t.http.post('/oauth/token').auth(sa.body.item.id, secret.body.clientSecret).type('form').send({ grant_type: 'client_credentials', scope: 'teams.read' });
+    expect(issued.status).toBe(200);
+    const token = issued.body.access_token as string;
+    // The first use reads the verification keys once per process.
+    expect((await http.get('/v1/teams').set(...bearer(token))).status).toBe(200);
+
+    let res: supertest.Response | undefined;
+    const byToken = await statements(async () => (res = await http.get('/v1/teams').set(...bearer(token))));
+    expect(res!.status).toBe(200);
+    const bySession = await statements(async () => (res = await http.get('/v1/teams').set(...bearer(owner.token))));
+    expect(byToken).toBe(bySession);
+    // A refusal by scope is decided from the principal alone: one statement.
+    expect(await statements(async () => (res = await http.post('/v1/teams').set(...bearer(token)).send({ name: 'No' })))).toBe(1);
+    expect(res!.status).toBe(403);
+  });
+});
+
 describe('hot paths in few round trips', () => {
   it('GET /v1/members: a first or later page is one statement (read with the session), the same page as read alone', async () => {
     const owner = await createOrganization(t, 'Paged');

@@ -34,6 +34,7 @@ import * as accountTokens from './20261127_1050_account_tokens';
 import * as auditCheckpoints from './20261210_0500_audit_checkpoints';
 import * as serviceAccounts from './20261211_0100_service_accounts';
 import * as auditActorApiKey from './20261211_0200_audit_actor_api_key';
+import * as oauth from './20261211_0300_oauth';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -76,6 +77,7 @@ const migrations: Record<string, Migration> = {
   '20261210_0500_audit_checkpoints': auditCheckpoints,
   '20261211_0100_service_accounts': serviceAccounts,
   '20261211_0200_audit_actor_api_key': auditActorApiKey,
+  '20261211_0300_oauth': oauth,
 };
 
 export const migrationProvider: MigrationProvider = {

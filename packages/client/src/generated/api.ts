@@ -154,7 +154,7 @@ export interface paths {
         };
         /**
          * The calling user and their organizations
-         * @description The calling user's profile, every organization they are a member of (with their role there) and the session's active organization (`null` when none). Any signed-in caller.
+         * @description The calling user's profile, every organization they are a member of (with their role there) and the session's active organization (`null` when none). A session or an API key; an OAuth access token never reaches the account (401).
          */
         get: operations["getMe"];
         put?: never;
@@ -654,7 +654,7 @@ export interface paths {
         };
         /**
          * Get active organization
-         * @description Returns the active organization of the current session: its owner, the current member record, and the member's team memberships. Requires a signed-in session (an API key gets 401).
+         * @description Returns the active organization of the current session: its owner, the current member record, and the member's team memberships. Requires a signed-in session or an OAuth access token, whose organization and member it answers (an API key gets 401).
          */
         get: operations["getOrg"];
         put?: never;
@@ -2617,6 +2617,26 @@ export interface paths {
         get: operations["adminListMail"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/oauth/rotate-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the authorization server's signing key (platform admin, session only)
+         * @description A new key signs access tokens from now on; the previous one stays published in the JWKS and keeps verifying until every token it signed has expired (the access-token lifetime, plus a margin for replicas and clock skew). Others get 403 `platform_admin_required`.
+         */
+        post: operations["adminRotateOAuthKeys"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6424,6 +6444,32 @@ export interface components {
         AdminMailMessageList: {
             items: components["schemas"]["AdminMailMessage"][];
             nextCursor: components["schemas"]["NextCursor"];
+        };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "signingKeyId": "3kX9qfZ0bV1mYc7Tn2Lw8RdA",
+         *         "retiredKeyIds": [
+         *           "K6B6DJPG_pmktSBK"
+         *         ],
+         *         "retiredKeysVerifyUntil": "2026-12-07T15:12:00.000Z"
+         *       }
+         *     }
+         */
+        KeyRotation: {
+            ok: components["schemas"]["OkTrue"];
+            item: {
+                /** @description The `kid` of the key that signs access tokens from now on. */
+                signingKeyId: string;
+                /** @description The keys this rotation retired (they keep verifying until `retiredKeysVerifyUntil`). */
+                retiredKeyIds: string[];
+                /**
+                 * Format: date-time
+                 * @description When the retired keys leave the JWKS and stop verifying.
+                 */
+                retiredKeysVerifyUntil: string;
+            };
         };
         /** @description An exact event type (`member.role_changed`), a prefix (`member.*`) or `*` (every event): dot-separated lower-case words, `*` only as the whole filter or as the last word. */
         EventFilter: string;
@@ -15834,6 +15880,29 @@ export interface operations {
                 };
             };
             400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-platform_admin_required"];
+            default: components["responses"]["Error"];
+        };
+    };
+    adminRotateOAuthKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key that signs now and the keys retired by this rotation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyRotation"];
+                };
+            };
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_not_verified-mfa_enrollment_required-platform_admin_required"];
             default: components["responses"]["Error"];

@@ -392,6 +392,9 @@ export const errorAnswers = {
   "/v1/admin/mail": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","platform_admin_required"]}],
   },
+  "/v1/admin/oauth/rotate-keys": {
+    post: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","platform_admin_required"]}],
+  },
   "/v1/events": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
   },

@@ -1,0 +1,100 @@
+import { randomBytes } from 'node:crypto';
+import type { AdapterPayload } from 'oidc-provider';
+import type { Db } from '../db/schema';
+import { sha256Hex } from '../lib/crypto';
+import { permissionsOfRole, sortedPermissions } from '../access/role-permissions';
+import { verifyServiceAccountSecret } from '../service-accounts/service';
+
+/**
+ * The clients the authorization server knows (docs/oauth.md#clients), looked up by client_id on
+ * every request that names one, never cached beyond it (a disabled service account or a deleted
+ * client is refused on its next request):
+ * - a service account (`svc_`): a confidential client of the `client_credentials` grant, its
+ *   secrets the account's (src/service-accounts), its scopes its role's permissions now;
+ * - an organization client (`oac_`, /v1/oauth-clients): public or confidential, its scopes and
+ *   redirect URIs as registered.
+ *
+ * Secrets are stored hashed, so the library cannot compare them: a client's metadata carries a
+ * random per-process placeholder the library never sees presented, and `verifyClientSecret`
+ * (installed as the library's compareClientSecret, ./provider.ts) checks the real one.
+ */
+export type ClientKind = 'service_account' | 'organization';
+
+/** Metadata fields of ours on a client (oidc-provider's `extraClientMetadata`). */
+export const EXTRA_CLIENT_METADATA = ['client_kind', 'organization_id', 'member_id'] as const;
+
+const PLACEHOLDER_SECRET = randomBytes(32).toString('base64url');
+
+export interface OAuthClientMetadata extends AdapterPayload {
+  client_kind: ClientKind;
+  organization_id: string;
+  /** The member a service account's tokens act as; absent for organization clients. */
+  member_id?: string;
+}
+
+export async function findClient(db: Db, clientId: string): Promise<OAuthClientMetadata | undefined> {
+  if (clientId.startsWith('svc_')) return serviceAccountClient(db, clientId);
+  if (clientId.startsWith('oac_')) return organizationClient(db, clientId);
+  return undefined;
+}
+
+async function serviceAccountClient(db: Db, clientId: string): Promise<OAuthClientMetadata | undefined> {
+  const row = await db
+    .selectFrom('service_accounts as s')
+    .innerJoin('members as m', 'm.id', 's.member_id')
+    .leftJoin('organization_roles as r', (join) => join.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.key', '=', 'm.role'))
+    .select(['s.organization_id', 's.member_id', 'm.role', 'r.built_in', 'r.permissions'])
+    .where('s.id', '=', clientId)
+    .where('s.disabled_at', 'is', null)
+    .where('m.removed_at', 'is', null)
+    .where('m.suspended_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const scopes = sortedPermissions(permissionsOfRole({ key: row.role, builtIn: row.built_in ?? false, permissions: row.permissions }));
+  return {
+    client_id: clientId,
+    client_secret: PLACEHOLDER_SECRET,
+    client_kind: 'service_account',
+    organization_id: row.organization_id,
+    member_id: row.member_id,
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+    token_endpoint_auth_method: 'client_secret_basic',
+    scope: scopes.join(' '),
+  };
+}
+
+async function organizationClient(db: Db, clientId: string): Promise<OAuthClientMetadata | undefined> {
+  const row = await db
+    .selectFrom('oauth_clients')
+    .select(['organization_id', 'name', 'type', 'redirect_uris', 'scopes', 'logo_url'])
+    .where('id', '=', clientId)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const confidential = row.type === 'confidential';
+  return {
+    client_id: clientId,
+    ...(confidential ? { client_secret: PLACEHOLDER_SECRET } : {}),
+    client_kind: 'organization',
+    organization_id: row.organization_id,
+    client_name: row.name,
+    ...(row.logo_url ? { logo_uri: row.logo_url } : {}),
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    redirect_uris: row.redirect_uris,
+    token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
+    scope: row.scopes.join(' '),
+  };
+}
+
+/** The presented secret is one of this client's: a live secret of the service account, or the organization client's. */
+export async function verifyClientSecret(db: Db, client: { clientId: string; kind: ClientKind | undefined }, presented: string, now: Date): Promise<boolean> {
+  if (typeof presented !== 'string' || presented.length === 0 || presented.length > 512) return false;
+  if (client.kind === 'service_account') return (await verifyServiceAccountSecret(db, client.clientId, presented, now)) !== null;
+  if (client.kind === 'organization') {
+    const row = await db.selectFrom('oauth_clients').select('id').where('id', '=', client.clientId).where('secret_hash', '=', sha256Hex(presented)).executeTakeFirst();
+    return row !== undefined;
+  }
+  return false;
+}

@@ -1,0 +1,123 @@
+import type * as OidcProvider from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
+import type { AppDeps } from '../domain/deps';
+import { deriveKey } from '../lib/crypto';
+import { lazy } from '../lib/lazy';
+import { PERMISSION_KEYS } from '../access/permissions';
+import { EXTRA_CLIENT_METADATA, findClient, verifyClientSecret, type ClientKind } from './clients';
+import { recordsAdapter } from './records';
+import { SIGNING_ALG, type SigningKeys } from './keys';
+import { apiResource, OFFLINE_ACCESS } from './resources';
+
+// oidc-provider (Koa inside, ESM) loads when the authorization server first serves a request.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const oidcProvider = lazy(() => require('oidc-provider') as typeof OidcProvider);
+
+export type Provider = OidcProvider.default;
+
+/**
+ * The authorization server is panva's oidc-provider (OpenID-certified), configured here
+ * (docs/oauth.md#what-the-library-does): its endpoints, grants, client authentication, metadata,
+ * JWKS, introspection, revocation and error answers are the library's. What is ours:
+ * - storage in our database (./records.ts) and clients from our tables (./clients.ts), with the
+ *   secret check on our hashes (`compareClientSecret`, the library's one comparison point);
+ * - the signing keys (./keys.ts): a provider is built per key set, so a rotation makes a new one;
+ * - the access token's claims (the JWT customizer): `sub` the member the token acts as, `org_id`,
+ *   and, when the request named no scope, the client's registered scopes (RFC 6749 §3.3 lets the
+ *   server pick a default; ours is "everything the client may have").
+ */
+export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
+  const { settings } = deps;
+  const { oauth } = settings;
+  const resource = apiResource(settings.publicBaseUrl);
+  const scopes = [...PERMISSION_KEYS, OFFLINE_ACCESS];
+
+  const configuration: Configuration = {
+    adapter: recordsAdapter({ db: deps.db, secrets: deps.secrets, findClient: (id) => findClient(deps.db, id) }),
+    jwks: { keys: keys.jwks as NonNullable<Configuration['jwks']>['keys'] },
+    cookies: { keys: [deriveKey(settings.secretKey!, 'oauth-cookies').toString('base64url')] },
+    scopes,
+    claims: { openid: ['sub'] },
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    extraClientMetadata: { properties: [...EXTRA_CLIENT_METADATA] },
+    responseTypes: ['code'],
+    pkce: { required: () => true },
+    ttl: {
+      AccessToken: oauth.accessTokenTtlSeconds,
+      ClientCredentials: oauth.accessTokenTtlSeconds,
+      RefreshToken: oauth.refreshTokenTtlSeconds,
+      AuthorizationCode: 60,
+      DeviceCode: 600,
+      Grant: oauth.refreshTokenTtlSeconds,
+      Interaction: 3600,
+      Session: 14 * 24 * 3600,
+    },
+    features: {
+      devInteractions: { enabled: false },
+      userinfo: { enabled: false },
+      rpInitiatedLogout: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: {
+        enabled: true,
+        // RFC 7662 for confidential clients, of their own tokens only (another client's: active false).
+        allowedPolicy: (ctx: KoaContextWithOIDC, client, token) => client.clientAuthMethod !== 'none' && token.clientId === client.clientId,
+      },
+      revocation: {
+        enabled: true,
+        allowedPolicy: (_ctx: KoaContextWithOIDC, client, token) => token.clientId === client.clientId,
+      },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => resource,
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx: KoaContextWithOIDC, identifier: string) => {
+          if (identifier !== resource) throw new (oidcProvider().errors.InvalidTarget)();
+          return {
+            scope: PERMISSION_KEYS.join(' '),
+            audience: resource,
+            accessTokenTTL: oauth.accessTokenTtlSeconds,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: SIGNING_ALG } },
+          };
+        },
+      },
+    },
+    formats: {
+      customizers: {
+        // RFC 9068 claims as the service defines them (docs/oauth.md#access-tokens).
+        jwt: (_ctx: KoaContextWithOIDC, token, jwt) => {
+          const metadata = token.client?.metadata() as { client_kind?: ClientKind; organization_id?: string; member_id?: string; scope?: string } | undefined;
+          if (!metadata?.organization_id) throw new Error('access token for a client without an organization');
+          if (token.kind === 'ClientCredentials') {
+            if (!metadata.member_id) throw new Error('client_credentials for a client that acts as no member');
+            jwt.payload.sub = metadata.member_id;
+            if (!token.scope) {
+              token.scope = metadata.scope || undefined;
+              jwt.payload.scope = token.scope;
+            }
+          }
+          jwt.payload.org_id = metadata.organization_id;
+        },
+      },
+    },
+    // Answers of the library's own error pages stay JSON-shaped for API clients; HTML is the next step's consent pages.
+    renderError: (ctx, out) => {
+      ctx.type = 'application/json';
+      ctx.body = out;
+    },
+    findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
+  };
+
+  const Provider = oidcProvider().default;
+  const provider = new Provider(settings.publicBaseUrl, configuration);
+  // The service's public address is PUBLIC_BASE_URL (the front sets X-Forwarded-Host/Proto from it).
+  provider.proxy = true;
+  // Secrets are stored hashed: the one place the library compares a client secret checks ours.
+  const db = deps.db;
+  const clock = deps.clock;
+  provider.Client.prototype.compareClientSecret = function compareClientSecret(this: OidcProvider.Client, actual: string) {
+    const kind = (this.metadata() as { client_kind?: ClientKind }).client_kind;
+    return verifyClientSecret(db, { clientId: this.clientId, kind }, actual, clock.now());
+  } as unknown as OidcProvider.Client['compareClientSecret'];
+  return provider;
+}

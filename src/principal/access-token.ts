@@ -1,0 +1,117 @@
+import type { Db } from '../db/schema';
+import type { Principal } from '../domain/principal';
+import { Unauthorized } from '../lib/errors';
+import { preparedAs } from '../db/connect';
+import { permissionsOfRole } from '../access/role-permissions';
+import { looksLikeJwt, verifyAccessToken, type AccessTokenClaims } from '../oauth/verify';
+import { revokedKeyOf } from '../oauth/revocations';
+import { apiResource, apiResourceMetadataUrl } from '../oauth/resources';
+
+/**
+ * An OAuth access token (docs/oauth.md#access-tokens-at-the-api) → the member it acts as, the
+ * same Principal a session or API key becomes. The JWT is verified locally (signature, issuer,
+ * audience `/v1`, expiry); then one query reads what may have changed since it was issued: the
+ * member still active (not removed or suspended), its service account enabled, the client still
+ * there (the service account itself, or the organization client), the token not revoked, and the
+ * role's permissions now. What it may do on this request is its scope ∩ the member's permissions
+ * now ∩ the client's allowed scopes now.
+ *
+ * Refusals of a token are 401 with `WWW-Authenticate: Bearer error="invalid_token"` and the
+ * resource's metadata URL (RFC 6750 §3, RFC 9728 §5.1), so an OAuth client knows to get a new one.
+ */
+export class InvalidAccessToken extends Unauthorized {
+  constructor(private readonly resourceMetadata: string) {
+    super('The access token is expired, revoked, or no longer valid for its member or client.');
+  }
+  override headers() {
+    return { 'WWW-Authenticate': `Bearer error="invalid_token", resource_metadata="${this.resourceMetadata}"` };
+  }
+}
+
+interface TokenRow {
+  organizationId: string;
+  memberId: string;
+  role: string;
+  userId: string | null;
+  roleBuiltIn: boolean | null;
+  rolePermissions: string[] | null;
+  serviceAccountId: string | null;
+  oauthClientId: string | null;
+  oauthClientScopes: string[] | null;
+}
+
+/** The one statement of a token's request (test/api/principal-round-trips.test.ts counts it). */
+function tokenState(db: Db, claims: AccessTokenClaims): Promise<TokenRow | undefined> {
+  return db
+    .selectFrom('members as m')
+    .modifyFront(preparedAs('access_token_principal'))
+    .leftJoin('organization_roles as r', (join) => join.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.key', '=', 'm.role'))
+    .leftJoin('service_accounts as s', 's.member_id', 'm.id')
+    .leftJoin('oauth_clients as c', (join) => join.on('c.id', '=', claims.client_id).onRef('c.organization_id', '=', 'm.organization_id'))
+    .select([
+      'm.organization_id as organizationId',
+      'm.id as memberId',
+      'm.role as role',
+      'm.user_id as userId',
+      'r.built_in as roleBuiltIn',
+      'r.permissions as rolePermissions',
+      's.id as serviceAccountId',
+      'c.id as oauthClientId',
+      'c.scopes as oauthClientScopes',
+    ])
+    .where('m.id', '=', claims.sub)
+    .where('m.organization_id', '=', claims.org_id)
+    .where('m.removed_at', 'is', null)
+    .where('m.suspended_at', 'is', null)
+    // Null for a person (no account row).
+    .where('s.disabled_at', 'is', null)
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('oauth_records as x').select('x.id').where('x.id', '=', revokedKeyOf(claims.jti)))))
+    .executeTakeFirst();
+}
+
+/**
+ * The principal of a token whose claims verified, or null when what it names no longer holds.
+ * Used by the `/v1` scheme below and by introspection (src/oauth/structured-tokens.ts).
+ */
+export async function principalFromClaims(db: Db, claims: AccessTokenClaims): Promise<Principal | null> {
+  const row = await tokenState(db, claims);
+  if (!row) return null;
+  const serviceAccountClient = row.serviceAccountId !== null && claims.client_id === row.serviceAccountId;
+  const organizationClient = row.oauthClientId !== null && claims.client_id === row.oauthClientId;
+  if (!serviceAccountClient && !organizationClient) return null;
+  // A service account's allowed scopes are its role's permissions (applied below); an organization client's are its registered scopes now.
+  const allowedByClient = serviceAccountClient ? null : new Set(row.oauthClientScopes ?? []);
+  const rolePermissions = permissionsOfRole({ key: row.role, builtIn: row.roleBuiltIn ?? false, permissions: row.rolePermissions });
+  const permissions = new Set(claims.scope.filter((key) => rolePermissions.has(key) && (allowedByClient === null || allowedByClient.has(key))));
+  return {
+    kind: 'accessToken',
+    userId: row.userId,
+    serviceAccountId: row.serviceAccountId,
+    clientId: claims.client_id,
+    sessionId: null,
+    apiKeyId: null,
+    // Platform administration is a person's, from a session: a token never carries it.
+    isPlatformAdmin: false,
+    activeOrganizationId: row.organizationId,
+    authenticatedAt: null,
+    authMethod: null,
+    ssoConnectionId: null,
+    mfaMissing: false,
+    ssoMissing: false,
+    emailUnverified: false,
+    membership: { organizationId: row.organizationId, memberId: row.memberId, role: row.role, permissions },
+  };
+}
+
+/**
+ * The `oauthAccessToken` scheme: null (not this scheme) for a bearer value that is no JWT, so a
+ * session token costs this resolver nothing; a JWT that fails any check throws InvalidAccessToken
+ * (the router answers a scheme's own 401 with its header).
+ */
+export async function principalFromAccessToken(db: Db, token: string, now: Date, publicBaseUrl: string): Promise<Principal | null> {
+  if (!looksLikeJwt(token)) return null;
+  const claims = await verifyAccessToken(db, token, now, { issuer: publicBaseUrl, audience: apiResource(publicBaseUrl) });
+  const principal = claims ? await principalFromClaims(db, claims) : null;
+  if (!principal) throw new InvalidAccessToken(apiResourceMetadataUrl(publicBaseUrl));
+  return principal;
+}
