@@ -26,6 +26,7 @@ export function actorOf(principal: AnyPrincipal | null): Actor {
       return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null };
     case 'accessToken':
       // The member acting (a person, or a service account: its member has no user) and the client it authorized (docs/oauth.md#access-tokens-at-the-api).
+      if (p.serviceAccountId !== null) return { type: 'service_account', id: p.serviceAccountId, memberId: p.membership?.memberId ?? null, ...(p.clientId ? { clientId: p.clientId } : {}) };
       return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null, ...(p.clientId ? { clientId: p.clientId } : {}) };
     case 'worker':
       return { type: 'worker', id: p.workerId, memberId: null };
