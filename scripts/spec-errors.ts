@@ -4,7 +4,7 @@
 // each code's meaning from src/lib/error-codes.ts). `--check` only prints the differences.
 import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Document, parseDocument, isMap, isPair, isScalar, type Pair, type YAMLMap } from 'yaml';
+import { Document, parseDocument, isMap, isPair, isScalar, isSeq, type Pair, type YAMLMap } from 'yaml';
 import { PERMISSION_CATALOGUE } from '../src/access/permissions';
 import { ERROR_CODES, isErrorCode } from '../src/lib/error-codes';
 import { codeSide, contractSide, differences, loadBundle, DEFAULT_STATUSES, type CodesByStatus } from './error-contract';
@@ -110,7 +110,7 @@ function serviceMessages(): Map<string, string> {
   }
   const messages = new Map([...template, ...literal]);
   const roles = readFileSync(path.join(ROOT, 'src/access/roles.ts'), 'utf8');
-  const permissionMessage = /PERMISSION_CATALOGUE\[permission\]\.reason, `([^`]*)`/.exec(roles)?.[1];
+  permissionMessage = /PERMISSION_CATALOGUE\[permission\]\.reason, `([^`]*)`/.exec(roles)?.[1];
   for (const [key, entry] of Object.entries(PERMISSION_CATALOGUE)) {
     if (permissionMessage && !messages.has(entry.reason)) messages.set(entry.reason, permissionMessage.replace('${permission}', key));
   }
@@ -127,11 +127,37 @@ function serviceMessages(): Map<string, string> {
 }
 
 let messagesCache: Map<string, string> | undefined;
+/** The message of a permission's 403 (src/access/roles.ts), with `${permission}` for its key. */
+let permissionMessage: string | undefined;
+
+/**
+ * How an operation's 403 is answered: in the handler's own body (`reason` and `message` only) or
+ * the standard one, and the permission the operation declares for each `reason` it can refuse
+ * with (`x-permission` first, then `x-permission-also`): its example names that permission.
+ */
+interface Refusals {
+  reasonOnly: boolean;
+  permissions: ReadonlyMap<string, string>;
+}
+
+const NO_REFUSALS: Refusals = { reasonOnly: false, permissions: new Map() };
+
+/** The permission the operation declares for each 403 reason, the first key per reason. */
+function declaredPermissions(keys: string[]): Map<string, string> {
+  const byReason = new Map<string, string>();
+  for (const key of keys) {
+    const reason = (PERMISSION_CATALOGUE as Record<string, { reason: string }>)[key]?.reason;
+    if (reason && !byReason.has(reason)) byReason.set(reason, key);
+  }
+  return byReason;
+}
 
 /** An example body for one code, as the service sends it. */
-function exampleBody(status: number, code: string, reasonOnly: boolean): Record<string, unknown> {
+function exampleBody(status: number, code: string, refusals: Refusals): Record<string, unknown> {
+  const { reasonOnly } = refusals;
   messagesCache ??= serviceMessages();
-  const message = messagesCache.get(code) ?? (isErrorCode(code) ? ERROR_CODES[code].description : code);
+  const permission = status === 403 ? refusals.permissions.get(code) : undefined;
+  const message = (permission && permissionMessage?.replace('${permission}', permission)) ?? messagesCache.get(code) ?? (isErrorCode(code) ? ERROR_CODES[code].description : code);
   if (code === 'invalid_request') return { error: code, message: 'The request is invalid.', details: [{ message: 'is required', path: ['body', 'name'] }] };
   if (code === 'unauthorized') return { error: code };
   if (status === 403) return reasonOnly && !GATE_REASONS.has(code) ? { reason: code, message } : { error: 'forbidden', reason: code, message };
@@ -145,17 +171,24 @@ function exampleBody(status: number, code: string, reasonOnly: boolean): Record<
  * One example per code, the operation's own refusals first: a 403's permission or role before the
  * session gates every route has, a 404 of the resource before `organization_not_found`.
  */
-function examplesFor(status: number, codes: string[], reasonOnly: boolean): Record<string, { summary: string; value: unknown }> {
+function examplesFor(status: number, codes: string[], refusals: Refusals): Record<string, { summary: string; value: unknown }> {
   const generic = new Set([...GATE_REASONS, 'organization_not_found']);
   const ordered = [...codes.filter((c) => !generic.has(c)), ...codes.filter((c) => generic.has(c))];
-  return Object.fromEntries(ordered.map((code) => [code, { summary: code, value: exampleBody(status, code, reasonOnly) }]));
+  return Object.fromEntries(ordered.map((code) => [code, { summary: code, value: exampleBody(status, code, refusals) }]));
 }
 
-function answerName(status: number, codes: string[], reasonOnly: boolean): string {
-  return `${status}${reasonOnly ? '-reason-only' : ''}-${codes.join('-')}`;
+/** The permissions an answer's examples name (those of its codes), in the answer's name. */
+function namedPermissions(codes: string[], refusals: Refusals): string[] {
+  return codes.flatMap((code) => refusals.permissions.get(code) ?? []);
 }
 
-function answer(status: number, codes: string[], reasonOnly: boolean): Record<string, unknown> {
+function answerName(status: number, codes: string[], refusals: Refusals): string {
+  const named = namedPermissions(codes, refusals);
+  return `${status}${refusals.reasonOnly ? '-reason-only' : ''}-${codes.join('-')}${named.length > 0 ? `-for-${named.join('-')}` : ''}`;
+}
+
+function answer(status: number, codes: string[], refusals: Refusals): Record<string, unknown> {
+  const { reasonOnly } = refusals;
   const lines = codes.map((c) => `- \`${c}\`: ${isErrorCode(c) ? ERROR_CODES[c].description : '?'}`);
   const description = `${TITLES[status] ?? 'Refused.'} ${status === 403 ? '`reason`' : '`error`'} is one of:\n\n${lines.join('\n')}`;
   let schema: Record<string, unknown>;
@@ -175,7 +208,7 @@ function answer(status: number, codes: string[], reasonOnly: boolean): Record<st
     if (plain.length > 0) branches.push({ type: 'object', required: ['error', 'message'], properties: { error: { type: 'string', enum: plain }, message: { type: 'string' } } });
     schema = branches.length === 1 ? branches[0]! : { oneOf: branches };
   }
-  const result: Record<string, unknown> = { description, content: { 'application/json': { schema, examples: examplesFor(status, codes, reasonOnly) } } };
+  const result: Record<string, unknown> = { description, content: { 'application/json': { schema, examples: examplesFor(status, codes, refusals) } } };
   if (status === 429) result.headers = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
   return result;
 }
@@ -226,6 +259,9 @@ function main(): void {
         const errorPairs = pairs.filter((p) => isScalar(p.key) && /^[45]\d\d$/.test(String(p.key.value)) && (!DEFAULT_STATUSES.has(Number(p.key.value)) || want.has(Number(p.key.value))));
         const reasonOnly = errorPairs.some((p) => /MarketplaceForbiddenError|#\/403-reason-only-/.test(JSON.stringify((p.value as { toJSON?: () => unknown } | null)?.toJSON?.() ?? '')));
         if (errorPairs.length === 0 && want.size === 0) continue;
+        const also = methodPair.value.get('x-permission-also', true);
+        const declared = [methodPair.value.get('x-permission'), ...(isSeq(also) ? also.items.map((item) => (isScalar(item) ? item.value : undefined)) : [])];
+        const permissions = declaredPermissions(declared.filter((key): key is string => typeof key === 'string'));
         const anchorPair = errorPairs[0] ?? pairs.find((p) => isScalar(p.key) && String(p.key.value) === 'default');
         if (!anchorPair || !isScalar(anchorPair.key) || !anchorPair.key.range) throw new Error(`${file}: ${String(operationId)} has no error responses nor default`);
         const keyStart = anchorPair.key.range[0];
@@ -234,8 +270,9 @@ function main(): void {
           .sort(([a], [b]) => a - b)
           .map(([status, codes]) => {
             const sorted = [...codes].sort();
-            const name = answerName(status, sorted, reasonOnly && status === 403);
-            answers.set(name, answer(status, sorted, reasonOnly && status === 403));
+            const refusals = status === 403 ? { reasonOnly, permissions } : NO_REFUSALS;
+            const name = answerName(status, sorted, refusals);
+            answers.set(name, answer(status, sorted, refusals));
             return `${indent}'${status}':\n${indent}  $ref: ../components/error-answers.yaml#/${name}\n`;
           })
           .join('');

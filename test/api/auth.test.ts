@@ -2,6 +2,7 @@ import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, PASSWORD, signUp, uniqueEmail } from '../support/factories';
 import { sha256Hex } from '../../src/lib/crypto';
 import type { ManualClock } from '../../src/lib/clock';
+import { deref, fixedValueDisagreements, loadContract, type Schema } from '../support/spec';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -29,6 +30,11 @@ describe('bootstrap', () => {
     // The operator vouches for the first account's address.
     expect(res.body.user).toMatchObject({ emailVerified: true, emailVerifiedAt: expect.any(String) });
     expect(res.body.organization.owner).toMatchObject({ userId: res.body.user.id, email: body.email });
+    // The contract's example shows what bootstrap gives: plan, role, status, verified address.
+    const contract = loadContract();
+    const created = deref(contract, contract.paths['/v1/bootstrap']!.post as { responses: Record<string, { content: Record<string, { schema: Schema; example: unknown }> }> });
+    const { schema, example } = created.responses['201']!.content['application/json']!;
+    expect(fixedValueDisagreements(schema, example, res.body)).toEqual([]);
     const org = await t.http.get('/v1/org').set(...bearer(res.body.session.token));
     expect(org.status).toBe(200);
     expect(org.body.organization.id).toBe(res.body.organization.id);

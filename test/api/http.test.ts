@@ -1,3 +1,8 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization } from '../support/factories';
 
@@ -35,6 +40,62 @@ describe('the HTTP layer', () => {
     expect(docs.text).toContain('swagger-ui');
     // Not docs routes: the API answers them.
     for (const path of ['/openapi.jsonx', '/docsx', '/v1/openapi.json']) expect((await t.http.get(path)).body.error).toBe('not_found');
+  });
+
+  it('/docs: a policy that lets only the page run, compressed and cached (docs/operations.md#the-reference-page)', async () => {
+    const server = http.createServer(t.app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    // Bytes as they travel (supertest would decompress them).
+    const raw = (url: string, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: url, headers }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+          })
+          .on('error', reject);
+      });
+    try {
+      const page = await raw('/docs/', { 'accept-encoding': 'gzip' });
+      expect(page.status).toBe(200);
+      const policy = page.headers['content-security-policy']!;
+      expect(policy).toMatch(/^default-src 'none'; script-src 'self'; style-src 'self' 'sha256-/);
+      expect(policy).toContain("connect-src 'self'");
+      expect(policy).toContain("frame-ancestors 'none'");
+      expect(policy).not.toMatch(/unsafe-inline|unsafe-eval|\*/);
+      expect(page.headers['cache-control']).toBe('no-cache');
+      expect(gunzipSync(page.body).toString()).toContain('swagger-ui');
+      expect((await raw('/docs/', { 'if-none-match': page.headers.etag! })).status).toBe(304);
+
+      // Swagger UI's largest script: Brotli on the wire, the installed file once decompressed.
+      const file = readFileSync(path.join(path.dirname(require.resolve('swagger-ui-dist/package.json', { paths: [path.dirname(require.resolve('swagger-ui-express'))] })), 'swagger-ui-bundle.js'));
+      const bundle = await raw('/docs/swagger-ui-bundle.js', { 'accept-encoding': 'br, gzip' });
+      expect(bundle.status).toBe(200);
+      expect(bundle.headers['content-encoding']).toBe('br');
+      expect(bundle.headers.vary).toMatch(/Accept-Encoding/i);
+      expect(bundle.headers['cache-control']).toBe('public, max-age=86400');
+      expect(bundle.body.length).toBeLessThan(file.length / 3);
+      expect(brotliDecompressSync(bundle.body).equals(file)).toBe(true);
+      const revalidated = await raw('/docs/swagger-ui-bundle.js', { 'accept-encoding': 'br', 'if-none-match': bundle.headers.etag! });
+      expect([revalidated.status, revalidated.body.length]).toEqual([304, 0]);
+      // The start script loads the contract from its route, not from a copy of it.
+      const start = await raw('/docs/swagger-ui-init.js');
+      expect(start.headers['cache-control']).toBe('no-cache');
+      expect(start.body.toString()).toContain('"url": "../openapi.json"');
+      expect(start.body.length).toBeLessThan(10_000);
+
+      const contract = await raw('/openapi.json', { 'accept-encoding': 'gzip' });
+      expect(contract.headers['content-encoding']).toBe('gzip');
+      expect(JSON.parse(gunzipSync(contract.body).toString()).openapi).toBe('3.1.0');
+      expect(contract.headers['cache-control']).toBe('no-cache');
+      expect((await raw('/openapi.json', { 'if-none-match': contract.headers.etag! })).status).toBe(304);
+      // The API's own answers are not compressed.
+      const ready = await raw('/v1/bootstrap/status', { 'accept-encoding': 'gzip, br' });
+      expect(ready.headers['content-encoding']).toBeUndefined();
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('answers JSON errors for unknown routes and wrong methods', async () => {

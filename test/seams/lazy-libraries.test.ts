@@ -16,6 +16,7 @@ const LOADED_ON_FIRST_USE = [
   'openid-client', // OIDC sign-in (src/sso/oidc/client.ts)
   'tldts', // claiming an SSO domain (src/sso/domain-name.ts)
   'swagger-ui-express', // /docs (src/server/docs.ts)
+  'compression', // /docs and the contract's routes
   'yaml', // /openapi.yaml
   '@zxcvbn-ts/language-common', // the common-password list, on the first password chosen (src/protection/passwords.ts)
   '@electric-sql/pglite', // only when the embedded database is used (src/db/connect.ts)

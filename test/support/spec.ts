@@ -170,3 +170,30 @@ export function idKindOf(schema: Schema | undefined): string | 'external' | null
 export function declaredStatuses(op: SpecOperation): number[] {
   return op.statuses.filter((s) => /^\d{3}$/.test(s)).map(Number);
 }
+
+/**
+ * Where an answer of the service and the contract's example of that answer disagree on a value
+ * the schema fixes to a few (an enum, a const, a boolean): a plan, a role, a status, a flag. Ids,
+ * names and times differ by nature and are not compared.
+ */
+export function fixedValueDisagreements(schema: Schema, example: unknown, answer: unknown, at = ''): string[] {
+  const branches = [...(schema.oneOf ?? []), ...(schema.anyOf ?? []), ...(schema.allOf ?? [])];
+  if (branches.length > 0) return branches.flatMap((branch) => (matchesType(branch, example) ? fixedValueDisagreements(branch, example, answer, at) : []));
+  const fixed = schema.enum !== undefined || schema.const !== undefined || schema.type === 'boolean';
+  if (fixed) return JSON.stringify(example) === JSON.stringify(answer) ? [] : [`${at || '/'}: the example says ${JSON.stringify(example)}, the service answers ${JSON.stringify(answer)}`];
+  if (!isObject(example) || !isObject(answer)) return [];
+  return Object.entries(schema.properties ?? {}).flatMap(([name, property]) =>
+    name in example ? fixedValueDisagreements(property, example[name], answer[name], `${at}/${name}`) : [],
+  );
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function matchesType(schema: Schema, value: unknown): boolean {
+  const types = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (types.length === 0) return true;
+  const actual = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value === 'number' ? 'number' : typeof value;
+  return types.some((type) => type === actual || (type === 'integer' && actual === 'number'));
+}

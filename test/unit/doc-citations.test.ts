@@ -176,5 +176,15 @@ describe('citations resolve in the repository', () => {
     expect(problems('https://example.com/docs/guide.md and https://x.test/a-b-c §2')).toEqual([]);
     expect(problems('the caller-supplied value; a 3-day window; §5 of nothing')).toEqual([]);
     expect(problems("writeFileSync(path.join(dir, 'latest.md'), text)")).toEqual([]);
+    // docs/mail.md's first line before the rules were written into docs/ (issue 54).
+    expect(problems(`How the service sends e-mail (${'accounts-and-email'}.md §1): what is sent`)).toEqual(['accounts-and-email.md §1']);
+  });
+
+  it('the README links every document of docs/ (its reader finds them all from there)', () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const linked = new Set([...readme.matchAll(/\]\((docs\/[\w-]+\.md)(?:#[\w-]*)?\)/g)].map((m) => m[1]));
+    const documents = readdirSync(path.join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`);
+    expect(documents.length).toBeGreaterThan(10);
+    expect(documents.filter((doc) => !linked.has(doc))).toEqual([]);
   });
 });

@@ -3894,7 +3894,7 @@ export interface components {
          *     }
          */
         AuthPolicy: {
-            /** @description While true, a member whose session has no second factor (a password sign-in of a user who has none) gets 403 `mfa_enrollment_required` everywhere but `/v1/me…`, enrolment, sign-out and switching organization. Sessions made through the organization's SSO satisfy it. */
+            /** @description While true, a member whose session has no second factor (a password sign-in of a user who has none) gets 403 `mfa_enrollment_required` everywhere but `/v1/me…`, enrolment, sign-out and switching organization. Sessions made through the organization's SSO satisfy it. A member's API key gets the same 403 everywhere while its owner holds no second factor; a service account's key is not affected. */
             requireMfa: boolean;
             updatedAt: components["schemas"]["Timestamp"] | null;
         };
@@ -8147,7 +8147,7 @@ export interface components {
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-org.update": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8170,7 +8170,7 @@ export interface components {
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-sso_required": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-sso_required-for-org.update": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8233,7 +8233,7 @@ export interface components {
          *     - `org_member_required`: The caller needs a member permission of the organization for this.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required": {
+        "403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-members.read": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8256,7 +8256,7 @@ export interface components {
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-sso_required": {
+        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-sso_required-for-members.remove": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8315,7 +8315,7 @@ export interface components {
          *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required": {
+        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-members.changeRole": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8393,10 +8393,32 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-invitations.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
          *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-invitations.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8534,6 +8556,50 @@ export interface components {
             };
         };
         /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_member_required`: The caller needs a member permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-teams.read": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_member_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
          * @description Conflicts with the resource's current state. `error` is one of:
          *
          *     - `team_name_taken`: The organization has a team with this name.
@@ -8608,13 +8674,35 @@ export interface components {
          * @description Not permitted. `reason` is one of:
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-apiKeys.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
          *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-apiKeys.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8654,7 +8742,7 @@ export interface components {
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required": {
+        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8677,7 +8765,7 @@ export interface components {
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_not_held-permission_required-sso_required": {
+        "403-email_not_verified-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8718,7 +8806,7 @@ export interface components {
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required": {
+        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8743,7 +8831,7 @@ export interface components {
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_not_held-permission_required-sso_required": {
+        "403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8767,7 +8855,7 @@ export interface components {
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required": {
+        "403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8827,7 +8915,7 @@ export interface components {
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-roles.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8907,6 +8995,28 @@ export interface components {
                 "application/json": {
                     /** @enum {string} */
                     error: "builtin_role_immutable";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-marketplaces.create": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9094,7 +9204,7 @@ export interface components {
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-org_admin_required-sso_required": {
+        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-org_admin_required-sso_required-for-resources.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9192,6 +9302,28 @@ export interface components {
         /**
          * @description Not permitted. `reason` is one of:
          *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-connectors.create": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
          *     - `connector_instance_editor_required`: The caller needs the editor role on the connector instance.
          *     - `connector_instance_manager_required`: The caller needs the manager role on the connector instance.
          *     - `connector_instance_viewer_required`: The caller needs the viewer role on the connector instance.
@@ -9271,6 +9403,28 @@ export interface components {
             };
         };
         /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-mcpConnections.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
          * @description Not found in the caller's organization. `error` is one of:
          *
          *     - `connection_not_found`: No MCP connection with this id in the organization.
@@ -9339,6 +9493,28 @@ export interface components {
                 "application/json": {
                     /** @enum {string} */
                     error: "connection_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-suite.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9413,6 +9589,28 @@ export interface components {
             };
         };
         /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-templates.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
          * @description The resource changed since it was read. `error` is one of:
          *
          *     - `version_mismatch`: The resource changed since it was read (`version` is the current one): reload and retry.
@@ -9423,6 +9621,28 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["VersionMismatchError"];
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-llmProviders.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
             };
         };
         /**
@@ -9566,7 +9786,7 @@ export interface components {
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          *     - `worker_creator_or_admin_required`: Only the worker's creator or an admin may do this.
          */
-        "403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required": {
+        "403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9615,6 +9835,28 @@ export interface components {
             };
         };
         /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-billing.read": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
          * @description Not in the organization's plan. `error` is one of:
          *
          *     - `enterprise_plan_required`: The feature (`feature` names it) is not part of the organization's plan.
@@ -9625,6 +9867,28 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["EnterprisePlanRequiredError"];
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-analytics.read": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
             };
         };
         /**
@@ -9644,6 +9908,28 @@ export interface components {
                     error: "forbidden";
                     /** @enum {string} */
                     reason: "email_not_verified" | "mfa_enrollment_required" | "platform_admin_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9703,6 +9989,74 @@ export interface components {
             };
         };
         /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-sso.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "permission_not_held" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
          * @description Not found in the caller's organization. `error` is one of:
          *
          *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
@@ -9729,7 +10083,7 @@ export interface components {
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9864,6 +10218,51 @@ export interface components {
                     error: "forbidden";
                     /** @enum {string} */
                     reason: "email_domain_not_verified" | "member_suspended";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-scim.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-scim.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -10160,7 +10559,7 @@ export interface operations {
                      *       "organization": {
                      *         "id": "org_01m5dmffprft3rsd2w0ppkh7ar",
                      *         "name": "Acme",
-                     *         "plan": "free",
+                     *         "plan": "enterprise",
                      *         "owner": {
                      *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
                      *           "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
@@ -11432,7 +11831,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -11468,7 +11867,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -11563,7 +11962,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -11599,7 +11998,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-members.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -11625,7 +12024,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-sso_required-for-members.remove"];
             404: components["responses"]["404-member_not_found-organization_not_found"];
             409: components["responses"]["409-owner_cannot_be_removed"];
             default: components["responses"]["Error"];
@@ -11665,7 +12064,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-members.changeRole"];
             404: components["responses"]["404-member_not_found-organization_not_found"];
             409: components["responses"]["409-owner_role_immutable"];
             default: components["responses"]["Error"];
@@ -11694,7 +12093,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-members.read"];
             404: components["responses"]["404-member_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -11759,7 +12158,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-invitations.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -11822,7 +12221,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-invitations.manage"];
             404: components["responses"]["404-organization_not_found"];
             409: components["responses"]["409-already_member-invitation_pending"];
             429: components["responses"]["429-rate_limited"];
@@ -11968,7 +12367,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-invitations.manage"];
             404: components["responses"]["404-invitation_not_found-organization_not_found"];
             409: components["responses"]["409-invitation_not_pending"];
             default: components["responses"]["Error"];
@@ -11997,7 +12396,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-invitations.manage"];
             404: components["responses"]["404-invitation_not_found-organization_not_found"];
             409: components["responses"]["409-invitation_not_pending"];
             429: components["responses"]["429-rate_limited"];
@@ -12096,7 +12495,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-teams.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12136,7 +12535,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage"];
             404: components["responses"]["404-member_not_found-organization_not_found"];
             409: components["responses"]["409-team_name_taken"];
             default: components["responses"]["Error"];
@@ -12165,7 +12564,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-teams.read"];
             404: components["responses"]["404-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12191,7 +12590,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage"];
             404: components["responses"]["404-organization_not_found-team_not_found"];
             409: components["responses"]["409-team_in_use"];
             default: components["responses"]["Error"];
@@ -12231,7 +12630,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage"];
             404: components["responses"]["404-organization_not_found-team_not_found"];
             409: components["responses"]["409-team_name_taken"];
             default: components["responses"]["Error"];
@@ -12271,7 +12670,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-teams.read"];
             404: components["responses"]["404-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12301,7 +12700,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage"];
             404: components["responses"]["404-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12329,7 +12728,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage"];
             404: components["responses"]["404-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12365,7 +12764,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-apiKeys.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12435,7 +12834,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-apiKeys.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12461,7 +12860,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-apiKeys.manage"];
             404: components["responses"]["404-api_key_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12497,7 +12896,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12538,7 +12937,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-plan_limit_reached"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12566,7 +12965,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12592,7 +12991,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12633,7 +13032,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12705,7 +13104,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12744,7 +13143,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12802,7 +13201,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             409: components["responses"]["409-secret_limit_reached"];
             default: components["responses"]["Error"];
@@ -12831,7 +13230,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found-service_account_secret_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12920,7 +13319,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-roles.manage"];
             404: components["responses"]["404-organization_not_found-role_not_found"];
             409: components["responses"]["409-role_key_taken"];
             default: components["responses"]["Error"];
@@ -12978,7 +13377,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-roles.manage"];
             404: components["responses"]["404-organization_not_found-role_not_found"];
             409: components["responses"]["409-builtin_role_immutable-role_in_use"];
             default: components["responses"]["Error"];
@@ -13011,7 +13410,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-roles.manage"];
             404: components["responses"]["404-organization_not_found-role_not_found"];
             409: components["responses"]["409-builtin_role_immutable"];
             default: components["responses"]["Error"];
@@ -13084,7 +13483,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-marketplaces.create"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13668,7 +14067,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-org_admin_required-sso_required-for-resources.manage"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13998,7 +14397,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-connectors.create"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14259,7 +14658,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-mcpConnections.manage"];
             404: components["responses"]["404-connection_not_found-member_not_found-organization_not_found-team_not_found"];
             502: components["responses"]["502-mcp_oauth_error"];
             default: components["responses"]["Error"];
@@ -14357,7 +14756,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-mcpConnections.manage"];
             404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14389,7 +14788,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-mcpConnections.manage"];
             404: components["responses"]["404-connection_not_found-member_not_found-organization_not_found-team_not_found"];
             502: components["responses"]["502-mcp_oauth_error"];
             default: components["responses"]["Error"];
@@ -14538,7 +14937,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-suite.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14874,7 +15273,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-templates.manage"];
             404: components["responses"]["404-organization_not_found-template_not_found"];
             412: components["responses"]["412-version_mismatch"];
             default: components["responses"]["Error"];
@@ -14914,7 +15313,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-templates.manage"];
             404: components["responses"]["404-organization_not_found-template_not_found"];
             412: components["responses"]["412-version_mismatch"];
             413: components["responses"]["413-payload_too_large"];
@@ -14982,7 +15381,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-plan_limit_reached"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-llmProviders.manage"];
             404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15386,7 +15785,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15418,7 +15817,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15458,7 +15857,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             409: components["responses"]["409-worker_runtime_unavailable"];
             502: components["responses"]["502-worker_runtime_error"];
@@ -15520,7 +15919,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15548,7 +15947,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15576,7 +15975,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15670,7 +16069,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-billing.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15701,7 +16100,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-billing.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15767,7 +16166,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-analytics.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15941,7 +16340,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15977,7 +16376,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16022,7 +16421,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16050,7 +16449,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16076,7 +16475,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16123,7 +16522,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16160,7 +16559,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16199,7 +16598,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             409: components["responses"]["409-webhook_disabled"];
             default: components["responses"]["Error"];
@@ -16239,7 +16638,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16288,7 +16687,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-delivery_not_found-organization_not_found-webhook_not_found"];
             409: components["responses"]["409-webhook_disabled"];
             default: components["responses"]["Error"];
@@ -16344,7 +16743,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16389,7 +16788,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16413,7 +16812,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16442,7 +16841,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16478,7 +16877,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16535,7 +16934,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16565,7 +16964,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16593,7 +16992,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_connection_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16620,7 +17019,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_connection_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16653,7 +17052,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_connection_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16724,7 +17123,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16761,7 +17160,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             409: components["responses"]["409-domain_exists-domain_taken"];
             default: components["responses"]["Error"];
@@ -16790,7 +17189,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_domain_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16817,7 +17216,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_domain_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16846,7 +17245,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_domain_not_found"];
             409: components["responses"]["409-domain_taken-domain_verification_failed"];
             default: components["responses"]["Error"];
@@ -16871,7 +17270,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16908,7 +17307,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17095,7 +17494,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-scim.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17150,7 +17549,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-scim.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17176,7 +17575,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-scim.manage"];
             404: components["responses"]["404-organization_not_found-scim_token_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17214,7 +17613,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-scim.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
