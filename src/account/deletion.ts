@@ -42,7 +42,6 @@ export async function deleteAccount(deps: AppDeps, principal: Principal, passwor
     await queueNotice(trx, deps, {
       kind: 'security_notice',
       to: user.email,
-      name: user.name,
       title: 'Your account was deleted',
       lines: ['Your account was deleted, with its sessions, API keys and memberships. Nothing of it can be restored.'],
     });

@@ -45,8 +45,8 @@ export async function requestEmailChange(deps: AppDeps, principal: Principal, em
     // Only the latest request's link works.
     await users.endPendingAccountTokens(trx, user.id, 'email_change', now);
     const token = await users.issueAccountToken(trx, { userId: user.id, purpose: 'email_change', newEmail, now });
-    await queueMail(trx, deps, { kind: 'email_change_confirm', to: newEmail, name: user.name, token, newEmail });
-    await queueMail(trx, deps, { kind: 'email_change_notice', to: user.email, name: user.name, newEmail });
+    await queueMail(trx, deps, { kind: 'email_change_confirm', to: newEmail, token, newEmail });
+    await queueMail(trx, deps, { kind: 'email_change_notice', to: user.email, newEmail });
   });
 }
 

@@ -7,6 +7,7 @@ import { toUser } from '../users/mappers';
 import * as users from '../users/service';
 import { recordAccountChange } from './audit';
 import { userIdOf } from '../access/roles';
+import { plainName } from '../lib/names';
 
 /** PATCH /v1/me: the caller's name and picture; audited in each of their organizations when something changed. */
 export async function updateProfile(deps: AppDeps, principal: Principal, body: { name?: string; image?: string | null }) {
@@ -14,7 +15,9 @@ export async function updateProfile(deps: AppDeps, principal: Principal, body: {
   return deps.db.transaction().execute(async (trx) => {
     const before = await users.findUser(trx, userIdOf(principal));
     if (!before) throw new Unauthorized();
-    const changes = changed({ name: before.name, image: before.image }, { name: body.name, image: body.image });
+    // The name as it will be stored (src/lib/names.ts), so the audit entry says what changed.
+    const name = body.name === undefined ? undefined : plainName(body.name) || null;
+    const changes = changed({ name: before.name, image: before.image }, { name, image: body.image });
     // Nothing differs: nothing is written (and so nothing is audited).
     if (Object.keys(changes).length === 0) return toUser(before);
     const after = await users.updateProfile(trx, userIdOf(principal), body, deps.clock.now());

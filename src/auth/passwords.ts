@@ -51,11 +51,11 @@ async function sendResetMessage(deps: AppDeps, email: string, now: Date): Promis
     const user = await users.findCredentials(trx, email);
     if (!user) return;
     if (!user.password_hash) {
-      await queueMail(trx, deps, { kind: 'password_reset_unavailable', to: user.email, name: user.name });
+      await queueMail(trx, deps, { kind: 'password_reset_unavailable', to: user.email });
       return;
     }
     const token = await users.issueAccountToken(trx, { userId: user.id, purpose: 'password_reset', now });
-    await queueMail(trx, deps, { kind: 'password_reset', to: user.email, name: user.name, token });
+    await queueMail(trx, deps, { kind: 'password_reset', to: user.email, token });
   });
 }
 
@@ -69,7 +69,7 @@ export async function confirmPasswordReset(deps: AppDeps, input: { token: string
   const pending = await users.peekAccountToken(deps.db, 'password_reset', input.token, now);
   const account = pending ? await users.findUser(deps.db, pending.userId) : undefined;
   if (!account) throw users.invalidToken();
-  checkNewPassword(input.password, { email: account.email });
+  await checkNewPassword(input.password, { email: account.email, name: account.name });
   const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);
   await deps.db.transaction().execute(async (trx) => {
     const used = await users.consumeAccountToken(trx, 'password_reset', input.token, deps.clock.now());
@@ -80,7 +80,7 @@ export async function confirmPasswordReset(deps: AppDeps, input: { token: string
     const verified = await users.markEmailVerified(trx, user.id, now);
     const sessionsRevoked = await users.revokeSessionsOfUser(trx, user.id, null, now);
     await users.endPendingAccountTokens(trx, user.id, 'password_reset', now);
-    await queueNotice(trx, deps, { kind: 'password_changed', to: user.email, name: user.name });
+    await queueNotice(trx, deps, { kind: 'password_changed', to: user.email });
     await recordAccountChange(trx, deps.audit, user.id, 'member.password_reset', { sessionsRevoked, ...(verified ? { emailVerified: { from: false, to: true } } : {}) });
   });
 }
@@ -114,7 +114,7 @@ export async function changePassword(deps: AppDeps, principal: Principal, input:
   requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
   const user = await provePassword(deps, userIdOf(principal), input.currentPassword, ip, 'The current password is incorrect.');
   await limits.clear(deps, 'signInEmail', users.normalizeEmail(user.email));
-  checkNewPassword(input.newPassword, { email: user.email, field: ['body', 'newPassword'] });
+  await checkNewPassword(input.newPassword, { email: user.email, field: ['body', 'newPassword'] });
   const passwordHash = await hashPassword(input.newPassword, deps.settings.passwordHashCost);
   const now = deps.clock.now();
   const sessionId = principal.sessionId;
@@ -122,7 +122,7 @@ export async function changePassword(deps: AppDeps, principal: Principal, input:
     await users.setPasswordHash(trx, user.id, passwordHash, now);
     const sessionsRevoked = await users.revokeSessionsOfUser(trx, user.id, sessionId, now);
     await users.endPendingAccountTokens(trx, user.id, 'password_reset', now);
-    await queueNotice(trx, deps, { kind: 'password_changed', to: user.email, name: user.name });
+    await queueNotice(trx, deps, { kind: 'password_changed', to: user.email });
     await recordAccountChange(trx, deps.audit, user.id, 'member.password_changed', { sessionsRevoked });
   });
 }

@@ -28,7 +28,7 @@ export async function bootstrap(
   input: { email: string; password: string; name: string; organizationName: string; token: string | undefined },
   origin: Origin,
 ) {
-  checkNewPassword(input.password, { email: input.email });
+  await checkNewPassword(input.password, { email: input.email, name: input.name });
   await limits.consume(deps, 'bootstrapIp', origin.ip);
   const expected = deps.settings.bootstrapToken;
   if (expected && !(input.token && safeEqual(input.token, expected))) throw new Unauthorized('A valid x-bootstrap-token is required.');
@@ -39,15 +39,16 @@ export async function bootstrap(
     if ((await users.countUsers(trx)) > 0) throw new Conflict('already_bootstrapped', 'The platform has already been bootstrapped.');
     // The operator vouches for the first account's address.
     const user = await users.createUser(trx, { email: input.email, name: input.name, passwordHash, isPlatformAdmin: true, emailVerified: true, now });
-    const { organization, member } = await createOrganizationIn(trx, deps.audit, { name: input.organizationName, plan: 'enterprise', ownerUserId: user.id, now });
+    const { organization, member } = await createOrganizationIn(trx, deps.audit, { name: input.organizationName, nameField: ['body', 'organizationName'], plan: 'enterprise', ownerUserId: user.id, now });
     const { activeOrganizationId: _active, ...session } = await openSession(deps, trx, user.id, origin, now);
     return { user: toUser(user), organization, member, session };
   });
 }
 
 export async function signUp(deps: AppDeps, input: { email: string; password: string; name: string }, origin: Origin) {
-  checkNewPassword(input.password, { email: input.email });
+  // The limit first: the strength estimate is work a flood of sign-ups must not get for free.
   await limits.consume(deps, 'signUpIp', origin.ip);
+  await checkNewPassword(input.password, { email: input.email, name: input.name });
   await refuseSignUpUnderSso(deps.db, input.email);
   const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);
   const now = deps.clock.now();

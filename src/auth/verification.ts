@@ -21,7 +21,7 @@ import { userIdOf } from '../access/roles';
 /** Issues a verification token and queues its message, inside the caller's transaction. */
 export async function queueVerification(deps: AppDeps, trx: Transaction<DB>, user: Pick<UserRow, 'id' | 'email' | 'name'>, now: Date): Promise<void> {
   const token = await users.issueAccountToken(trx, { userId: user.id, purpose: 'verify_email', now });
-  await queueMail(trx, deps, { kind: 'verify_email', to: user.email, name: user.name, token });
+  await queueMail(trx, deps, { kind: 'verify_email', to: user.email, token });
 }
 
 export interface Verification {
@@ -62,7 +62,7 @@ export async function verifyEmail(deps: AppDeps, token: string, options: { sessi
     const user = await users.findUser(trx, used.userId);
     if (!user) throw users.invalidToken();
     if (passwordResetToken && options.resetLink === 'mail') {
-      await queueMail(trx, deps, { kind: 'password_reset', to: user.email, name: user.name, token: passwordResetToken, confirmedElsewhere: true });
+      await queueMail(trx, deps, { kind: 'password_reset', to: user.email, token: passwordResetToken, confirmedElsewhere: true });
       passwordResetToken = null;
     }
     return { user: toUser(user), passwordResetRequired, passwordResetToken };

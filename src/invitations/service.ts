@@ -253,7 +253,7 @@ export async function acceptAsNewAccount(deps: AppDeps, input: { token: string; 
   if (!invitation) throw notFound();
   if (invitation.status !== 'pending') throw notPending();
   if (invitation.expires_at.getTime() <= now.getTime()) throw expired();
-  checkNewPassword(input.password, { email: invitation.email });
+  await checkNewPassword(input.password, { email: invitation.email, name: input.name });
   // An address in a verified domain of an organization that enforces SSO gets no password account.
   await refuseSignUpUnderSso(deps.db, invitation.email);
   const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);

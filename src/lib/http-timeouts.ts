@@ -11,7 +11,7 @@ export interface ServerTimeouts {
 /**
  * The options every HTTP listener of the process is made with (the API's and the metrics'): a
  * listener made without them keeps Node's defaults, where a connection that never sends a byte
- * stays open 60 to 90 s (docs/protection.md, idle connections).
+ * stays open 60 to 90 s (docs/protection.md#idle-connections).
  *
  * Node closes a connection whose request head is not in within headersTimeout, counted from the
  * connection's start for its first request (one that never sends a byte gets a 408 and is

@@ -6,20 +6,20 @@
  */
 export type MailInput =
   | { kind: 'invitation'; to: string; organizationName: string; inviterName: string | null; role: string; token: string; expiresAt: Date }
-  | { kind: 'verify_email'; to: string; name: string | null; token: string }
+  | { kind: 'verify_email'; to: string; token: string }
   /**
    * A reset link. `confirmedElsewhere`: the address was just confirmed outside the account's
    * sessions, which removed the password chosen at sign-up (src/auth/verification.ts).
    */
-  | { kind: 'password_reset'; to: string; name: string | null; token: string; confirmedElsewhere?: boolean }
+  | { kind: 'password_reset'; to: string; token: string; confirmedElsewhere?: boolean }
   /** A reset asked for an account that signs in through SSO (no password): how it signs in instead. */
-  | { kind: 'password_reset_unavailable'; to: string; name: string | null }
-  | { kind: 'password_changed'; to: string; name: string | null }
-  | { kind: 'email_change_confirm'; to: string; name: string | null; token: string; newEmail: string }
+  | { kind: 'password_reset_unavailable'; to: string }
+  | { kind: 'password_changed'; to: string }
+  | { kind: 'email_change_confirm'; to: string; token: string; newEmail: string }
   /** To the old address when a change to `newEmail` is asked for. */
-  | { kind: 'email_change_notice'; to: string; name: string | null; newEmail: string }
+  | { kind: 'email_change_notice'; to: string; newEmail: string }
   /** Any other notice about the account's security (second factors enrolled or used, …). */
-  | { kind: 'security_notice'; to: string; name: string | null; title: string; lines: string[] };
+  | { kind: 'security_notice'; to: string; title: string; lines: string[] };
 
 export type MailKind = MailInput['kind'];
 
@@ -69,9 +69,13 @@ function link(ctx: TemplateContext, path: string, token: string): string {
   return `${ctx.appBaseUrl}${path}?token=${encodeURIComponent(token)}`;
 }
 
-function greeting(name: string | null): string {
-  return name ? `Hello ${name},` : 'Hello,';
-}
+/**
+ * Messages greet no one by name (docs/mail.md#what-is-sent): an account's name is whatever its
+ * holder typed, nobody proves it, and a message may go to an address its owner has not confirmed
+ * (a sign-up with someone else's address, an e-mail change). Greeting with it would put a
+ * stranger's words ("Visit evil.example to claim…") at the top of a message we send.
+ */
+const GREETING = 'Hello,';
 
 function build(ctx: TemplateContext, subject: string, blocks: Block[]): RenderedMail {
   const text = blocks.map((b) => (typeof b === 'string' ? b : `${b.label}:\n${b.link}`)).join('\n\n') + `\n\n— ${ctx.productName}\n`;
@@ -97,7 +101,7 @@ export function renderMail(input: MailInput, ctx: TemplateContext): RenderedMail
     case 'invitation': {
       const who = input.inviterName ? `${input.inviterName} invited you` : 'You are invited';
       return build(ctx, `${who} to join ${input.organizationName}`, [
-        'Hello,',
+        GREETING,
         `${who} to join ${input.organizationName} on ${ctx.productName} as ${input.role}.`,
         { link: link(ctx, LINK_PATHS.acceptInvitation, input.token), label: 'Accept the invitation' },
         `The invitation expires on ${input.expiresAt.toUTCString()}. ${IGNORE}`,
@@ -105,7 +109,7 @@ export function renderMail(input: MailInput, ctx: TemplateContext): RenderedMail
     }
     case 'verify_email':
       return build(ctx, `Confirm your e-mail address for ${ctx.productName}`, [
-        greeting(input.name),
+        GREETING,
         `Confirm that ${input.to} is your address. The link works once, for 24 hours.`,
         { link: link(ctx, LINK_PATHS.verifyEmail, input.token), label: 'Confirm my address' },
         `Did you not sign up? Then someone else used your address. Delete that account, so the address is yours again:`,
@@ -114,44 +118,44 @@ export function renderMail(input: MailInput, ctx: TemplateContext): RenderedMail
     case 'password_reset':
       if (input.confirmedElsewhere) {
         return build(ctx, `Choose your ${ctx.productName} password`, [
-          greeting(input.name),
+          GREETING,
           'Your address is confirmed. It was confirmed outside the session that signed up, so the password chosen at sign-up was removed and its sessions signed out: whoever chose it may not have been you. Choose a password to sign in. The link works once, for 30 minutes.',
           { link: link(ctx, LINK_PATHS.resetPassword, input.token), label: 'Choose a password' },
           'A new link can be asked for at any time with "Forgot password".',
         ]);
       }
       return build(ctx, `Reset your ${ctx.productName} password`, [
-        greeting(input.name),
+        GREETING,
         'Someone asked to reset the password of your account. The link works once, for 30 minutes.',
         { link: link(ctx, LINK_PATHS.resetPassword, input.token), label: 'Choose a new password' },
         `If it was not you, ignore this message: your password stays as it is.`,
       ]);
     case 'password_reset_unavailable':
       return build(ctx, `About your ${ctx.productName} password`, [
-        greeting(input.name),
+        GREETING,
         'Someone asked to reset the password of your account, but it has no password: it signs in through your organization\'s single sign-on.',
         'Sign in with single sign-on instead, or ask your administrator for help.',
       ]);
     case 'password_changed':
       return build(ctx, `Your ${ctx.productName} password was changed`, [
-        greeting(input.name),
+        GREETING,
         'The password of your account was just changed, and your other sessions were signed out.',
         'If it was not you, reset your password at once and tell your administrator.',
       ]);
     case 'email_change_confirm':
       return build(ctx, `Confirm your new e-mail address for ${ctx.productName}`, [
-        greeting(input.name),
+        GREETING,
         `Confirm that your account's address should become ${input.newEmail}. The link works once, for 1 hour.`,
         { link: link(ctx, LINK_PATHS.confirmEmailChange, input.token), label: 'Confirm the new address' },
         IGNORE,
       ]);
     case 'email_change_notice':
       return build(ctx, `Your ${ctx.productName} e-mail address is being changed`, [
-        greeting(input.name),
+        GREETING,
         `Someone asked to change your account's address to ${input.newEmail}. It changes only once the link sent there is opened.`,
         'If it was not you, change your password and tell your administrator.',
       ]);
     case 'security_notice':
-      return build(ctx, `${input.title} — ${ctx.productName}`, [greeting(input.name), ...input.lines, 'If it was not you, tell your administrator at once.']);
+      return build(ctx, `${input.title} — ${ctx.productName}`, [GREETING, ...input.lines, 'If it was not you, tell your administrator at once.']);
   }
 }

@@ -29,7 +29,6 @@ export async function countWrongAnswer(deps: AppDeps, user: Pick<UserRow, 'id' |
     await queueNotice(trx, deps, {
       kind: 'security_notice',
       to: user.email,
-      name: user.name,
       title: 'Too many wrong second-factor codes',
       lines: [
         `Someone entered your password correctly and then ${rule.points} wrong second-factor codes within ${window}. Signing in to your account with a second factor is paused until ${window} after the first of them.`,

@@ -43,5 +43,5 @@ export async function notifyFactorChange(deps: AppDeps, trx: Transaction<DB>, us
   const user = await users.findUser(trx, userId);
   const notice = NOTICE[event.factor][event.change];
   if (!user || !notice) return;
-  await queueNotice(trx, deps, { kind: 'security_notice', to: user.email, name: user.name, title: notice.title, lines: [notice.line] });
+  await queueNotice(trx, deps, { kind: 'security_notice', to: user.email, title: notice.title, lines: [notice.line] });
 }

@@ -2,7 +2,8 @@ import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, Principal } from '../domain/principal';
-import { NotFound } from '../lib/errors';
+import { Invalid, NotFound } from '../lib/errors';
+import { plainName } from '../lib/names';
 import { newId } from '../lib/ids';
 import { setSessionOrganization } from '../users/service';
 import { principalFromSessionWith } from '../principal/session';
@@ -27,8 +28,16 @@ const orgNotFound = () => new NotFound('organization_not_found', 'The organizati
  * transaction so bootstrap can add the user in the same one, and the audit context it is
  * recorded under (the request's, or the system's for a seed).
  */
-export async function createOrganizationIn(trx: Transaction<DB>, audit: AuditContext | null, input: { name: string; plan: Plan; ownerUserId: string; now: Date }) {
-  const organization = await store.insertOrganization(trx, { id: newId('organization'), name: input.name, plan: input.plan, now: input.now });
+/** An organization's name as stored (src/lib/names.ts); one of nothing but hidden characters is refused at `field`. */
+function organizationName(name: string, field: string[]): string {
+  const plain = plainName(name);
+  if (!plain) throw Invalid.at(field, 'must contain visible characters');
+  return plain;
+}
+
+export async function createOrganizationIn(trx: Transaction<DB>, audit: AuditContext | null, input: { name: string; plan: Plan; ownerUserId: string; now: Date; nameField?: string[] }) {
+  const name = organizationName(input.name, input.nameField ?? ['body', 'name']);
+  const organization = await store.insertOrganization(trx, { id: newId('organization'), name, plan: input.plan, now: input.now });
   await insertBuiltInRoles(trx, organization.id, input.now);
   const memberId = await addMember(trx, { organizationId: organization.id, userId: input.ownerUserId, role: 'owner', now: input.now });
   await provisionOrganization(trx, { organizationId: organization.id, ownerMemberId: memberId, now: input.now });
@@ -40,7 +49,7 @@ export async function createOrganizationIn(trx: Transaction<DB>, audit: AuditCon
     actorMemberId: memberId,
     action: 'organization.created',
     target: { type: 'organization', id: organization.id },
-    changes: created({ name: input.name, plan: input.plan, ownerMemberId: memberId }),
+    changes: created({ name, plan: input.plan, ownerMemberId: memberId }),
   });
   return { organization: toOrganization(organization, owner), member: toMember(member) };
 }
@@ -83,8 +92,9 @@ export async function getOrganizationContext(deps: AppDeps, membership: Membersh
   return toContext(json);
 }
 
-export async function renameOrganization(deps: AppDeps, membership: Membership, name: string) {
+export async function renameOrganization(deps: AppDeps, membership: Membership, newName: string) {
   const { organizationId } = membership;
+  const name = organizationName(newName, ['body', 'name']);
   return deps.db.transaction().execute(async (trx) => {
     const before = await store.findOrganization(trx, organizationId);
     const row = before ? await store.renameOrganization(trx, organizationId, name, deps.clock.now()) : undefined;

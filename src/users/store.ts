@@ -2,6 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { DB, Db } from '../db/schema';
 import type { SessionAuthMethod } from '../domain/principal';
 import { normalizeEmail } from './email';
+import { plainName } from '../lib/names';
 
 /** The `users` and `sessions` tables: written here only (other areas call ./service.ts). */
 
@@ -37,7 +38,7 @@ export async function insertUser(
       id: user.id,
       email: user.email.trim(),
       email_normalized: normalizeEmail(user.email),
-      name: user.name,
+      name: user.name === null ? null : plainName(user.name) || null,
       image: null,
       password_hash: user.passwordHash,
       is_platform_admin: user.isPlatformAdmin,
@@ -239,7 +240,7 @@ export async function touchSession(db: Db, sessionId: string, now: Date, granula
 export async function updateProfile(db: Db, userId: string, fields: { name?: string; image?: string | null }, now: Date): Promise<UserRow | undefined> {
   return db
     .updateTable('users')
-    .set({ ...(fields.name !== undefined ? { name: fields.name } : {}), ...(fields.image !== undefined ? { image: fields.image } : {}), updated_at: now })
+    .set({ ...(fields.name !== undefined ? { name: plainName(fields.name) || null } : {}), ...(fields.image !== undefined ? { image: fields.image } : {}), updated_at: now })
     .where('id', '=', userId)
     .returning(USER_COLUMNS)
     .executeTakeFirst();

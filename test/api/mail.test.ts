@@ -96,7 +96,7 @@ describe('an invitation is mailed', () => {
     const to = uniqueEmail('rollback');
     await expect(
       t.db.transaction().execute(async (trx) => {
-        await queueNotice(trx, { secrets: new SecretBox(t.settings.secretKey!), clock: t.clock, settings: t.settings }, { kind: 'password_changed', to, name: null });
+        await queueNotice(trx, { secrets: new SecretBox(t.settings.secretKey!), clock: t.clock, settings: t.settings }, { kind: 'password_changed', to });
         throw new Error('the change failed');
       }),
     ).rejects.toThrow('the change failed');
