@@ -645,6 +645,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/org/mcp-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The active organization's MCP policy (admin, session only)
+         * @description Whether the MCP endpoint serves the organization (`enabled`) and whether its tools may change anything (`writes`). An organization that never set it answers the defaults: enabled, read only. Admins (`org.update`), with a session.
+         */
+        get: operations["getMcpPolicy"];
+        /**
+         * Turn the MCP endpoint and its writing tools on or off (admin, session only)
+         * @description Sets both fields at once; takes effect on the next MCP request of every token of the organization. Admins (`org.update`), with a session. A change writes an audit entry.
+         */
+        put: operations["putMcpPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/org": {
         parameters: {
             query?: never;
@@ -3897,6 +3921,32 @@ export interface components {
             /** @description While true, a member whose session has no second factor (a password sign-in of a user who has none) gets 403 `mfa_enrollment_required` everywhere but `/v1/me…`, enrolment, sign-out and switching organization. Sessions made through the organization's SSO satisfy it. A member's API key gets the same 403 everywhere while its owner holds no second factor; a service account's key is not affected. */
             requireMfa: boolean;
             updatedAt: components["schemas"]["Timestamp"] | null;
+        };
+        /**
+         * @example {
+         *       "enabled": true,
+         *       "writes": false
+         *     }
+         */
+        McpPolicy: {
+            /** @description Whether the organization's members and service accounts may reach the organization through the MCP endpoint (`POST /mcp`) at all. While false, every MCP request made with a token of the organization answers 403 with a JSON-RPC error. Default true. */
+            enabled: boolean;
+            /** @description Whether MCP tools may change anything. While false, only the reading tools (the GET operations) are listed, and calling any other tool answers a tool error saying writes are off. Default false. */
+            writes: boolean;
+        };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "enabled": true,
+         *         "writes": false
+         *       }
+         *     }
+         */
+        McpPolicyAnswer: {
+            /** @constant */
+            ok: true;
+            item: components["schemas"]["McpPolicy"];
         };
         /**
          * Format: typeid
@@ -11868,6 +11918,65 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getMcpPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpPolicyAnswer"];
+                };
+            };
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putMcpPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": true,
+                 *       "writes": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["McpPolicy"];
+            };
+        };
+        responses: {
+            /** @description The policy as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpPolicyAnswer"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };

@@ -15,6 +15,7 @@ import { apiKeyHandlers } from '../api-keys/handlers';
 import { serviceAccountHandlers } from '../service-accounts/handlers';
 import { adminHandlers } from '../admin/handlers';
 import { mcpHandlers } from '../mcp/handlers';
+import { mcpServerHandlers } from '../mcp-server/handlers';
 import { suiteHandlers } from '../suite/handlers';
 import { webhookHandlers } from '../webhooks/handlers';
 import { auditHandlers } from '../audit/handlers';
@@ -56,6 +57,7 @@ export const handlers: Handlers = {
   ...adminHandlers,
   ...oauthHandlers,
   ...mcpHandlers,
+  ...mcpServerHandlers,
   ...suiteHandlers,
   ...webhookHandlers,
   ...auditHandlers,

@@ -35,6 +35,7 @@ import * as auditCheckpoints from './20261210_0500_audit_checkpoints';
 import * as serviceAccounts from './20261211_0100_service_accounts';
 import * as auditActorApiKey from './20261211_0200_audit_actor_api_key';
 import * as oauth from './20261211_0300_oauth';
+import * as mcpPolicy from './20261212_0100_mcp_policy';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -78,6 +79,7 @@ const migrations: Record<string, Migration> = {
   '20261211_0100_service_accounts': serviceAccounts,
   '20261211_0200_audit_actor_api_key': auditActorApiKey,
   '20261211_0300_oauth': oauth,
+  '20261212_0100_mcp_policy': mcpPolicy,
 };
 
 export const migrationProvider: MigrationProvider = {
