@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { ManualClock } from '../../src/lib/clock';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, signUp } from '../support/factories';
 import { verifyDomain, uniqueDomain } from '../support/sso-signin';
@@ -126,7 +127,7 @@ describe('filters', () => {
     ids = {};
     for (const [userName, family, active] of [['f-alpha', 'Able', true], ['f-bravo', 'Baker', false], ['f-charlie', 'Cole', true], ['f-delta', 'Dunn', true]] as const) {
       ids[userName] = (await provision({ userName, active, name: { familyName: family, givenName: userName.toUpperCase() }, emails: [{ value: `${userName}@filters.example`, type: active ? 'work' : 'home' }] })).id;
-      (t.clock as { advance?: (ms: number) => void }).advance?.(1000);
+      (t.clock as ManualClock).advance(1000);
     }
   });
   const names = async (filter: string) => {

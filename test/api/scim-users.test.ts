@@ -1,3 +1,4 @@
+import type { ManualClock } from '../../src/lib/clock';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, signUp } from '../support/factories';
 import { verifyDomain } from '../support/sso-signin';
@@ -27,9 +28,9 @@ describe('filters', () => {
   let cid: { id: string };
   beforeAll(async () => {
     ann = await provision('ann.filter@corp.example', { externalId: 'ext-Ann', displayName: 'Ann Arbor', title: 'Engineer', emails: [{ value: 'ann@home.example', type: 'home' }, { value: 'ann.filter@corp.example', type: 'work', primary: true }], [ENTERPRISE]: { employeeNumber: '1001' } });
-    (t.clock as { advance?: (ms: number) => void }).advance?.(1000);
+    (t.clock as ManualClock).advance(1000);
     bob = await provision('bob.filter@corp.example', { externalId: 'ext-Bob', displayName: 'Bob Builder', title: 'Manager', emails: [{ value: 'bob.filter@corp.example', type: 'work' }], [ENTERPRISE]: { employeeNumber: '1002' } });
-    (t.clock as { advance?: (ms: number) => void }).advance?.(1000);
+    (t.clock as ManualClock).advance(1000);
     cid = await provision('cid.filter@other.example', { externalId: 'ext-Cid', displayName: 'Cid Ctrl', active: false });
   });
 
@@ -83,7 +84,7 @@ describe('paging and projection', () => {
     const made = [];
     for (let i = 0; i < 5; i++) {
       made.push(await provision(`page-${i}@paging.example`));
-      (t.clock as { advance?: (ms: number) => void }).advance?.(10);
+      (t.clock as ManualClock).advance(10);
     }
     const filter = 'userName ew "@paging.example"';
     const page = await scim.get('/Users', { filter, startIndex: 2, count: 2 });
@@ -105,7 +106,7 @@ describe('paging and projection', () => {
     const made = [];
     for (let i = 0; i < 6; i++) {
       made.push(await provision(`count-${i}@counting.example`));
-      (t.clock as { advance?: (ms: number) => void }).advance?.(10);
+      (t.clock as ManualClock).advance(10);
     }
     expect((await scim.get('/Users', { count: 0 })).body.totalResults).toBe(before + 6);
     expect((await scim.delete(`/Users/${made[2]!.id}`)).status).toBe(204);
