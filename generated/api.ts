@@ -11941,7 +11941,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -11976,7 +11976,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
