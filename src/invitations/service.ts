@@ -26,6 +26,7 @@ import * as limits from '../protection/rate-limit';
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import { userIdOf } from '../access/roles';
+import { permissionsOfRole } from '../access/role-permissions';
 
 type Invitation = components['schemas']['Invitation'];
 
@@ -191,6 +192,44 @@ export async function cancelInvitation(deps: AppDeps, membership: Membership, in
 }
 
 /**
+ * Whether the invitation's sender may still give what it offers (docs/people-and-roles.md#invitations):
+ * an active member (not removed, not suspended) whose current role holds `invitations.manage` and
+ * every permission of the invited role, as creating it required. Read inside the accepting
+ * transaction, after the claim, with the inviter's row locked.
+ */
+async function inviterStillMay(trx: Transaction<DB>, organizationId: string, inviterMemberId: string | null, role: string): Promise<boolean> {
+  const standing = await store.inviterStanding(trx, organizationId, inviterMemberId, role);
+  if (!standing?.invited || standing.invited.key === 'owner') return false;
+  const held = permissionsOfRole(standing.inviter);
+  if (!held.has('invitations.manage')) return false;
+  for (const key of permissionsOfRole(standing.invited)) if (!held.has(key)) return false;
+  return true;
+}
+
+/** Thrown inside an accepting transaction whose inviter lost the right: the claim rolls back, then the invitation is cancelled. */
+class InviterLostTheRight extends Error {}
+
+/**
+ * Cancels an invitation whose inviter can no longer give it (after the refused acceptance rolled
+ * back its claim), audited as a cancellation by the system, and answers as for any cancelled one.
+ */
+async function cancelForInviter(deps: AppDeps, organizationId: string, invitationId: string): Promise<never> {
+  const now = deps.clock.now();
+  await deps.db.transaction().execute(async (trx) => {
+    if (await store.cancelPending(trx, organizationId, invitationId, now)) {
+      await recordChange(trx, deps.audit ? { ...deps.audit, organizationId } : null, {
+        organizationId,
+        actor: { type: 'system', id: null, memberId: null },
+        action: 'invitation.cancelled',
+        target: { type: 'invitation', id: invitationId },
+        changes: { ...changed({ status: 'pending' }, { status: 'cancelled' }), reason: { from: null, to: 'inviter_lost_the_right' } },
+      });
+    }
+  });
+  throw new Conflict('invitation_not_pending', 'This invitation was cancelled: whoever sent it can no longer invite to this role. Ask the organization for a new one.');
+}
+
+/**
  * Accepts by token for the signed-in user. The claim is a conditional UPDATE inside the
  * transaction that also inserts the member, so racing accepts create exactly one membership (the
  * members unique index backs this up for a user who is already a member).
@@ -215,6 +254,7 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
     return await deps.db.transaction().execute(async (trx) => {
       const claimed = await store.claimPending(trx, invitation.id, now);
       if (!claimed) throw notPending();
+      if (!(await inviterStillMay(trx, organizationId, invitation.invited_by_member_id, claimed.role))) throw new InviterLostTheRight();
       // After the claim (a second accept of the same invitation is 409, not 402); a refusal
       // rolls the claim back, so the invitation stays pending.
       await enforceLimit(trx, deps.settings, organizationId, 'members');
@@ -234,6 +274,7 @@ export async function acceptInvitation(deps: AppDeps, principal: Principal, toke
       return toMember(member);
     });
   } catch (err) {
+    if (err instanceof InviterLostTheRight) return cancelForInviter(deps, organizationId, invitation.id);
     if (isUniqueViolation(err, 'members_active_user_key')) throw alreadyMember();
     throw err;
   }
@@ -262,6 +303,7 @@ export async function acceptAsNewAccount(deps: AppDeps, input: { token: string; 
     return await deps.db.transaction().execute(async (trx) => {
       const claimed = await store.claimPending(trx, invitation.id, now);
       if (!claimed) throw notPending();
+      if (!(await inviterStillMay(trx, organizationId, invitation.invited_by_member_id, claimed.role))) throw new InviterLostTheRight();
       await enforceLimit(trx, deps.settings, organizationId, 'members');
       const user = await accountFor(trx, deps, { email: invitation.email, name: input.name, passwordHash, organizationId, now });
       const memberId = await addMember(trx, { organizationId, userId: user.id, role: claimed.role, now });
@@ -278,6 +320,7 @@ export async function acceptAsNewAccount(deps: AppDeps, input: { token: string; 
       return { user: toUser(user), member: toMember(member), session };
     });
   } catch (err) {
+    if (err instanceof InviterLostTheRight) return cancelForInviter(deps, organizationId, invitation.id);
     if (isUniqueViolation(err, 'users_email_normalized_key') || isUniqueViolation(err, 'members_active_user_key')) throw emailTaken();
     throw err;
   }

@@ -236,3 +236,32 @@ export async function listPendingForEmail(db: Db, emailNormalized: string, now: 
   if (after) query = query.where(before('i.created_at', 'i.id', after));
   return query.orderBy('i.created_at', 'desc').orderBy('i.id', 'desc').limit(take).execute();
 }
+
+/**
+ * What an invitation's inviter may do now, read at acceptance inside its transaction (the member
+ * row locked against a concurrent removal or role change): the permissions of their current role
+ * and those of the role invited to. Undefined: the inviter is no longer an active member (removed,
+ * suspended, or their row gone).
+ */
+export async function inviterStanding(
+  db: Db,
+  organizationId: string,
+  inviterMemberId: string | null,
+  invitedRole: string,
+): Promise<{ inviter: { key: string; builtIn: boolean; permissions: string[] | null }; invited: { key: string; builtIn: boolean; permissions: string[] | null } | null } | undefined> {
+  if (!inviterMemberId) return undefined;
+  const { rows } = await sql<{ role: string; built_in: boolean | null; permissions: string[] | null; invited_built_in: boolean | null; invited_permissions: string[] | null; invited_key: string | null }>`
+    ${preparedAs('invitation_inviter_standing')}
+    SELECT m.role, r.built_in, r.permissions, ir.key AS invited_key, ir.built_in AS invited_built_in, ir.permissions AS invited_permissions
+    FROM members m
+    LEFT JOIN organization_roles r ON r.organization_id = m.organization_id AND r.key = m.role
+    LEFT JOIN organization_roles ir ON ir.organization_id = m.organization_id AND ir.key = ${invitedRole}
+    WHERE m.organization_id = ${organizationId} AND m.id = ${inviterMemberId} AND m.removed_at IS NULL AND m.suspended_at IS NULL
+    FOR SHARE OF m`.execute(db);
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    inviter: { key: row.role, builtIn: row.built_in === true, permissions: row.permissions },
+    invited: row.invited_key === null ? null : { key: row.invited_key, builtIn: row.invited_built_in === true, permissions: row.invited_permissions },
+  };
+}
