@@ -46,6 +46,7 @@ const PGLITE = [
   'test/api/service-accounts.test.ts',
   'test/api/service-account-keys.test.ts',
   'test/api/mcp-policy.test.ts',
+  'test/api/service-account-members.test.ts',
 ];
 const pgliteSet = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';
 

@@ -3553,6 +3553,11 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             updatedAt: components["schemas"]["Timestamp"];
         };
+        /**
+         * Format: typeid
+         * @example svc_01m986xzgbfexs0rehd17f768p
+         */
+        ServiceAccountId: string;
         /** @description The key of the member's organization role: `owner` (exactly one per organization), `admin`, `member`, or a custom role's key (see `GET /v1/roles`). */
         Role: string;
         MemberUser: {
@@ -3562,15 +3567,27 @@ export interface components {
             email: string;
             image: string | null;
         };
+        MemberServiceAccount: {
+            id: components["schemas"]["ServiceAccountId"];
+            name: string;
+            /** @description While true, none of the service account's credentials work. */
+            disabled: boolean;
+        };
         /**
          * Format: typeid
          * @description A directory user (a SCIM User), prefix `dus`. Directory users that existed before directory users did keep the `om` id their identity provider already stored.
          */
         DirectoryUserId: string;
+        /** @description A member of the organization: a person (`type: user`, with their `user`) or a service account (`type: service_account`, with its `serviceAccount` and no user, e-mail or seat). */
         Member: {
             id: components["schemas"]["MemberId"];
             organizationId: components["schemas"]["OrganizationId"];
-            userId: components["schemas"]["UserId"];
+            /** @enum {string} */
+            type: "user" | "service_account";
+            /** @description The person's user; null for a service account. */
+            userId: components["schemas"]["UserId"] | null;
+            /** @description The service account this member is; null for a person. */
+            serviceAccountId: components["schemas"]["ServiceAccountId"] | null;
             role: components["schemas"]["Role"];
             /**
              * @description `suspended` while the organization's identity provider has the member `active: false` through SCIM: their sessions no longer reach the organization and their API keys are revoked.
@@ -3578,7 +3595,10 @@ export interface components {
              */
             status: "active" | "suspended";
             createdAt: components["schemas"]["Timestamp"];
-            user: components["schemas"]["MemberUser"];
+            /** @description The person's public profile; null for a service account. */
+            user: components["schemas"]["MemberUser"] | null;
+            /** @description The service account's name and state; null for a person. */
+            serviceAccount: components["schemas"]["MemberServiceAccount"] | null;
             /** @description The directory user (SCIM User) linked to this member, or null (always present in `GET /v1/members`). */
             directoryUserId?: components["schemas"]["DirectoryUserId"] | null;
         };
@@ -3981,7 +4001,9 @@ export interface components {
          *       "currentMember": {
          *         "id": "om_01m5zvjhhrebha7y5r3map2at2",
          *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "type": "user",
          *         "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *         "serviceAccountId": null,
          *         "role": "admin",
          *         "status": "active",
          *         "createdAt": "2026-11-02T09:14:03.000Z",
@@ -3991,6 +4013,7 @@ export interface components {
          *           "email": "ada@example.com",
          *           "image": null
          *         },
+         *         "serviceAccount": null,
          *         "directoryUserId": null
          *       },
          *       "currentMemberTeams": [
@@ -4039,7 +4062,9 @@ export interface components {
          *         {
          *           "id": "om_01m5zvjhhrebha7y5r3map2at2",
          *           "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "type": "user",
          *           "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *           "serviceAccountId": null,
          *           "role": "member",
          *           "status": "active",
          *           "createdAt": "2026-11-02T09:14:03.000Z",
@@ -4049,6 +4074,7 @@ export interface components {
          *             "email": "ada@example.com",
          *             "image": "https://cdn.example.com/avatars/ada.png"
          *           },
+         *           "serviceAccount": null,
          *           "directoryUserId": null
          *         }
          *       ],
@@ -4067,7 +4093,9 @@ export interface components {
          *       "item": {
          *         "id": "om_01m5zvjhhrebha7y5r3map2at2",
          *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *         "type": "user",
          *         "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *         "serviceAccountId": null,
          *         "role": "member",
          *         "status": "active",
          *         "createdAt": "2026-11-02T09:14:03.000Z",
@@ -4077,6 +4105,7 @@ export interface components {
          *           "email": "ada@example.com",
          *           "image": "https://cdn.example.com/avatars/ada.png"
          *         },
+         *         "serviceAccount": null,
          *         "directoryUserId": null
          *       }
          *     }
@@ -4299,11 +4328,6 @@ export interface components {
          * @example apk_01m61gaztgfq9sfgpq4x7qxac2
          */
         ApiKeyId: string;
-        /**
-         * Format: typeid
-         * @example svc_01m986xzgbfexs0rehd17f768p
-         */
-        ServiceAccountId: string;
         /** @description Whom the key acts as: a member (`type: member`, the person who created it; the key ends when that member is removed or suspended) or a service account (`type: service_account`; the organization's key, which survives any person's removal and stops while the account is disabled). */
         ApiKeyOwner: {
             /** @constant */
@@ -10623,7 +10647,9 @@ export interface operations {
                      *       "member": {
                      *         "id": "om_01m5zvjhhrebha7y5r3map2at2",
                      *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "type": "user",
                      *         "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "serviceAccountId": null,
                      *         "role": "owner",
                      *         "status": "active",
                      *         "createdAt": "2026-11-02T09:14:03.000Z",
@@ -10633,6 +10659,7 @@ export interface operations {
                      *           "email": "ada@example.com",
                      *           "image": "https://cdn.example.com/avatars/ada.png"
                      *         },
+                     *         "serviceAccount": null,
                      *         "directoryUserId": null
                      *       },
                      *       "session": {
@@ -12375,7 +12402,9 @@ export interface operations {
                      *       "member": {
                      *         "id": "om_01m5zvjhhrebha7y5r3map2at2",
                      *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "type": "user",
                      *         "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "serviceAccountId": null,
                      *         "role": "member",
                      *         "status": "active",
                      *         "createdAt": "2026-11-02T09:14:03.000Z",
@@ -12385,6 +12414,7 @@ export interface operations {
                      *           "email": "alan@example.com",
                      *           "image": "https://cdn.example.com/avatars/alan.png"
                      *         },
+                     *         "serviceAccount": null,
                      *         "directoryUserId": null
                      *       }
                      *     }
@@ -12416,7 +12446,9 @@ export interface operations {
                      *       "member": {
                      *         "id": "om_01m5zvjhhrebha7y5r3map2at2",
                      *         "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+                     *         "type": "user",
                      *         "userId": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+                     *         "serviceAccountId": null,
                      *         "role": "member",
                      *         "status": "active",
                      *         "createdAt": "2026-11-02T09:14:03.000Z",
@@ -12426,6 +12458,7 @@ export interface operations {
                      *           "email": "alan@example.com",
                      *           "image": "https://cdn.example.com/avatars/alan.png"
                      *         },
+                     *         "serviceAccount": null,
                      *         "directoryUserId": null
                      *       },
                      *       "session": {

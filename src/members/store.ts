@@ -8,15 +8,20 @@ import { before, type Position } from '../lib/pagination';
 import type { SessionPreload } from '../principal/session';
 import { memberColumnsOf, memberJson } from './member-json';
 
-/** An active member with their user's public fields; removed members are never returned. */
+/**
+ * An active member with their user's public fields, or its service account's (a member with no
+ * user); removed members are never returned.
+ */
 function memberQuery(db: Db, organizationId: string) {
   return db
     .selectFrom('members as m')
-    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .leftJoin('users as u', 'u.id', 'm.user_id')
+    .leftJoin('service_accounts as sa', 'sa.member_id', 'm.id')
     .select([
       'm.id',
       'm.organization_id',
-      // The user's id through the join: only a removed member's is null.
+      'm.type',
+      // The user's id through the join: null for a service account (and a removed person).
       'u.id as user_id',
       sql<Role>`m.role`.as('role'),
       'm.created_at',
@@ -24,6 +29,9 @@ function memberQuery(db: Db, organizationId: string) {
       'u.name as user_name',
       'u.email as user_email',
       'u.image as user_image',
+      'sa.id as service_account_id',
+      'sa.name as service_account_name',
+      'sa.disabled_at as service_account_disabled_at',
     ])
     .where('m.organization_id', '=', organizationId)
     .where('m.removed_at', 'is', null);
@@ -239,10 +247,11 @@ export function membersPagePreload(limit: number, after: Position | null): Sessi
     columns: sql`mp.items_json AS members_page_json, mp.last_created_at AS members_page_last_created_at, mp.last_id AS members_page_last_id`,
     joins: sql`LEFT JOIN LATERAL (${jsonPageSelect(
       PAGE_MEMBER_JSON,
-      sql`SELECT pm.id, pm.organization_id, pu.id AS user_id, pm.role, pm.suspended_at, pm.created_at, pu.name AS user_name, pu.email AS user_email, pu.image AS user_image,
+      sql`SELECT pm.id, pm.organization_id, pm.type, pu.id AS user_id, pm.role, pm.suspended_at, pm.created_at, pu.name AS user_name, pu.email AS user_email, pu.image AS user_image,
+          psa.id AS service_account_id, psa.name AS service_account_name, psa.disabled_at AS service_account_disabled_at,
           (SELECT d.id FROM directory_users d WHERE d.member_id = pm.id) AS directory_user_id,
           row_number() OVER (ORDER BY pm.created_at DESC, pm.id DESC) AS n
-        FROM members pm JOIN users pu ON pu.id = pm.user_id
+        FROM members pm LEFT JOIN users pu ON pu.id = pm.user_id LEFT JOIN service_accounts psa ON psa.member_id = pm.id
         WHERE pm.organization_id = m.organization_id AND pm.removed_at IS NULL
           ${after ? sql`AND ${before('pm.created_at', 'pm.id', after)}` : sql``}
         ORDER BY pm.created_at DESC, pm.id DESC

@@ -66,7 +66,10 @@ export async function findOwner(db: Db, organizationId: string): Promise<OwnerRo
  * Reads organization `o`, member `m` with user `u`, owner `ow`/`owu`; null when the member or the
  * organization is missing.
  */
-const CONTEXT_COLUMN = sql.raw(`CASE WHEN o.id IS NOT NULL AND m.id IS NOT NULL THEN json_build_object(
+function contextColumn(member: 'person' | 'any') {
+  // A session's member is always a person; another credential's may be a service account (`sa`).
+  const account = member === 'person' ? { id: 'NULL', name: 'NULL', disabledAt: 'NULL' } : { id: 'sa.id', name: 'sa.name', disabledAt: 'sa.disabled_at' };
+  return sql.raw(`CASE WHEN o.id IS NOT NULL AND m.id IS NOT NULL THEN json_build_object(
     'organization', json_build_object(
       'id', o.id, 'name', o.name, 'plan', o.plan,
       'owner', CASE WHEN ow.id IS NULL THEN NULL ELSE json_build_object('memberId', ow.id, 'userId', owu.id, 'name', owu.name, 'email', owu.email, 'image', owu.image) END,
@@ -74,13 +77,17 @@ const CONTEXT_COLUMN = sql.raw(`CASE WHEN o.id IS NOT NULL AND m.id IS NOT NULL 
     'currentMember', ${memberJson({
       id: 'm.id',
       organizationId: 'm.organization_id',
-      userId: 'm.user_id',
+      type: 'm.type',
+      userId: 'u.id',
       role: 'm.role',
       suspendedAt: 'm.suspended_at',
       createdAt: 'm.created_at',
       userName: 'u.name',
       userEmail: 'u.email',
       userImage: 'u.image',
+      serviceAccountId: account.id,
+      serviceAccountName: account.name,
+      serviceAccountDisabledAt: account.disabledAt,
       directoryUserId: '(SELECT d.id FROM directory_users d WHERE d.member_id = m.id)',
     })},
     'currentMemberTeams', (SELECT coalesce(json_agg(json_build_object(
@@ -90,6 +97,9 @@ const CONTEXT_COLUMN = sql.raw(`CASE WHEN o.id IS NOT NULL AND m.id IS NOT NULL 
       JOIN teams t ON t.id = mine.team_id
       WHERE mine.member_id = m.id AND t.organization_id = m.organization_id)
   )::text END AS org_context_json`);
+}
+const CONTEXT_COLUMN = contextColumn('person');
+const ANY_MEMBER_CONTEXT_COLUMN = contextColumn('any');
 
 /** The organization, its owner (absent when none) and the owner's user, for member `m` (may be null). */
 const CONTEXT_JOINS = sql.raw(`LEFT JOIN organizations o ON o.id = m.organization_id
@@ -102,8 +112,8 @@ const CONTEXT_JOINS = sql.raw(`LEFT JOIN organizations o ON o.id = m.organizatio
  */
 export async function organizationContext(db: Db, organizationId: string, memberId: string): Promise<string | undefined> {
   const result = await sql<{ org_context_json: string | null }>`${preparedAs('org_context')}
-    SELECT ${CONTEXT_COLUMN}
-    FROM members m JOIN users u ON u.id = m.user_id ${CONTEXT_JOINS}
+    SELECT ${ANY_MEMBER_CONTEXT_COLUMN}
+    FROM members m LEFT JOIN users u ON u.id = m.user_id LEFT JOIN service_accounts sa ON sa.member_id = m.id ${CONTEXT_JOINS}
     WHERE m.organization_id = ${organizationId} AND m.id = ${memberId} AND m.removed_at IS NULL AND m.suspended_at IS NULL`.execute(db);
   return result.rows[0]?.org_context_json ?? undefined;
 }

@@ -119,15 +119,17 @@ export async function listTeamMembers(
   take: number,
 ): Promise<(MemberRow & { added_at: Date; directory_user_id: string | null })[]> {
   const result = await sql<MemberRow & { added_at: Date; directory_user_id: string | null }>`${preparedAs(`team_members_page${after ? '_after' : ''}_${take}`)}
-    SELECT m.id, m.organization_id,
-      -- The user's id through the join: only a removed member's is null.
+    SELECT m.id, m.organization_id, m.type,
+      -- The user's id through the join: null for a service account (its account's columns instead).
       u.id AS user_id, m.role, m.created_at, m.suspended_at, u.name AS user_name, u.email AS user_email, u.image AS user_image,
+      sa.id AS service_account_id, sa.name AS service_account_name, sa.disabled_at AS service_account_disabled_at,
       tm.created_at AS added_at,
       -- As GET /v1/members gives it (src/members/store.ts).
       (SELECT d.id FROM directory_users d WHERE d.member_id = m.id) AS directory_user_id
     FROM team_members tm
     JOIN members m ON m.id = tm.member_id
-    JOIN users u ON u.id = m.user_id
+    LEFT JOIN users u ON u.id = m.user_id
+    LEFT JOIN service_accounts sa ON sa.member_id = m.id
     WHERE tm.organization_id = ${organizationId} AND tm.team_id = ${teamId} AND m.removed_at IS NULL
       ${after ? sql`AND ${before('tm.created_at', 'tm.member_id', after)}` : sql``}
     ORDER BY tm.created_at DESC, tm.member_id DESC

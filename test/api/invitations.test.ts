@@ -174,11 +174,14 @@ describe('POST /v1/invitations/accept', () => {
       member: {
         id: expect.stringMatching(/^om_/),
         organizationId: owner.organizationId,
+        type: 'user',
         userId: user.userId,
+        serviceAccountId: null,
         role: 'admin',
         status: 'active',
         createdAt: t.clock.now().toISOString(),
         user: { id: user.userId, name: 'joiner', email: user.email, image: null },
+        serviceAccount: null,
       },
     });
     const org = await t.http.get('/v1/org').set(...bearer(user.token));

@@ -36,11 +36,14 @@ describe('GET /v1/members', () => {
     expect(ownerItem).toEqual({
       id: owner.memberId,
       organizationId: owner.organizationId,
+      type: 'user',
       userId: owner.userId,
+      serviceAccountId: null,
       role: 'owner',
       status: 'active',
       createdAt: expect.any(String),
       user: { id: owner.userId, name: 'owner', email: owner.email, image: null },
+      serviceAccount: null,
       // No identity provider provisioned the owner (docs/scim.md#directory-users-and-linking).
       directoryUserId: null,
     });
