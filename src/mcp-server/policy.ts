@@ -16,7 +16,7 @@ export function policyOf(deps: AppDeps, organizationId: string): Promise<McpPoli
   return store.findPolicy(deps.db, organizationId);
 }
 
-/** Sets both fields; a change writes one audit entry (and its event) in the same transaction. */
+/** Sets both fields; writes one audit entry (and its event) in the same transaction. */
 export async function putPolicy(deps: AppDeps, membership: Membership, policy: McpPolicy): Promise<McpPolicy> {
   const { organizationId } = membership;
   const next = { enabled: policy.enabled, writes: policy.writes };
@@ -26,9 +26,9 @@ export async function putPolicy(deps: AppDeps, membership: Membership, policy: M
     const changes: Record<string, { from: boolean; to: boolean }> = {};
     if (before.enabled !== next.enabled) changes.enabled = { from: before.enabled, to: next.enabled };
     if (before.writes !== next.writes) changes.writes = { from: before.writes, to: next.writes };
-    if (Object.keys(changes).length > 0) {
-      await recordChange(trx, deps.audit, { organizationId, action: 'organization.mcp_policy_updated', target: { type: 'organization', id: organizationId }, changes });
-    }
+    // Every accepted PUT is one entry, as every change request is (docs/audit.md), even one that
+    // restates the current values (its changes are then empty).
+    await recordChange(trx, deps.audit, { organizationId, action: 'organization.mcp_policy_updated', target: { type: 'organization', id: organizationId }, changes });
   });
   return next;
 }

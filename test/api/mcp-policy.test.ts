@@ -26,7 +26,7 @@ describe('/v1/org/mcp-policy', () => {
     expect((await t.http.get('/v1/org/mcp-policy').set(...bearer(other.token))).body.item).toEqual({ enabled: true, writes: false });
   });
 
-  it('writes one audit entry naming what changed, and none when nothing did', async () => {
+  it('writes one audit entry per accepted PUT, naming what changed (nothing, when it restates the policy)', async () => {
     const owner = await createOrganization(t);
     await t.http.put('/v1/org/mcp-policy').set(...bearer(owner.token)).send({ enabled: false, writes: false }).expect(200);
     await t.http.put('/v1/org/mcp-policy').set(...bearer(owner.token)).send({ enabled: false, writes: false }).expect(200);
@@ -36,9 +36,11 @@ describe('/v1/org/mcp-policy', () => {
       .where('organization_id', '=', owner.organizationId)
       .where('action', '=', 'organization.mcp_policy_updated')
       .execute();
-    expect(entries).toEqual([{ action: 'organization.mcp_policy_updated', target_id: owner.organizationId, actor_member_id: owner.memberId, changes: { enabled: { from: true, to: false } } }]);
+    expect(entries).toHaveLength(2);
+    expect(entries.map((e) => e.changes ?? {})).toEqual(expect.arrayContaining([{ enabled: { from: true, to: false } }, {}]));
+    for (const entry of entries) expect(entry).toMatchObject({ action: 'organization.mcp_policy_updated', target_id: owner.organizationId, actor_member_id: owner.memberId });
     const events = await t.db.selectFrom('events').select(['type']).where('organization_id', '=', owner.organizationId).where('type', '=', 'organization.mcp_policy_updated').execute();
-    expect(events).toHaveLength(1);
+    expect(events).toHaveLength(2);
   });
 
   it('is for admins (org.update) with a session: a member gets 403, an API key 401', async () => {

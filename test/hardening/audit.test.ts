@@ -26,6 +26,7 @@ let dns: TestDnsServer | undefined;
  */
 const EXEMPT: Record<string, string> = {
   signUp: 'creates a user, who belongs to no organization yet',
+  adminRotateOAuthKeys: "rotates the platform's OAuth signing keys, which belong to no organization (no organization's audit log is the place for it)",
   ingestTelemetry: 'telemetry is usage data, not a change to the organization (see docs/audit.md)',
   reportWorkerActivity: "worker activity is usage data reported by the worker host, not a change to the organization",
   startMcpConnect: 'starts an OAuth flow (a short-lived state row); the callback that connects the account is audited',
