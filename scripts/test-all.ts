@@ -63,7 +63,7 @@ type JestReport = {
   numFailedTests: number;
   numRuntimeErrorTestSuites: number;
   startTime: number;
-  testResults: { name: string; perfStats?: { start: number; end: number } }[];
+  testResults: { name: string; startTime?: number; endTime?: number }[];
 };
 
 /**
@@ -73,10 +73,10 @@ type JestReport = {
  */
 function printTimes(db: Db, r: JestReport): void {
   const files = r.testResults
-    .filter((f) => f.perfStats)
-    .map((f) => ({ file: path.relative(ROOT, f.name), seconds: (f.perfStats!.end - f.perfStats!.start) / 1000 }))
+    .filter((f) => f.startTime && f.endTime)
+    .map((f) => ({ file: path.relative(ROOT, f.name), seconds: (f.endTime! - f.startTime!) / 1000 }))
     .sort((a, b) => b.seconds - a.seconds);
-  const wall = Math.max(0, ...r.testResults.map((f) => f.perfStats?.end ?? 0)) - r.startTime;
+  const wall = Math.max(r.startTime, ...r.testResults.map((f) => f.endTime ?? 0)) - r.startTime;
   const total = files.reduce((sum, f) => sum + f.seconds, 0);
   console.log(`\n${db}: ${files.length} files, ${(wall / 1000).toFixed(0)} s wall, ${total.toFixed(0)} s in files; slowest:`);
   for (const f of files.slice(0, 12)) console.log(`  ${f.seconds.toFixed(1).padStart(6)} s  ${f.file}`);
