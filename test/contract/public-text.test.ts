@@ -73,7 +73,7 @@ describe('the served contract reads on its own', () => {
       ['As in interface-spec', '§2.6.'].join(' '),
       'Errors: E-generic.',
       'Added in wave 3.',
-      'See outbound-calls.md for the policy.',
+      ['See outbound', 'calls.md for the policy.'].join('-'),
       'The mapper in src/server/errors.ts.',
       'Described in §4 of our notes.',
     ].map((text, i) => ({ at: `#/${i}`, text }));
