@@ -58,11 +58,15 @@ const server = createServer(async (req, res) => {
       currentMember: {
         id: row.member_id,
         organizationId: row.member_organization_id,
+        // A session belongs to a person, so its member is always of type user.
+        type: 'user',
         userId: row.member_user_id,
+        serviceAccountId: null,
         role: row.member_role,
         status: 'active',
         createdAt: row.member_created_at.toISOString(),
         user: { id: row.member_user_id, name: row.user_name, email: row.user_email, image: row.user_image },
+        serviceAccount: null,
         directoryUserId: row.directory_user_id,
       },
       currentMemberTeams: row.teams ?? [],

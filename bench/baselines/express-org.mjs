@@ -50,11 +50,15 @@ app.get('/v1/org', async (req, res) => {
       currentMember: {
         id: member.id,
         organizationId: member.organization_id,
+        // A session belongs to a person, so its member is always of type user.
+        type: 'user',
         userId: member.user_id,
+        serviceAccountId: null,
         role: member.role,
         status: 'active',
         createdAt: member.created_at.toISOString(),
         user: { id: member.user_id, name: member.name, email: member.email, image: member.image },
+        serviceAccount: null,
         directoryUserId: member.directory_user_id,
       },
       currentMemberTeams: teams.map((t) => ({ id: t.id, name: t.name, memberCount: t.member_count, createdAt: t.created_at.toISOString() })),
