@@ -3,6 +3,9 @@ import type { DB } from '../db/schema';
 import type { AppDeps } from '../domain/deps';
 import { recordChange } from '../audit';
 import { revokeKeysOfUser } from '../api-keys/service';
+import { revokeTokensCreatedByUser } from '../scim/token-store';
+import { endCredentialsOfAccountsCreatedByUser } from '../service-accounts/store';
+import { replaceTokensOfWorkersCreatedByUser } from '../workers/lifecycle';
 import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
 import * as users from '../users/service';
 
@@ -14,10 +17,36 @@ import * as users from '../users/service';
  */
 export type TakeoverReason = 'sso' | 'scim' | 'invitation' | 'verification' | 'declined';
 
-export interface Takeover {
+/** What ended of the credentials an account made before anyone proved its address. */
+export interface UntrustedCredentialsEnded {
+  apiKeysRevoked: number;
+  scimTokensRevoked: number;
+  serviceAccountsDisabled: number;
+  workerTokensReplaced: number;
+}
+
+export interface Takeover extends UntrustedCredentialsEnded {
   passwordRemoved: boolean;
   sessionsRevoked: number;
-  apiKeysRevoked: number;
+}
+
+/**
+ * Ends every credential the account made while its address was unproven
+ * (docs/accounts.md#linking-accounts-safely): its own API keys, and in every organization its
+ * members created credentials in, the SCIM tokens, the service accounts' credentials (disabled,
+ * secrets deleted, keys revoked) and the workers' host tokens (replaced by ones nobody was shown).
+ * Whoever signed up with the address may have made them for an organization the address's owner
+ * now holds. Sessions are the caller's: a reset keeps none, a takeover keeps none, but each says so
+ * in its own entry.
+ */
+export async function endUntrustedCredentials(trx: Transaction<DB>, deps: Pick<AppDeps, 'clock' | 'secrets'>, userId: string): Promise<UntrustedCredentialsEnded> {
+  const now = deps.clock.now();
+  return {
+    apiKeysRevoked: await revokeKeysOfUser(trx, userId, now),
+    scimTokensRevoked: await revokeTokensCreatedByUser(trx, userId, now),
+    serviceAccountsDisabled: await endCredentialsOfAccountsCreatedByUser(trx, userId, now),
+    workerTokensReplaced: await replaceTokensOfWorkersCreatedByUser(trx, deps, userId),
+  };
 }
 
 /**
@@ -26,7 +55,8 @@ export interface Takeover {
  * link confirmed from outside the account's sessions is the first proof that the account's address
  * belongs to the person now arriving; everything set on the account before it is untrusted:
  * whoever signed up with that address may not be its owner. So the password is removed, every
- * session and API key of the user is revoked, pending link tokens end, the address is marked
+ * session of the user is revoked and every credential it made ended (endUntrustedCredentials),
+ * pending link tokens end, the address is marked
  * verified, and each organization the user belongs to (and `organizationId`, the one whose
  * provider or invitation proved it) records `member.account_secured`.
  *
@@ -38,7 +68,7 @@ export interface Takeover {
  */
 export async function takeOverUnverifiedAccount(
   trx: Transaction<DB>,
-  deps: Pick<AppDeps, 'clock' | 'audit'>,
+  deps: Pick<AppDeps, 'clock' | 'audit' | 'secrets'>,
   userId: string,
   reason: TakeoverReason,
   organizationId: string | null = null,
@@ -50,9 +80,9 @@ export async function takeOverUnverifiedAccount(
   await users.setPasswordHash(trx, userId, null, now);
   await users.markEmailVerified(trx, userId, now);
   const sessionsRevoked = await users.revokeSessionsOfUser(trx, userId, null, now);
-  const apiKeysRevoked = await revokeKeysOfUser(trx, userId, now);
+  const ended = await endUntrustedCredentials(trx, deps, userId);
   await users.endPendingAccountTokens(trx, userId, null, now);
-  const result: Takeover = { passwordRemoved: user.has_password, sessionsRevoked, apiKeysRevoked };
+  const result: Takeover = { passwordRemoved: user.has_password, sessionsRevoked, ...ended };
 
   const organizations = new Set((await membershipsOfUser(trx, userId)).map((o) => o.id));
   if (organizationId) organizations.add(organizationId);
@@ -69,7 +99,7 @@ export async function takeOverUnverifiedAccount(
         emailVerified: { from: false, to: true },
         passwordRemoved: result.passwordRemoved,
         sessionsRevoked,
-        apiKeysRevoked,
+        ...ended,
       },
     });
   }

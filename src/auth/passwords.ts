@@ -7,6 +7,7 @@ import { queueMail, queueNotice } from '../mail/queue';
 import * as limits from '../protection/rate-limit';
 import { checkNewPassword } from '../protection/passwords';
 import { recordAccountChange } from '../account/audit';
+import { endUntrustedCredentials } from '../account/takeover';
 import * as users from '../users/service';
 import { userIdOf } from '../access/roles';
 
@@ -61,7 +62,8 @@ async function sendResetMessage(deps: AppDeps, email: string, now: Date): Promis
 
 /**
  * POST /v1/auth/password-reset/confirm: the link's token sets a new password, proves the address,
- * ends every session and every other reset link of the user, and sends a notice.
+ * ends every session and every other reset link of the user, and sends a notice. When the address
+ * was unproven, every credential the account made ends too (src/account/takeover.ts).
  */
 export async function confirmPasswordReset(deps: AppDeps, input: { token: string; password: string }): Promise<void> {
   const now = deps.clock.now();
@@ -76,12 +78,19 @@ export async function confirmPasswordReset(deps: AppDeps, input: { token: string
     if (!used) throw users.invalidToken();
     const user = await users.lockUser(trx, used.userId);
     if (!user) throw users.invalidToken();
+    // A reset link is the first proof of an unverified address (EMAIL_VERIFICATION=optional lets
+    // such an account make credentials): whatever it made before is untrusted and ends here.
+    const ended = user.email_verified_at === null ? await endUntrustedCredentials(trx, deps, user.id) : null;
     await users.setPasswordHash(trx, user.id, passwordHash, now);
     const verified = await users.markEmailVerified(trx, user.id, now);
     const sessionsRevoked = await users.revokeSessionsOfUser(trx, user.id, null, now);
     await users.endPendingAccountTokens(trx, user.id, 'password_reset', now);
     await queueNotice(trx, deps, { kind: 'password_changed', to: user.email });
-    await recordAccountChange(trx, deps.audit, user.id, 'member.password_reset', { sessionsRevoked, ...(verified ? { emailVerified: { from: false, to: true } } : {}) });
+    await recordAccountChange(trx, deps.audit, user.id, 'member.password_reset', {
+      sessionsRevoked,
+      ...(verified ? { emailVerified: { from: false, to: true } } : {}),
+      ...(ended ?? {}),
+    });
   });
 }
 

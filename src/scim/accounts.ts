@@ -40,7 +40,7 @@ export async function createProvisionedAccount(trx: Trx, input: { email: string;
  * (docs/accounts.md#linking-accounts-safely). A verified account is linked as it is. The
  * request's one audit entry records it (the caller folds the result into its changes).
  */
-export const secureUnverifiedAccount = (trx: Trx, deps: Pick<AppDeps, 'clock' | 'audit'>, userId: string, organizationId: string) =>
+export const secureUnverifiedAccount = (trx: Trx, deps: Pick<AppDeps, 'clock' | 'audit' | 'secrets'>, userId: string, organizationId: string) =>
   takeOverUnverifiedAccount(trx, deps, userId, 'scim', organizationId, true);
 
 export const changeAccountEmail = (trx: Trx, userId: string, email: string, now: Date) => users.changeEmail(trx, userId, email, now);

@@ -50,3 +50,15 @@ export async function revokeToken(db: Db, organizationId: string, tokenId: strin
     .executeTakeFirst();
   return row !== undefined;
 }
+
+/** Revokes every live SCIM token a member of the user created, in any organization; returns how many. */
+export async function revokeTokensCreatedByUser(db: Db, userId: string, now: Date): Promise<number> {
+  const rows = await db
+    .updateTable('scim_tokens')
+    .set({ revoked_at: now })
+    .where('created_by_member_id', 'in', (eb) => eb.selectFrom('members').select('id').where('user_id', '=', userId))
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .execute();
+  return rows.length;
+}

@@ -231,3 +231,27 @@ export async function findAccountState(db: Db, id: string): Promise<{ organizati
     .where('s.id', '=', id)
     .executeTakeFirst();
 }
+
+/**
+ * Ends every credential of the service accounts a member of the user created, in any organization:
+ * the accounts are disabled (their live access tokens fail on the next request), their secrets
+ * deleted and their API keys revoked (so enabling one again revives nothing its creator knew).
+ * Returns how many accounts.
+ */
+export async function endCredentialsOfAccountsCreatedByUser(db: Db, userId: string, now: Date): Promise<number> {
+  const accounts = await db
+    .updateTable('service_accounts')
+    .set((eb) => ({ disabled_at: eb.fn.coalesce('disabled_at', eb.val(now)), updated_at: now }))
+    .where('created_by_member_id', 'in', (eb) => eb.selectFrom('members').select('id').where('user_id', '=', userId))
+    .returning(['id', 'member_id'])
+    .execute();
+  if (accounts.length === 0) return 0;
+  await db.deleteFrom('service_account_secrets').where('service_account_id', 'in', accounts.map((a) => a.id)).execute();
+  await db
+    .updateTable('api_keys')
+    .set({ revoked_at: now })
+    .where('member_id', 'in', accounts.map((a) => a.member_id))
+    .where('revoked_at', 'is', null)
+    .execute();
+  return accounts.length;
+}

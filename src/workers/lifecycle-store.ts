@@ -97,3 +97,13 @@ export async function replaceToken(db: Db, organizationId: string, workerId: str
 export async function findWorkerForUpdate(db: Db, organizationId: string, workerId: string): Promise<WorkerRow | undefined> {
   return db.selectFrom('workers').select(WORKER_COLUMNS).where('organization_id', '=', organizationId).where('id', '=', workerId).forUpdate().executeTakeFirst();
 }
+
+/** The workers a member of the user created, in any organization, locked (their tokens are about to be replaced). */
+export async function lockWorkersCreatedByUser(db: Db, userId: string): Promise<{ id: string; organization_id: string }[]> {
+  return db
+    .selectFrom('workers')
+    .select(['id', 'organization_id'])
+    .where('created_by_member_id', 'in', (eb) => eb.selectFrom('members').select('id').where('user_id', '=', userId))
+    .forUpdate()
+    .execute();
+}

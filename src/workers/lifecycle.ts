@@ -1,5 +1,6 @@
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
+import type { Db } from '../db/schema';
 import type { Membership } from '../domain/principal';
 import type { WorkerTokenClaim } from '../domain/principal';
 import { randomSecret, sha256Hex } from '../lib/crypto';
@@ -49,6 +50,20 @@ export async function setStopped(deps: AppDeps, membership: Membership, workerId
     });
     return toWorker(row, deps);
   });
+}
+
+/**
+ * Replaces the host token of every worker a member of the user created with a new one nobody is
+ * shown (an account taken over: src/account/takeover.ts): the old tokens stop matching at once;
+ * an administrator rotates to get a token to hand the worker. Returns how many.
+ */
+export async function replaceTokensOfWorkersCreatedByUser(trx: Db, deps: Pick<AppDeps, 'secrets' | 'clock'>, userId: string): Promise<number> {
+  const workers = await lifecycle.lockWorkersCreatedByUser(trx, userId);
+  for (const worker of workers) {
+    const hostToken = randomSecret('cpw');
+    await lifecycle.replaceToken(trx, worker.organization_id, worker.id, { hash: sha256Hex(hostToken), sealed: deps.secrets.encrypt(hostToken), now: deps.clock.now() });
+  }
+  return workers.length;
 }
 
 /** A new host token, shown once; the old one stops matching at once (only its hash was stored). */

@@ -1,5 +1,5 @@
 import { createTestApp, type TestApp } from '../support/app';
-import { addMember, bearer, createOrganization, PASSWORD, signUp, type OrgOwner } from '../support/factories';
+import { addMember, asApiKey, bearer, createOrganization, PASSWORD, signUp, type OrgOwner } from '../support/factories';
 import type { ManualClock } from '../../src/lib/clock';
 import { mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
 
@@ -67,7 +67,7 @@ describe('GET /v1/me/sessions', () => {
   it('is refused to an API key and without credentials', async () => {
     const key = await t.http.post('/v1/api-keys').set(...bearer(owner.token)).send({ name: 'not a session' });
     expect(key.status).toBe(201);
-    expect((await t.http.get('/v1/me/sessions').set(...bearer(key.body.key))).status).toBe(401);
+    expect((await t.http.get('/v1/me/sessions').set(...asApiKey(key.body.key))).status).toBe(401);
     expect((await t.http.get('/v1/me/sessions')).status).toBe(401);
   });
 
@@ -177,7 +177,7 @@ describe('PATCH /v1/me', () => {
       expect(res.body.details[0].path).toEqual(path);
     }
     const key = await t.http.post('/v1/api-keys').set(...bearer(owner.token)).send({ name: 'no profile' });
-    expect((await t.http.patch('/v1/me').set(...bearer(key.body.key)).send({ name: 'Key' })).status).toBe(401);
+    expect((await t.http.patch('/v1/me').set(...asApiKey(key.body.key)).send({ name: 'Key' })).status).toBe(401);
   });
 });
 

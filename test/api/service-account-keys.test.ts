@@ -1,5 +1,5 @@
 import { createTestApp, type TestApp } from '../support/app';
-import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
+import { addMember, asApiKey, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import type { ManualClock } from '../../src/lib/clock';
 
 /**
@@ -26,7 +26,6 @@ async function newKey(token: string, serviceAccountId: string, body: Record<stri
   return res.body as { item: { id: string; memberId: string; owner: unknown }; key: string };
 }
 
-const asKey = (key: string): [string, string] => ['x-api-key', key];
 
 describe('POST /v1/service-accounts/{id}/api-keys', () => {
   it("makes the organization's key: it acts as the service account, with no user, audited as the account", async () => {
@@ -41,7 +40,7 @@ describe('POST /v1/service-accounts/{id}/api-keys', () => {
     expect(JSON.stringify(created.changes)).not.toContain(res.body.key);
 
     // It acts: a team made through it is audited with the service account as the actor.
-    const team = await t.http.post('/v1/teams').set(...asKey(res.body.key)).send({ name: 'Robots' });
+    const team = await t.http.post('/v1/teams').set(...asApiKey(res.body.key)).send({ name: 'Robots' });
     expect(team.status).toBe(201);
     const entries = await t.http.get('/v1/audit-logs').query({ targetId: team.body.item.id }).set(...bearer(owner.token));
     expect(entries.body.items[0].actor).toEqual({ type: 'service_account', id: account.id, memberId: account.memberId, apiKeyId: res.body.item.id });
@@ -50,20 +49,20 @@ describe('POST /v1/service-accounts/{id}/api-keys', () => {
     expect((await t.http.get(`/v1/service-accounts/${account.id}`).set(...bearer(owner.token))).body.item.lastUsedAt).toBe(t.clock.now().toISOString());
 
     // A person's routes answer as for any key without a person: 401, never a 500.
-    expect((await t.http.get('/v1/me').set(...asKey(res.body.key))).status).toBe(401);
-    expect((await t.http.get('/v1/me/invitations').set(...asKey(res.body.key))).status).toBe(401);
-    expect((await t.http.post('/v1/org').set(...asKey(res.body.key)).send({ name: 'Mine' })).status).toBe(401);
+    expect((await t.http.get('/v1/me').set(...asApiKey(res.body.key))).status).toBe(401);
+    expect((await t.http.get('/v1/me/invitations').set(...asApiKey(res.body.key))).status).toBe(401);
+    expect((await t.http.post('/v1/org').set(...asApiKey(res.body.key)).send({ name: 'Mine' })).status).toBe(401);
     // Credentials are made with a session only.
-    expect((await t.http.post('/v1/api-keys').set(...asKey(res.body.key)).send({ name: 'x' })).status).toBe(401);
-    expect((await t.http.post(`/v1/service-accounts/${account.id}/api-keys`).set(...asKey(res.body.key)).send({ name: 'x' })).status).toBe(401);
+    expect((await t.http.post('/v1/api-keys').set(...asApiKey(res.body.key)).send({ name: 'x' })).status).toBe(401);
+    expect((await t.http.post(`/v1/service-accounts/${account.id}/api-keys`).set(...asApiKey(res.body.key)).send({ name: 'x' })).status).toBe(401);
   });
 
   it('narrows the key by its scope, and refuses bad input with the field named', async () => {
     const owner = await createOrganization(t);
     const account = await newAccount(owner.token);
     const { key } = await newKey(owner.token, account.id, { permissions: ['teams.read'] });
-    expect((await t.http.get('/v1/teams').set(...asKey(key))).status).toBe(200);
-    const refused = await t.http.post('/v1/teams').set(...asKey(key)).send({ name: 'Nope' });
+    expect((await t.http.get('/v1/teams').set(...asApiKey(key))).status).toBe(200);
+    const refused = await t.http.post('/v1/teams').set(...asApiKey(key)).send({ name: 'Nope' });
     expect(refused.status).toBe(403);
     for (const [body, path] of [
       [{}, 'name'],
@@ -89,8 +88,8 @@ describe('POST /v1/service-accounts/{id}/api-keys', () => {
     expect((await t.http.delete(`/v1/members/${admin.memberId}`).set(...bearer(owner.token))).status).toBe(204);
 
     // The person's own key died with them; the service account's did not.
-    expect((await t.http.get('/v1/teams').set(...asKey(ownKey.body.key))).status).toBe(401);
-    expect((await t.http.get('/v1/teams').set(...asKey(key))).status).toBe(200);
+    expect((await t.http.get('/v1/teams').set(...asApiKey(ownKey.body.key))).status).toBe(401);
+    expect((await t.http.get('/v1/teams').set(...asApiKey(key))).status).toBe(200);
     const listed = await t.http.get(`/v1/service-accounts/${account.id}`).set(...bearer(owner.token));
     expect(listed.body.item).toMatchObject({ disabled: false, createdBy: { memberId: admin.memberId } });
     const keys = await t.http.get('/v1/api-keys').set(...bearer(owner.token));
@@ -101,18 +100,18 @@ describe('POST /v1/service-accounts/{id}/api-keys', () => {
     const owner = await createOrganization(t);
     const account = await newAccount(owner.token, { role: 'member' });
     const { item, key } = await newKey(owner.token, account.id);
-    expect((await t.http.get('/v1/teams').set(...asKey(key))).status).toBe(200);
+    expect((await t.http.get('/v1/teams').set(...asApiKey(key))).status).toBe(200);
 
     expect((await t.http.patch(`/v1/service-accounts/${account.id}`).set(...bearer(owner.token)).send({ disabled: true })).status).toBe(200);
-    const refused = await t.http.get('/v1/teams').set(...asKey(key));
+    const refused = await t.http.get('/v1/teams').set(...asApiKey(key));
     expect(refused.status).toBe(401);
     expect(refused.body.error).toBe('unauthorized');
 
     expect((await t.http.patch(`/v1/service-accounts/${account.id}`).set(...bearer(owner.token)).send({ disabled: false })).status).toBe(200);
-    expect((await t.http.get('/v1/teams').set(...asKey(key))).status).toBe(200);
+    expect((await t.http.get('/v1/teams').set(...asApiKey(key))).status).toBe(200);
 
     expect((await t.http.delete(`/v1/service-accounts/${account.id}`).set(...bearer(owner.token))).status).toBe(204);
-    expect((await t.http.get('/v1/teams').set(...asKey(key))).status).toBe(401);
+    expect((await t.http.get('/v1/teams').set(...asApiKey(key))).status).toBe(401);
     // Its keys were revoked with it.
     const revoked = await t.db.selectFrom('api_keys').select('revoked_at').where('id', '=', item.id).executeTakeFirstOrThrow();
     expect(revoked.revoked_at).not.toBeNull();
@@ -147,9 +146,9 @@ describe('POST /v1/service-accounts/{id}/api-keys', () => {
     expect((await t.http.get('/v1/api-keys').set(...bearer(b.token))).body.items).toEqual([]);
     expect((await t.http.delete(`/v1/api-keys/${item.id}`).set(...bearer(b.token))).status).toBe(404);
     // Its key reaches its own organization only.
-    const teams = await t.http.get('/v1/teams').set(...asKey(key));
+    const teams = await t.http.get('/v1/teams').set(...asApiKey(key));
     expect(teams.status).toBe(200);
     const bTeam = await t.http.post('/v1/teams').set(...bearer(b.token)).send({ name: 'B only' });
-    expect((await t.http.get(`/v1/teams/${bTeam.body.item.id}`).set(...asKey(key))).status).toBe(404);
+    expect((await t.http.get(`/v1/teams/${bTeam.body.item.id}`).set(...asApiKey(key))).status).toBe(404);
   });
 });

@@ -1,5 +1,5 @@
 import { createTestApp, type TestApp } from '../support/app';
-import { bearer, createMarketplace, createOrganization, type OrgOwner } from '../support/factories';
+import { asApiKey, bearer, createMarketplace, createOrganization, type OrgOwner } from '../support/factories';
 
 /**
  * A service account is a member (docs/service-accounts.md#what-it-is): GET /v1/members lists it
@@ -21,7 +21,6 @@ async function newAccount(owner: OrgOwner, role = 'member') {
   return { ...(res.body.item as { id: string; memberId: string }), key: key.body.key as string };
 }
 
-const asKey = (key: string): [string, string] => ['x-api-key', key];
 
 describe('a service account as a member', () => {
   it('is listed by GET /v1/members with its type and account, no user, on every page', async () => {
@@ -51,7 +50,7 @@ describe('a service account as a member', () => {
     const rest = await t.http.get('/v1/members').query({ limit: 1, cursor: one.body.nextCursor }).set(...bearer(owner.token));
     expect([...one.body.items, ...rest.body.items].map((m: { id: string }) => m.id).sort()).toEqual([owner.memberId, account.memberId].sort());
     expect(byId([...one.body.items, ...rest.body.items])[account.memberId]).toEqual(expected);
-    const viaKey = await t.http.get('/v1/members').set(...asKey(account.key));
+    const viaKey = await t.http.get('/v1/members').set(...asApiKey(account.key));
     expect(byId(viaKey.body.items)[account.memberId]).toEqual(expected);
 
     // Disabled shows in the listing.
@@ -63,12 +62,12 @@ describe('a service account as a member', () => {
   it('takes role changes through the member routes, effective on its next request', async () => {
     const owner = await createOrganization(t);
     const account = await newAccount(owner, 'member');
-    expect((await t.http.post('/v1/teams').set(...asKey(account.key)).send({ name: 'Not yet' })).status).toBe(403);
+    expect((await t.http.post('/v1/teams').set(...asApiKey(account.key)).send({ name: 'Not yet' })).status).toBe(403);
     const res = await t.http.post(`/v1/members/${account.memberId}/role`).set(...bearer(owner.token)).send({ role: 'admin' });
     expect(res.status).toBe(200);
     expect(res.body.item).toMatchObject({ id: account.memberId, type: 'service_account', serviceAccountId: account.id, role: 'admin', user: null });
     expect((await t.http.get(`/v1/service-accounts/${account.id}`).set(...bearer(owner.token))).body.item.role).toBe('admin');
-    expect((await t.http.post('/v1/teams').set(...asKey(account.key)).send({ name: 'Now' })).status).toBe(201);
+    expect((await t.http.post('/v1/teams').set(...asApiKey(account.key)).send({ name: 'Now' })).status).toBe(201);
     // Never the owner.
     const transfer = await t.http.post(`/v1/members/${account.memberId}/transfer-ownership`).set(...bearer(owner.token));
     expect(transfer.status).toBe(409);
@@ -92,17 +91,17 @@ describe('a service account as a member', () => {
     const owner = await createOrganization(t);
     const account = await newAccount(owner);
     const marketplace = await createMarketplace(t, owner.token);
-    expect((await t.http.get(`/v1/marketplaces/${marketplace.id}`).set(...asKey(account.key))).status).not.toBe(200);
+    expect((await t.http.get(`/v1/marketplaces/${marketplace.id}`).set(...asApiKey(account.key))).status).not.toBe(200);
     const grant = await t.http.post(`/v1/marketplaces/${marketplace.id}/access`).set(...bearer(owner.token)).send({ orgMembershipId: account.memberId, role: 'viewer' });
     expect(grant.status).toBe(201);
-    expect((await t.http.get(`/v1/marketplaces/${marketplace.id}`).set(...asKey(account.key))).status).toBe(200);
+    expect((await t.http.get(`/v1/marketplaces/${marketplace.id}`).set(...asApiKey(account.key))).status).toBe(200);
   });
 
   it('is deleted with its member: removing the member ends the account and its keys', async () => {
     const owner = await createOrganization(t);
     const account = await newAccount(owner);
     expect((await t.http.delete(`/v1/members/${account.memberId}`).set(...bearer(owner.token))).status).toBe(204);
-    expect((await t.http.get('/v1/teams').set(...asKey(account.key))).status).toBe(401);
+    expect((await t.http.get('/v1/teams').set(...asApiKey(account.key))).status).toBe(401);
     expect((await t.http.get(`/v1/service-accounts/${account.id}`).set(...bearer(owner.token))).status).toBe(404);
     const listed = await t.http.get('/v1/members').set(...bearer(owner.token));
     expect(listed.body.items.map((m: { id: string }) => m.id)).toEqual([owner.memberId]);

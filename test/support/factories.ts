@@ -76,6 +76,11 @@ export function bearer(token: string): [string, string] {
   return ['authorization', `Bearer ${token}`];
 }
 
+/** An organization API key as clients send it (`x-api-key`; as a bearer token it is no credential at all). */
+export function asApiKey(key: string): [string, string] {
+  return ['x-api-key', key];
+}
+
 /**
  * Invites a new user through the API (as `inviter`, an admin's session token) and accepts the
  * invitation with that user's session, with the token from the mailed link (through `mailbox`
