@@ -64,3 +64,6 @@ export async function revokeToken(deps: AppDeps, principal: Principal, membershi
     await recordChange(trx, deps.audit, { action: 'scim_token.revoked', target: { type: 'scim_token', id: tokenId } });
   });
 }
+
+/** An account taken over: the SCIM tokens its members created end (src/account/takeover.ts). */
+export const revokeTokensCreatedByUser = store.revokeTokensCreatedByUser;

@@ -151,3 +151,6 @@ export async function deleteServiceAccount(deps: AppDeps, membership: Membership
     });
   });
 }
+
+/** An account taken over: the service accounts its members created lose every credential (src/account/takeover.ts). */
+export const endCredentialsOfAccountsCreatedByUser = store.endCredentialsOfAccountsCreatedByUser;
