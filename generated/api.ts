@@ -404,7 +404,7 @@ export interface paths {
         put?: never;
         /**
          * Ask to change the caller's e-mail address (session only, fresh)
-         * @description Mails a confirmation link to the new address (it works once, for 1 hour; asking again ends the previous one) and a notice to the current one. Nothing changes until the link is followed (`POST /v1/auth/confirm-email-change`). Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`). 409 `email_taken` when an account has the new address; 400 naming `email` when it is the current one. An account whose address comes from an identity provider (linked to an SSO identity or a SCIM directory user, or made by SCIM) is 403 `email_managed_by_identity_provider`: change it there. An address of a domain whose organization enforces SSO is 403 `sso_required`. At most `RATE_LIMIT_EMAIL_CHANGE_USER` requests per user (default 5 an hour; 429 with `Retry-After`).
+         * @description Mails a confirmation link to the new address (it works once, for 1 hour; asking again ends the previous one) and a notice to the current one. Nothing changes until the link is followed (`POST /v1/auth/confirm-email-change`). Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`). An address that already has an account gets the same 202 (the answer never says who has an account): its owner is mailed a notice instead of a link. 400 naming `email` when it is the current one. An account whose address comes from an identity provider (linked to an SSO identity or a SCIM directory user, or made by SCIM) is 403 `email_managed_by_identity_provider`: change it there. An address of a domain whose organization enforces SSO is 403 `sso_required`. At most `RATE_LIMIT_EMAIL_CHANGE_USER` requests per user (default 5 an hour; 429 with `Retry-After`).
          */
         post: operations["requestEmailChange"];
         delete?: never;
@@ -6475,10 +6475,10 @@ export interface components {
          */
         MailStatus: "pending" | "sent" | "failed";
         /**
-         * @description What a message is: `invitation`, `verify_email`, `password_reset`, `password_reset_unavailable` (a reset asked for an account without a password), `password_changed`, `email_change_confirm`, `email_change_notice`, `security_notice`.
+         * @description What a message is: `invitation`, `verify_email`, `password_reset`, `password_reset_unavailable` (a reset asked for an account without a password), `password_changed`, `email_change_confirm`, `email_change_notice`, `email_change_taken` (to an address that already has an account when another account asks to move to it), `security_notice`.
          * @enum {string}
          */
-        MailKind: "invitation" | "verify_email" | "password_reset" | "password_reset_unavailable" | "password_changed" | "email_change_confirm" | "email_change_notice" | "security_notice";
+        MailKind: "invitation" | "verify_email" | "password_reset" | "password_reset_unavailable" | "password_changed" | "email_change_confirm" | "email_change_notice" | "email_change_taken" | "security_notice";
         /**
          * Format: typeid
          * @example msg_01m5jryav0fs38pcg1cqqcj7k3
@@ -11379,7 +11379,6 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_managed_by_identity_provider-fresh_session_required-sso_required"];
-            409: components["responses"]["409-email_taken"];
             429: components["responses"]["429-rate_limited"];
             default: components["responses"]["Error"];
         };

@@ -15,7 +15,8 @@ import { userIdOf } from '../access/roles';
 /**
  * Changing the account's e-mail address (docs/accounts.md#the-callers-own-account): asked for with a fresh session,
  * applied by the link mailed to the new address, so the address is proven when it changes. The
- * old address is told at once, so a change its owner did not ask for is seen.
+ * old address is told at once, so a change its owner did not ask for is seen. Whether the new
+ * address has an account is never in the answer: its owner gets a notice instead of a link.
  */
 const emailTaken = () => new Conflict('email_taken', 'An account with this e-mail already exists.');
 
@@ -37,10 +38,20 @@ export async function requestEmailChange(deps: AppDeps, principal: Principal, em
   await refuseManaged(deps.db, user.id);
   // An address of a domain whose organization enforces SSO gets its account from SSO, as at sign-up.
   await refuseSignUpUnderSso(deps.db, newEmail);
-  if (await users.findUserByEmail(deps.db, newEmail)) throw emailTaken();
-  // Each request mails an address of the caller's choosing: a few an hour.
+  // Each request mails an address of the caller's choosing: a few an hour, spent before the
+  // address is looked up so the answer cannot be used to probe addresses faster than that.
   await limits.consume(deps, 'emailChangeUser', user.id);
   const now = deps.clock.now();
+  if (await users.findUserByEmail(deps.db, newEmail)) {
+    // A taken address gets the same answer as a free one (else this is a lookup of who has an
+    // account): its owner is told instead, and the caller's old address gets the usual notice.
+    await deps.db.transaction().execute(async (trx) => {
+      // Spent against the address's budget as the link would be (the same 429 past it).
+      await queueMail(trx, deps, { kind: 'email_change_taken', to: newEmail });
+      await queueMail(trx, deps, { kind: 'email_change_notice', to: user.email, newEmail });
+    });
+    return;
+  }
   await deps.db.transaction().execute(async (trx) => {
     // Only the latest request's link works.
     await users.endPendingAccountTokens(trx, user.id, 'email_change', now);

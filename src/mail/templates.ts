@@ -18,6 +18,8 @@ export type MailInput =
   | { kind: 'email_change_confirm'; to: string; token: string; newEmail: string }
   /** To the old address when a change to `newEmail` is asked for. */
   | { kind: 'email_change_notice'; to: string; newEmail: string }
+  /** To an address that already has an account when another account asks to move to it (instead of a link). */
+  | { kind: 'email_change_taken'; to: string }
   /** Any other notice about the account's security (second factors enrolled or used, …). */
   | { kind: 'security_notice'; to: string; title: string; lines: string[] };
 
@@ -31,6 +33,7 @@ export const MAIL_KINDS: readonly MailKind[] = [
   'password_changed',
   'email_change_confirm',
   'email_change_notice',
+  'email_change_taken',
   'security_notice',
 ];
 
@@ -154,6 +157,12 @@ export function renderMail(input: MailInput, ctx: TemplateContext): RenderedMail
         GREETING,
         `Someone asked to change your account's address to ${input.newEmail}. It changes only once the link sent there is opened.`,
         'If it was not you, change your password and tell your administrator.',
+      ]);
+    case 'email_change_taken':
+      return build(ctx, `Someone tried to move an account to your address — ${ctx.productName}`, [
+        GREETING,
+        'Someone signed in to another account asked to change its address to this one. Your account already has this address, so nothing changed.',
+        'If it was you, sign in with this address instead (or reset its password if you forgot it).',
       ]);
     case 'security_notice':
       return build(ctx, `${input.title} — ${ctx.productName}`, [GREETING, ...input.lines, 'If it was not you, tell your administrator at once.']);

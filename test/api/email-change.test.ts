@@ -77,12 +77,25 @@ describe('POST /v1/me/email and POST /v1/auth/confirm-email-change', () => {
     expect((await t.http.get('/v1/me').set(...bearer(user.token))).body.user.email).toBe(user.email);
   });
 
-  it('409 email_taken when the address is taken, at the request or meanwhile', async () => {
-    const user = await signUp(t, 'racer');
+  it('a taken address gets the answer a free one gets, and its owner a notice instead of a link', async () => {
+    const user = await signUp(t, 'prober');
     const other = await signUp(t, 'holder');
+    const free = await requestChange(user.token, uniqueEmail('free'));
     const taken = await requestChange(user.token, other.email.toUpperCase());
-    expect(taken.status).toBe(409);
-    expect(taken.body.error).toBe('email_taken');
+    expect(taken.status).toBe(free.status);
+    expect(taken.body).toEqual(free.body);
+    expect(taken.headers['content-length']).toBe(free.headers['content-length']);
+    await testMailer(t).runOnce();
+    const notice = await mailbox.waitFor(other.email, { subject: /Someone tried to move an account to your address/ });
+    expect(notice.text).not.toMatch(/confirm-email-change/);
+    expect(notice.text).not.toContain(user.email);
+    // The holder's account is untouched.
+    expect((await t.http.get('/v1/me').set(...bearer(other.token))).body.user.email).toBe(other.email);
+    expect((await t.http.get('/v1/me').set(...bearer(user.token))).body.user.email).toBe(user.email);
+  });
+
+  it('409 email_taken when the address is taken meanwhile', async () => {
+    const user = await signUp(t, 'racer');
 
     const wanted = uniqueEmail('wanted');
     expect((await requestChange(user.token, wanted)).status).toBe(202);

@@ -66,7 +66,7 @@ export const errorAnswers = {
     post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":401,"error":"invalid_credentials"},{"status":403,"error":"forbidden","reasons":["fresh_session_required"]},{"status":429,"error":"rate_limited"}],
   },
   "/v1/me/email": {
-    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_managed_by_identity_provider","fresh_session_required","sso_required"]},{"status":409,"error":"email_taken"},{"status":429,"error":"rate_limited"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_managed_by_identity_provider","fresh_session_required","sso_required"]},{"status":429,"error":"rate_limited"}],
   },
   "/v1/auth/confirm-email-change": {
     post: [{"status":400,"error":"invalid_request"},{"status":400,"error":"invalid_token"},{"status":403,"error":"forbidden","reasons":["email_managed_by_identity_provider"]},{"status":409,"error":"email_taken"}],
