@@ -59,6 +59,12 @@ const pgliteSet = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES
  */
 const SEAMS = ['test/seams/dispatch-parity.test.ts', 'test/seams/router-parity.test.ts', 'test/seams/validator-parity.test.ts'];
 const seamsOnly = process.env.TEST_SEAMS === '1';
+/**
+ * The unit tier (`npm run test:unit`, TEST_UNIT=1): parsers, canonical forms and other pure code,
+ * in milliseconds with no database (no global setup). `npm test` runs these files too.
+ */
+const UNIT = ['<rootDir>/test/unit/**/*.test.ts', '<rootDir>/src/**/*.test.ts'];
+const unitOnly = process.env.TEST_UNIT === '1';
 const pattern = (file) => `<rootDir>/${file.replace(/\./g, '\\.')}$`;
 
 /** @type {import('jest').Config} */
@@ -72,10 +78,10 @@ module.exports = {
   transformIgnorePatterns: ['/node_modules/(?!(openid-client|oauth4webapi|jose|oidc-provider|otplib|@otplib|@scure/base|@noble/hashes)/)'],
   // The client package is tested from its source (what `npm run build` compiles to dist/).
   moduleNameMapper: { '^@org-control-plane/client$': '<rootDir>/packages/client/src/index.ts' },
-  testMatch: seamsOnly ? SEAMS.map((file) => `<rootDir>/${file}`) : pgliteSet ? PGLITE.map((file) => `<rootDir>/${file}`) : ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
+  testMatch: unitOnly ? UNIT : seamsOnly ? SEAMS.map((file) => `<rootDir>/${file}`) : pgliteSet ? PGLITE.map((file) => `<rootDir>/${file}`) : ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', ...(seamsOnly ? [] : SEAMS.map(pattern))],
   // The seams use no database: no template to migrate for them.
-  ...(seamsOnly ? {} : { globalSetup: '<rootDir>/test/support/global-setup.ts', globalTeardown: '<rootDir>/test/support/global-teardown.ts' }),
+  ...(seamsOnly || unitOnly ? {} : { globalSetup: '<rootDir>/test/support/global-setup.ts', globalTeardown: '<rootDir>/test/support/global-teardown.ts' }),
   maxWorkers: 2,
   // Hooks share this bound: building a test app (a migrated database, the contract, the first
   // validators) can take seconds on a loaded 2-core machine; a test that hangs still fails, later.
