@@ -2667,6 +2667,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/authorizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The OAuth clients the caller authorized (session only)
+         * @description The caller's live authorizations of OAuth clients, in every organization they belong to, newest first: which client, for which organization, with which scopes, and when a token was last issued under each.
+         */
+        get: operations["listMyAuthorizations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/authorizations/{authorizationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke one of the caller's authorizations (session only)
+         * @description Every access and refresh token issued under it stops working at once (an access token's next request is 401). Another person's authorization, or one already revoked or expired, is 404 `oauth_authorization_not_found`. Audited in its organization as `oauth_authorization.revoked`.
+         */
+        delete: operations["revokeMyAuthorization"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth-authorizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's members' authorizations of OAuth clients (admin)
+         * @description Every live authorization of an OAuth client by a member of the organization, newest first. Admins (`oauthClients.manage`).
+         */
+        get: operations["listOAuthAuthorizations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth-authorizations/{authorizationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a member's authorization of an OAuth client (admin)
+         * @description Every access and refresh token issued under it stops working at once. One not in the organization, or already revoked or expired, is 404 `oauth_authorization_not_found`. Admins (`oauthClients.manage`). Audited as `oauth_authorization.revoked`.
+         */
+        delete: operations["revokeOAuthAuthorization"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/org/oauth-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which outside OAuth clients the organization admits (admin, session only)
+         * @description Which clients identified by a metadata-document URL or registered dynamically the organization's members may authorize, and the most their tokens may do. An organization that never set it answers the defaults: every client, no limit. Admins (`oauthClients.manage`), with a session.
+         */
+        get: operations["getOAuthPolicy"];
+        /**
+         * Set which outside OAuth clients the organization admits (admin, session only)
+         * @description Sets the whole policy. A client it no longer admits is refused at its next authorization (`access_denied`); `maxScopes` applies to outside clients' tokens from their next request. Admins (`oauthClients.manage`), with a session. Audited as `organization.oauth_policy_updated`.
+         */
+        put: operations["putOAuthPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -6545,6 +6649,109 @@ export interface components {
                 retiredKeysVerifyUntil: string;
             };
         };
+        /**
+         * Format: typeid
+         * @example oag_01m9d3hq3ffz0tvxbd0p1b7k2c
+         */
+        OAuthAuthorizationId: string;
+        /**
+         * @description A member's authorization of an OAuth client: what they approved on the consent page. Tokens issued under it work until it is revoked or expires.
+         * @example {
+         *       "id": "oag_01m9d3hq3ffz0tvxbd0p1b7k2c",
+         *       "client": {
+         *         "id": "oac_01m9d3c0h8e4gs9c3p9w5r1t2y",
+         *         "name": "Deploy bot",
+         *         "type": "organization"
+         *       },
+         *       "organizationId": "org_01m5szp33rez9snxs07t6nd2jv",
+         *       "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *       "scopes": [
+         *         "members.read",
+         *         "offline_access"
+         *       ],
+         *       "resource": "https://api.example.com/v1",
+         *       "createdAt": "2026-12-01T09:14:03.000Z",
+         *       "lastUsedAt": "2026-12-04T08:01:55.000Z",
+         *       "expiresAt": "2027-01-03T08:01:55.000Z"
+         *     }
+         */
+        OAuthAuthorization: {
+            id: components["schemas"]["OAuthAuthorizationId"];
+            client: {
+                /** @description The client's `client_id`: an organization client's `oac_` id, the URL of a client's metadata document, or a dynamically registered client's id. */
+                id: string;
+                /** @description The name shown at consent. A metadata document's or a dynamically registered client's name is that client's own claim. */
+                name: string;
+                /** @enum {string} */
+                type: "organization" | "metadata_document" | "dynamic";
+            };
+            organizationId: components["schemas"]["OrganizationId"];
+            /**
+             * Format: typeid
+             * @description The member who authorized the client (the member its tokens act as).
+             */
+            memberId: string;
+            /** @description What the member approved (permission keys, and `offline_access` when the client may refresh). */
+            scopes: string[];
+            /**
+             * Format: uri
+             * @description The resource (RFC 8707) the client's tokens are for.
+             */
+            resource: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When a token was last issued under it (its creation until then).
+             */
+            lastUsedAt: string;
+            /**
+             * Format: date-time
+             * @description When it ends unless a token is issued under it before (the refresh-token lifetime after its last use).
+             */
+            expiresAt: string;
+        };
+        OAuthAuthorizationList: {
+            items: components["schemas"]["OAuthAuthorization"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /**
+         * @example {
+         *       "thirdPartyClients": "allowList",
+         *       "allowList": [
+         *         "https://agent.example.com/oauth/client.json"
+         *       ],
+         *       "maxScopes": [
+         *         "members.read",
+         *         "teams.read"
+         *       ]
+         *     }
+         */
+        OAuthPolicy: {
+            /**
+             * @description Which outside clients (those identified by a metadata-document URL, and dynamically registered ones) the organization's members may authorize: all, none, or those whose `client_id` is in `allowList`. Organization clients are always allowed. Default `allow`.
+             * @enum {string}
+             */
+            thirdPartyClients: "allow" | "deny" | "allowList";
+            /** @description The `client_id`s admitted when `thirdPartyClients` is `allowList`. */
+            allowList: string[];
+            /** @description The most an outside client's token may do in the organization, checked on every request (permission keys), or null for no limit beyond the member's own permissions. Default null. */
+            maxScopes: components["schemas"]["PermissionKey"][] | null;
+        };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "thirdPartyClients": "allow",
+         *         "allowList": [],
+         *         "maxScopes": null
+         *       }
+         *     }
+         */
+        OAuthPolicyAnswer: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["OAuthPolicy"];
+        };
         /** @description An exact event type (`member.role_changed`), a prefix (`member.*`) or `*` (every event): dot-separated lower-case words, `*` only as the whole filter or as the last word. */
         EventFilter: string;
         /**
@@ -9982,6 +10189,63 @@ export interface components {
                     error: "forbidden";
                     /** @enum {string} */
                     reason: "email_not_verified" | "mfa_enrollment_required" | "platform_admin_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `oauth_authorization_not_found`: No live authorization with this id (of the caller, or in the organization for admins).
+         */
+        "404-oauth_authorization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "oauth_authorization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `oauth_authorization_not_found`: No live authorization with this id (of the caller, or in the organization for admins).
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-oauth_authorization_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "oauth_authorization_not_found" | "organization_not_found";
                     message: string;
                 };
             };
@@ -16445,6 +16709,194 @@ export interface operations {
             };
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_not_verified-mfa_enrollment_required-platform_admin_required"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listMyAuthorizations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the caller's authorizations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthAuthorizationList"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified"];
+            default: components["responses"]["Error"];
+        };
+    };
+    revokeMyAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example oag_01m9d3hq3ffz0tvxbd0p1b7k2c */
+                authorizationId: components["schemas"]["OAuthAuthorizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified"];
+            404: components["responses"]["404-oauth_authorization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listOAuthAuthorizations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of authorizations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthAuthorizationList"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    revokeOAuthAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example oag_01m9d3hq3ffz0tvxbd0p1b7k2c */
+                authorizationId: components["schemas"]["OAuthAuthorizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            404: components["responses"]["404-oauth_authorization_not_found-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getOAuthPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthPolicyAnswer"];
+                };
+            };
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putOAuthPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "thirdPartyClients": "allowList",
+                 *       "allowList": [
+                 *         "https://agent.example.com/oauth/client.json"
+                 *       ],
+                 *       "maxScopes": [
+                 *         "members.read",
+                 *         "teams.read"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthPolicy"];
+            };
+        };
+        responses: {
+            /** @description The policy as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthPolicyAnswer"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };

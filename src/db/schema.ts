@@ -19,6 +19,7 @@ import type { UserTables } from '../users/tables';
 import type { ServiceAccountTables } from '../service-accounts/tables';
 import type { OAuthTables } from '../oauth/tables';
 import type { McpServerTables } from '../mcp-server/tables';
+import type { AuthorizationTables } from '../authorizations/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -144,7 +145,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables & UserTables & ServiceAccountTables & OAuthTables & McpServerTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables & UserTables & ServiceAccountTables & OAuthTables & McpServerTables & AuthorizationTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

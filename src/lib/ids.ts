@@ -43,6 +43,7 @@ export const ID_PREFIXES = {
   accountToken: 'act',
   serviceAccount: 'svc',
   serviceAccountSecret: 'sas',
+  oauthAuthorization: 'oag',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -88,6 +88,11 @@ export function recordsAdapter(deps: RecordsDeps): new (model: string) => Adapte
   };
 }
 
+/** Ends a grant: its refresh tokens, codes and the grant itself (a member's authorization revoked, src/authorizations). */
+export async function destroyGrantRecords(db: Db, grantKey: string): Promise<void> {
+  await db.deleteFrom('oauth_records').where((eb) => eb.or([eb('grant_key', '=', grantKey), eb('id', '=', grantKey)])).execute();
+}
+
 /** Removes records past their expiry (a job's or a test's call). */
 export async function pruneExpiredRecords(db: Db, now: Date): Promise<number> {
   const result = await db.deleteFrom('oauth_records').where('expires_at', '<=', now).executeTakeFirst();

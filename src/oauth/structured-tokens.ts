@@ -39,7 +39,7 @@ export function answerStructuredTokens(deps: AppDeps): Middleware {
     ctx.status = 200;
     ctx.body = { active: false };
     if (!own || client.clientAuthMethod === 'none') return;
-    if (!(await principalFromClaims(deps.db, claims))) return;
+    if (!(await principalFromClaims(deps.db, claims, now))) return;
     ctx.body = {
       active: true,
       iss: claims.iss,

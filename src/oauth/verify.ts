@@ -18,6 +18,8 @@ export interface AccessTokenClaims {
   client_id: string;
   scope: string[];
   org_id: string;
+  /** The member's authorization (`oag_`) a token of the authorization-code or device flow was issued under; absent for client credentials. */
+  authorization_id?: string;
 }
 
 /** A compact JWS: three base64url parts. Bearer values of other kinds (session tokens, API keys) have no dot. */
@@ -61,9 +63,21 @@ export async function verifyAccessToken(db: Db, token: string, now: Date, expect
   } catch {
     return null;
   }
-  const { sub, aud, exp, iat, jti, client_id: clientId, scope, org_id: orgId } = payload as Record<string, unknown>;
+  const { sub, aud, exp, iat, jti, client_id: clientId, scope, org_id: orgId, authorization_id: authorizationId } = payload as Record<string, unknown>;
   const audience = Array.isArray(aud) ? aud[0] : aud;
   if (typeof sub !== 'string' || typeof jti !== 'string' || typeof clientId !== 'string' || typeof orgId !== 'string' || typeof audience !== 'string') return null;
   if (typeof exp !== 'number' || typeof iat !== 'number' || (scope !== undefined && typeof scope !== 'string')) return null;
-  return { iss: expected.issuer, sub, aud: audience, exp, iat, jti, client_id: clientId, scope: scope ? scope.split(' ').filter(Boolean) : [], org_id: orgId };
+  if (authorizationId !== undefined && typeof authorizationId !== 'string') return null;
+  return {
+    iss: expected.issuer,
+    sub,
+    aud: audience,
+    exp,
+    iat,
+    jti,
+    client_id: clientId,
+    scope: scope ? scope.split(' ').filter(Boolean) : [],
+    org_id: orgId,
+    ...(authorizationId !== undefined ? { authorization_id: authorizationId } : {}),
+  };
 }

@@ -12,9 +12,9 @@ import { apiResource, apiResourceMetadataUrl } from '../oauth/resources';
  * same Principal a session or API key becomes. The JWT is verified locally (signature, issuer,
  * audience `/v1`, expiry); then one query reads what may have changed since it was issued: the
  * member still active (not removed or suspended), its service account enabled, the client still
- * there (the service account itself, or the organization client), the token not revoked, and the
- * role's permissions now. What it may do on this request is its scope ∩ the member's permissions
- * now ∩ the client's allowed scopes now.
+ * there (the service account itself, or the organization client), the token not revoked, the
+ * member's authorization it was issued under not revoked, and the role's permissions now. What it may do on this request is its scope ∩ the member's permissions
+ * now ∩ the client's allowed scopes now (an outside client's: the organization's `maxScopes`).
  *
  * Refusals of a token are 401 with `WWW-Authenticate: Bearer error="invalid_token"` and the
  * resource's metadata URL (RFC 6750 §3, RFC 9728 §5.1), so an OAuth client knows to get a new one.
@@ -38,16 +38,25 @@ interface TokenRow {
   serviceAccountId: string | null;
   oauthClientId: string | null;
   oauthClientScopes: string[] | null;
+  authorizationId: string | null;
+  authorizationClientId: string | null;
+  authorizationClientType: string | null;
+  maxScopes: string[] | null;
 }
 
 /** The one statement of a token's request (test/api/principal-round-trips.test.ts counts it). */
-function tokenState(db: Db, claims: AccessTokenClaims): Promise<TokenRow | undefined> {
+function tokenState(db: Db, claims: AccessTokenClaims, now: Date): Promise<TokenRow | undefined> {
   return db
     .selectFrom('members as m')
     .modifyFront(preparedAs('access_token_principal'))
     .leftJoin('organization_roles as r', (join) => join.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.key', '=', 'm.role'))
     .leftJoin('service_accounts as s', 's.member_id', 'm.id')
     .leftJoin('oauth_clients as c', (join) => join.on('c.id', '=', claims.client_id).onRef('c.organization_id', '=', 'm.organization_id'))
+    // The member's authorization the token was issued under, while live (revoking it ends the token here).
+    .leftJoin('oauth_authorizations as a', (join) =>
+      join.on('a.id', '=', claims.authorization_id ?? '').onRef('a.member_id', '=', 'm.id').on('a.revoked_at', 'is', null).on('a.expires_at', '>', now),
+    )
+    .leftJoin('organization_oauth_policies as p', 'p.organization_id', 'm.organization_id')
     .select([
       'm.organization_id as organizationId',
       'm.id as memberId',
@@ -58,6 +67,10 @@ function tokenState(db: Db, claims: AccessTokenClaims): Promise<TokenRow | undef
       's.id as serviceAccountId',
       'c.id as oauthClientId',
       'c.scopes as oauthClientScopes',
+      'a.id as authorizationId',
+      'a.client_id as authorizationClientId',
+      'a.client_type as authorizationClientType',
+      'p.max_scopes as maxScopes',
     ])
     .where('m.id', '=', claims.sub)
     .where('m.organization_id', '=', claims.org_id)
@@ -73,14 +86,18 @@ function tokenState(db: Db, claims: AccessTokenClaims): Promise<TokenRow | undef
  * The principal of a token whose claims verified, or null when what it names no longer holds.
  * Used by the `/v1` scheme below and by introspection (src/oauth/structured-tokens.ts).
  */
-export async function principalFromClaims(db: Db, claims: AccessTokenClaims): Promise<Principal | null> {
-  const row = await tokenState(db, claims);
+export async function principalFromClaims(db: Db, claims: AccessTokenClaims, now: Date): Promise<Principal | null> {
+  const row = await tokenState(db, claims, now);
   if (!row) return null;
-  const serviceAccountClient = row.serviceAccountId !== null && claims.client_id === row.serviceAccountId;
-  const organizationClient = row.oauthClientId !== null && claims.client_id === row.oauthClientId;
-  if (!serviceAccountClient && !organizationClient) return null;
-  // A service account's allowed scopes are its role's permissions (applied below); an organization client's are its registered scopes now.
-  const allowedByClient = serviceAccountClient ? null : new Set(row.oauthClientScopes ?? []);
+  const serviceAccountClient = row.serviceAccountId !== null && claims.client_id === row.serviceAccountId && claims.authorization_id === undefined;
+  // A member's token (authorization code, device flow) holds while its authorization does, for the client it names.
+  const authorized = claims.authorization_id !== undefined && row.authorizationId === claims.authorization_id && row.authorizationClientId === claims.client_id;
+  const organizationClient = authorized && row.oauthClientId !== null && claims.client_id === row.oauthClientId;
+  const outsideClient = authorized && (row.authorizationClientType === 'metadata_document' || row.authorizationClientType === 'dynamic');
+  if (!serviceAccountClient && !organizationClient && !outsideClient) return null;
+  // A service account's allowed scopes are its role's permissions (applied below); an organization
+  // client's are its registered scopes now; an outside client's, the organization's maxScopes now.
+  const allowedByClient = serviceAccountClient ? null : organizationClient ? new Set(row.oauthClientScopes ?? []) : row.maxScopes ? new Set(row.maxScopes) : null;
   const rolePermissions = permissionsOfRole({ key: row.role, builtIn: row.roleBuiltIn ?? false, permissions: row.rolePermissions });
   const permissions = new Set(claims.scope.filter((key) => rolePermissions.has(key) && (allowedByClient === null || allowedByClient.has(key))));
   return {
@@ -111,7 +128,7 @@ export async function principalFromClaims(db: Db, claims: AccessTokenClaims): Pr
 export async function principalFromAccessToken(db: Db, token: string, now: Date, publicBaseUrl: string): Promise<Principal | null> {
   if (!looksLikeJwt(token)) return null;
   const claims = await verifyAccessToken(db, token, now, { issuer: publicBaseUrl, audience: apiResource(publicBaseUrl) });
-  const principal = claims ? await principalFromClaims(db, claims) : null;
+  const principal = claims ? await principalFromClaims(db, claims, now) : null;
   if (!principal) throw new InvalidAccessToken(apiResourceMetadataUrl(publicBaseUrl));
   return principal;
 }

@@ -16,6 +16,7 @@ import { serviceAccountHandlers } from '../service-accounts/handlers';
 import { adminHandlers } from '../admin/handlers';
 import { mcpHandlers } from '../mcp/handlers';
 import { mcpServerHandlers } from '../mcp-server/handlers';
+import { authorizationHandlers } from '../authorizations/handlers';
 import { suiteHandlers } from '../suite/handlers';
 import { webhookHandlers } from '../webhooks/handlers';
 import { auditHandlers } from '../audit/handlers';
@@ -58,6 +59,7 @@ export const handlers: Handlers = {
   ...oauthHandlers,
   ...mcpHandlers,
   ...mcpServerHandlers,
+  ...authorizationHandlers,
   ...suiteHandlers,
   ...webhookHandlers,
   ...auditHandlers,

@@ -11,6 +11,8 @@ import { NAMEID_PERSISTENT, SamlTestIdp } from '../fakes/saml-idp';
 import { samlSpFor } from '../../src/sso/saml';
 import { startDnsServer, type TestDnsServer } from '../support/dns';
 import { invitationTokenFor } from '../support/mailbox';
+import { newId } from '../../src/lib/ids';
+import { insert as insertAuthorization } from '../../src/authorizations/store';
 
 let dns: TestDnsServer | undefined;
 
@@ -120,6 +122,12 @@ const REQUESTS: Record<string, Builder> = {
     const key = await t.http.post('/v1/api-keys').set(...bearer(w.owner.token)).send({ name: 'to revoke' });
     return { req: { label: 'revoke a fresh key', method: op.method, url: urlFor(op, w, { apiKeyId: key.body.item.id }) } };
   },
+  putOAuthPolicy: async (_t, _w, op) => ({
+    req: { label: 'admit listed outside clients', method: op.method, url: op.path, body: { thirdPartyClients: 'allowList', allowList: ['https://agent.example.test/client.json'], maxScopes: ['members.read'] } },
+  }),
+  // Authorizations are made by consent at the authorization server: a fresh one of the owner each.
+  revokeMyAuthorization: async (t, w, op) => ({ req: { label: 'the owner revokes an authorization', method: op.method, url: urlFor(op, w, { authorizationId: await freshAuthorization(t, w) }) } }),
+  revokeOAuthAuthorization: async (t, w, op) => ({ req: { label: 'an admin revokes an authorization', method: op.method, url: urlFor(op, w, { authorizationId: await freshAuthorization(t, w) }) } }),
   createServiceAccount: async (_t, _w, op) => ({ req: { label: 'an integration', method: op.method, url: op.path, body: { name: 'Audited robot', role: 'member' } } }),
   createServiceAccountSecret: async (_t, w, op) => ({ req: { label: 'a client secret', method: op.method, url: urlFor(op, w), body: {} } }),
   deleteServiceAccount: fresh('/v1/service-accounts', { name: 'Doomed robot', role: 'member' }, 'serviceAccountId'),
@@ -215,6 +223,28 @@ const REQUESTS: Record<string, Builder> = {
     return { req: { label: 'a platform admin changes the plan', method: op.method, url: urlFor(op, w), body: { plan: 'enterprise' } } };
   },
 };
+
+/** A live authorization of the world's owner, as consent writes it. */
+async function freshAuthorization(t: TestApp, w: OrgWorld): Promise<string> {
+  const now = t.clock.now();
+  const row = await insertAuthorization(
+    t.db,
+    {
+      id: newId('oauthAuthorization'),
+      organizationId: w.owner.organizationId,
+      memberId: w.owner.memberId,
+      clientId: `https://agent.example.test/${newId('oauthAuthorization')}.json`,
+      clientType: 'metadata_document',
+      clientName: 'Audited agent',
+      scopes: ['members.read'],
+      resource: `${t.settings.publicBaseUrl}/v1`,
+      grantKey: null,
+      expiresAt: new Date(now.getTime() + 86_400_000),
+    },
+    now,
+  );
+  return row.id;
+}
 
 /** A new member of the world signed in twice, and the id of the second session. */
 async function memberWithSpareSession(t: TestApp, w: OrgWorld) {

@@ -8,6 +8,7 @@ import { SoftAuthenticator } from '../support/authenticator';
 import { addMember, bearer, createOrganization, PASSWORD, uniqueEmail, type OrgMember, type OrgOwner } from '../support/factories';
 import { fillPath, idKindOf, specOperations, type SpecOperation, type SpecParameter } from '../support/spec';
 import { invitationTokenFor } from '../support/mailbox';
+import { insert as insertAuthorization } from '../../src/authorizations/store';
 
 /**
  * One organization with one of every resource kind the contract has, created through the API
@@ -324,6 +325,29 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
     const response = new SoftAuthenticator(t.settings.publicBaseUrl).create(passkeyOptions.body);
     const passkey = await step('registerPasskey', 'passkey', () => as(target.token).post('/v1/me/passkeys', { name: `${label} passkey`, response }));
     put('pky', passkey?.body.item?.id);
+  }
+
+  // The owner's authorization of an OAuth client: made by the consent step of the authorization
+  // server, which no /v1 route drives, so written by the same store function consent uses.
+  {
+    const now = t.clock.now();
+    const authorization = await insertAuthorization(
+      t.db,
+      {
+        id: newId('oauthAuthorization'),
+        organizationId: owner.organizationId,
+        memberId: owner.memberId,
+        clientId: 'https://agent.example.test/client.json',
+        clientType: 'metadata_document',
+        clientName: `${label} agent`,
+        scopes: ['members.read'],
+        resource: `${t.settings.publicBaseUrl}/v1`,
+        grantKey: null,
+        expiresAt: new Date(now.getTime() + 30 * 86_400_000),
+      },
+      now,
+    );
+    put('oag', authorization.id);
   }
 
   const ids: Record<string, string[]> = {};

@@ -36,6 +36,7 @@ import * as serviceAccounts from './20261211_0100_service_accounts';
 import * as auditActorApiKey from './20261211_0200_audit_actor_api_key';
 import * as oauth from './20261211_0300_oauth';
 import * as mcpPolicy from './20261212_0100_mcp_policy';
+import * as oauthAuthorizations from './20261212_0200_oauth_authorizations';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -80,6 +81,7 @@ const migrations: Record<string, Migration> = {
   '20261211_0200_audit_actor_api_key': auditActorApiKey,
   '20261211_0300_oauth': oauth,
   '20261212_0100_mcp_policy': mcpPolicy,
+  '20261212_0200_oauth_authorizations': oauthAuthorizations,
 };
 
 export const migrationProvider: MigrationProvider = {

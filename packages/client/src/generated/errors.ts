@@ -399,6 +399,22 @@ export const errorAnswers = {
   "/v1/admin/oauth/rotate-keys": {
     post: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","platform_admin_required"]}],
   },
+  "/v1/me/authorizations": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified"]}],
+  },
+  "/v1/me/authorizations/{authorizationId}": {
+    delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified"]},{"status":404,"error":"oauth_authorization_not_found"}],
+  },
+  "/v1/oauth-authorizations": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+  },
+  "/v1/oauth-authorizations/{authorizationId}": {
+    delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"oauth_authorization_not_found"},{"status":404,"error":"organization_not_found"}],
+  },
+  "/v1/org/oauth-policy": {
+    get: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+    put: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+  },
   "/v1/events": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
   },

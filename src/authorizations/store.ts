@@ -1,0 +1,116 @@
+import type { Db } from '../db/schema';
+import { before, type Position } from '../lib/pagination';
+import type { AuthorizationClientType, OAuthAuthorizationsTable, ThirdPartyClients } from './tables';
+import type { Selectable } from 'kysely';
+
+export type AuthorizationRow = Selectable<OAuthAuthorizationsTable>;
+
+const live = (db: Db, now: Date) => db.selectFrom('oauth_authorizations as a').selectAll('a').where('a.revoked_at', 'is', null).where('a.expires_at', '>', now);
+
+/** A page of the live authorizations of the user's memberships (every organization of theirs). */
+export async function listOfUser(db: Db, userId: string, now: Date, after: Position | null, take: number): Promise<AuthorizationRow[]> {
+  let query = live(db, now).innerJoin('members as m', 'm.id', 'a.member_id').where('m.user_id', '=', userId);
+  if (after) query = query.where(before('a.created_at', 'a.id', after));
+  return query.orderBy('a.created_at', 'desc').orderBy('a.id', 'desc').limit(take).execute();
+}
+
+export async function listOfOrganization(db: Db, organizationId: string, now: Date, after: Position | null, take: number): Promise<AuthorizationRow[]> {
+  let query = live(db, now).where('a.organization_id', '=', organizationId);
+  if (after) query = query.where(before('a.created_at', 'a.id', after));
+  return query.orderBy('a.created_at', 'desc').orderBy('a.id', 'desc').limit(take).execute();
+}
+
+/** Revokes a live authorization the filter admits; its row (for the audit entry and the grant), or undefined. */
+export async function revoke(db: Db, id: string, scope: { userId: string } | { organizationId: string }, now: Date): Promise<AuthorizationRow | undefined> {
+  let query = db.updateTable('oauth_authorizations as a').set({ revoked_at: now }).where('a.id', '=', id).where('a.revoked_at', 'is', null).where('a.expires_at', '>', now);
+  if ('userId' in scope) {
+    query = query.where(({ exists, selectFrom }) => exists(selectFrom('members as m').select('m.id').whereRef('m.id', '=', 'a.member_id').where('m.user_id', '=', scope.userId)));
+  } else {
+    query = query.where('a.organization_id', '=', scope.organizationId);
+  }
+  return query.returningAll().executeTakeFirst();
+}
+
+/** Revokes the live authorization of a grant (refresh-token reuse); its row, or undefined. */
+export async function revokeByGrant(db: Db, grantKey: string, now: Date): Promise<AuthorizationRow | undefined> {
+  return db.updateTable('oauth_authorizations').set({ revoked_at: now }).where('grant_key', '=', grantKey).where('revoked_at', 'is', null).returningAll().executeTakeFirst();
+}
+
+export async function findLive(db: Db, where: { memberId: string; clientId: string; resource: string }, now: Date): Promise<AuthorizationRow | undefined> {
+  return live(db, now).where('a.member_id', '=', where.memberId).where('a.client_id', '=', where.clientId).where('a.resource', '=', where.resource).executeTakeFirst();
+}
+
+export async function findLiveByGrant(db: Db, grantKey: string, now: Date): Promise<AuthorizationRow | undefined> {
+  return live(db, now).where('a.grant_key', '=', grantKey).executeTakeFirst();
+}
+
+export interface NewAuthorization {
+  id: string;
+  organizationId: string;
+  memberId: string;
+  clientId: string;
+  clientType: AuthorizationClientType;
+  clientName: string;
+  scopes: string[];
+  resource: string;
+  grantKey: string | null;
+  expiresAt: Date;
+}
+
+export async function insert(db: Db, row: NewAuthorization, now: Date): Promise<AuthorizationRow> {
+  return db
+    .insertInto('oauth_authorizations')
+    .values({
+      id: row.id,
+      organization_id: row.organizationId,
+      member_id: row.memberId,
+      client_id: row.clientId,
+      client_type: row.clientType,
+      client_name: row.clientName,
+      scopes: row.scopes,
+      resource: row.resource,
+      grant_key: row.grantKey,
+      created_at: now,
+      last_used_at: now,
+      expires_at: row.expiresAt,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function extend(db: Db, id: string, fields: { scopes: string[]; clientName: string; grantKey: string | null; expiresAt: Date }, now: Date): Promise<AuthorizationRow> {
+  return db
+    .updateTable('oauth_authorizations')
+    .set({ scopes: fields.scopes, client_name: fields.clientName, grant_key: fields.grantKey, last_used_at: now, expires_at: fields.expiresAt })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** A token was issued under it: last use now, and it lives another refresh lifetime. */
+export async function touch(db: Db, id: string, now: Date, expiresAt: Date): Promise<void> {
+  await db.updateTable('oauth_authorizations').set({ last_used_at: now, expires_at: expiresAt }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+}
+
+export interface OAuthPolicy {
+  thirdPartyClients: ThirdPartyClients;
+  allowList: string[];
+  maxScopes: string[] | null;
+}
+
+/** What an organization that never set its policy gets (docs/oauth.md#the-organizations-policy). */
+export const DEFAULT_OAUTH_POLICY: OAuthPolicy = Object.freeze({ thirdPartyClients: 'allow' as const, allowList: [], maxScopes: null });
+
+export async function findPolicy(db: Db, organizationId: string): Promise<OAuthPolicy> {
+  const row = await db.selectFrom('organization_oauth_policies').select(['third_party_clients', 'allow_list', 'max_scopes']).where('organization_id', '=', organizationId).executeTakeFirst();
+  return row ? { thirdPartyClients: row.third_party_clients, allowList: row.allow_list, maxScopes: row.max_scopes } : { ...DEFAULT_OAUTH_POLICY, allowList: [] };
+}
+
+export async function putPolicy(db: Db, organizationId: string, policy: OAuthPolicy, now: Date): Promise<void> {
+  const values = { third_party_clients: policy.thirdPartyClients, allow_list: policy.allowList, max_scopes: policy.maxScopes, updated_at: now };
+  await db
+    .insertInto('organization_oauth_policies')
+    .values({ organization_id: organizationId, ...values })
+    .onConflict((oc) => oc.column('organization_id').doUpdateSet(values))
+    .execute();
+}
