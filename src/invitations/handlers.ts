@@ -1,6 +1,7 @@
 import type { HandlerMap } from '../contract';
 import { membershipOf, principalOf, userIdOf } from '../access/roles';
 import * as invitations from './service';
+import * as acceptance from './acceptance';
 import { guardInvitationAccept } from '../protection/rate-limit';
 import { Invalid, Unauthorized } from '../lib/errors';
 
@@ -24,9 +25,9 @@ export const invitationHandlers: HandlerMap<InvitationOperations> = {
     return { status: 202, body: { ok: true, item } };
   },
 
-  previewInvitation: async (ctx) => ({ status: 200, body: await invitations.previewInvitation(ctx.deps, ctx.query.token, ctx.ip) }),
+  previewInvitation: async (ctx) => ({ status: 200, body: await acceptance.previewInvitation(ctx.deps, ctx.query.token, ctx.ip) }),
 
-  listMyInvitations: async (ctx) => ({ status: 200, body: await invitations.listMyInvitations(ctx.deps, principalOf(ctx), ctx.query) }),
+  listMyInvitations: async (ctx) => ({ status: 200, body: await acceptance.listMyInvitations(ctx.deps, principalOf(ctx), ctx.query) }),
 
   acceptInvitation: async (ctx) => {
     if (!ctx.principal) {
@@ -36,12 +37,12 @@ export const invitationHandlers: HandlerMap<InvitationOperations> = {
       const { token, name, password } = ctx.body;
       if (name === undefined) throw Invalid.at(['body', 'name'], 'name is required without a session');
       if (password === undefined) throw Invalid.at(['body', 'password'], 'password is required without a session');
-      const accepted = await invitations.acceptAsNewAccount(ctx.deps, { token, name, password }, { ip: ctx.ip, userAgent: ctx.headers['user-agent'] as string | undefined });
+      const accepted = await acceptance.acceptAsNewAccount(ctx.deps, { token, name, password }, { ip: ctx.ip, userAgent: ctx.headers['user-agent'] as string | undefined });
       return { status: 201, body: { ok: true, ...accepted } };
     }
     // Rate limited per user and per IP (src/protection), before any lookup or transaction.
     await guardInvitationAccept(ctx.deps, { userId: userIdOf(principalOf(ctx)), ip: ctx.ip });
-    const member = await invitations.acceptInvitation(ctx.deps, principalOf(ctx), ctx.body.token);
+    const member = await acceptance.acceptInvitation(ctx.deps, principalOf(ctx), ctx.body.token);
     return { status: 200, body: { ok: true, member } };
   },
 };

@@ -1,6 +1,6 @@
 import { CodedError, Invalid } from '../lib/errors';
 import { LINK_PATHS } from '../mail/templates';
-import { acceptAsNewAccount, previewInvitation } from '../invitations/service';
+import { acceptAsNewAccount, previewInvitation } from '../invitations/acceptance';
 import { html, messagePage, page, problemText, type Html } from './layout';
 import type { PageContext, PageResult } from './router';
 
