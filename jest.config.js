@@ -12,7 +12,7 @@
  * connection shared by requests and the job runner (webhook deliveries, mail, concurrency, the
  * reset timing), the request preloads and round trips, and the main flows of people and access
  * (organizations, members, teams, invitations, sign-in, second factors, SCIM directory users,
- * grants and their pages, a large plugin write, service accounts and their secrets, OAuth tokens and the authorization server's storage, the MCP policy, members' OAuth authorizations). `TEST_ALL_FILES=1` runs every file on PGlite.
+ * grants and their pages, a large plugin write, service accounts and their secrets, OAuth tokens and the authorization server's storage, the MCP policy, members' OAuth authorizations, the MCP server). `TEST_ALL_FILES=1` runs every file on PGlite.
  */
 const PGLITE = [
   'src/lib/json-text.test.ts',
@@ -47,6 +47,7 @@ const PGLITE = [
   'test/api/service-account-keys.test.ts',
   'test/api/mcp-policy.test.ts',
   'test/api/oauth-authorizations.test.ts',
+  'test/api/mcp-server.test.ts',
   'test/api/service-account-members.test.ts',
 ];
 const pgliteSet = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';

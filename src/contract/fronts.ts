@@ -44,6 +44,30 @@ export interface FrontTools {
   errorResult(err: unknown, logger: Logger): HttpResult;
   /** Writes an answer the way every operation's answer is written (dialects' shapes applied). */
   send(res: Response, result: HttpResult): void;
+  /**
+   * Runs one of the contract's operations down the API's own dispatch (validation, the access
+   * check, the handler, its audit entry and events), as its HTTP request would, for `principal`
+   * standing as the result of the security scheme `scheme` (a front that authenticated its caller
+   * itself). The answer is what the HTTP call would answer; it never throws.
+   */
+  invoke(operationId: string, input: OperationInput, given: { scheme: string; principal: AnyPrincipal }, req: Request, res: Response): Promise<HttpResult>;
+  /**
+   * What the router answers this principal for this operation before its handler runs (session
+   * gates, the contract's access declaration: src/server/access.ts), or null when it may call it.
+   * The router's one check, so a front lists exactly what its caller may do.
+   */
+  refusal(operationId: string, principal: AnyPrincipal): HttpResult | null;
+}
+
+/** An operation's input given as values rather than read from an HTTP request (an MCP tool's arguments). */
+export interface OperationInput {
+  /** Path parameters by name (each fills one segment). */
+  params: Record<string, unknown>;
+  query: Record<string, unknown>;
+  /** Header parameters, names in lower case. */
+  headers: Record<string, string>;
+  /** The JSON body, when the operation takes one. */
+  body?: unknown;
 }
 
 /**

@@ -7,7 +7,7 @@ import { PERMISSION_KEYS } from '../access/permissions';
 import { EXTRA_CLIENT_METADATA, findClient, verifyClientSecret, type ClientKind } from './clients';
 import { recordsAdapter } from './records';
 import { SIGNING_ALG, type SigningKeys } from './keys';
-import { apiResource, OFFLINE_ACCESS } from './resources';
+import { apiResource, OFFLINE_ACCESS, protectedResources } from './resources';
 
 // oidc-provider (Koa inside, ESM) loads when the authorization server first serves a request.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -30,6 +30,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
   const { settings } = deps;
   const { oauth } = settings;
   const resource = apiResource(settings.publicBaseUrl);
+  const resources = new Set(protectedResources(settings.publicBaseUrl));
   const scopes = [...PERMISSION_KEYS, OFFLINE_ACCESS];
 
   const configuration: Configuration = {
@@ -71,10 +72,10 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
         defaultResource: () => resource,
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx: KoaContextWithOIDC, identifier: string) => {
-          if (identifier !== resource) throw new (oidcProvider().errors.InvalidTarget)();
+          if (!resources.has(identifier)) throw new (oidcProvider().errors.InvalidTarget)();
           return {
             scope: PERMISSION_KEYS.join(' '),
-            audience: resource,
+            audience: identifier,
             accessTokenTTL: oauth.accessTokenTtlSeconds,
             accessTokenFormat: 'jwt',
             jwt: { sign: { alg: SIGNING_ALG } },

@@ -1,8 +1,9 @@
 import { PERMISSION_KEYS } from '../access/permissions';
 
 /**
- * The protected resources of the service (docs/oauth.md#resources): the API under `/v1`. A token's
- * audience (RFC 8707 `resource`, RFC 9068 `aud`) names one of them.
+ * The protected resources of the service (docs/oauth.md#resources): the API under `/v1` and the MCP
+ * endpoint `/mcp` (docs/mcp-server.md). A token's audience (RFC 8707 `resource`, RFC 9068 `aud`)
+ * names one of them, and is accepted by that one only.
  */
 export const OFFLINE_ACCESS = 'offline_access';
 
@@ -20,3 +21,15 @@ export function apiResourceMetadata(publicBaseUrl: string) {
     bearer_methods_supported: ['header'],
   };
 }
+
+export const mcpResource = (publicBaseUrl: string) => `${publicBaseUrl}/mcp`;
+
+export const mcpResourceMetadataUrl = (publicBaseUrl: string) => `${publicBaseUrl}/.well-known/oauth-protected-resource/mcp`;
+
+/** GET /.well-known/oauth-protected-resource/mcp: the same document, for the MCP endpoint. */
+export function mcpResourceMetadata(publicBaseUrl: string) {
+  return { ...apiResourceMetadata(publicBaseUrl), resource: mcpResource(publicBaseUrl) };
+}
+
+/** Every resource a token may be issued for. */
+export const protectedResources = (publicBaseUrl: string) => [apiResource(publicBaseUrl), mcpResource(publicBaseUrl)];

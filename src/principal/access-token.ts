@@ -127,8 +127,17 @@ export async function principalFromClaims(db: Db, claims: AccessTokenClaims, now
  */
 export async function principalFromAccessToken(db: Db, token: string, now: Date, publicBaseUrl: string): Promise<Principal | null> {
   if (!looksLikeJwt(token)) return null;
-  const claims = await verifyAccessToken(db, token, now, { issuer: publicBaseUrl, audience: apiResource(publicBaseUrl) });
-  const principal = claims ? await principalFromClaims(db, claims, now) : null;
+  const principal = await principalForResource(db, token, now, publicBaseUrl, apiResource(publicBaseUrl));
   if (!principal) throw new InvalidAccessToken(apiResourceMetadataUrl(publicBaseUrl));
   return principal;
+}
+
+/**
+ * The principal of an access token issued for `resource` (its audience), by the same checks as
+ * above; null for anything else (no JWT, another audience, expired, revoked, its member or client
+ * gone). The MCP endpoint's tokens are read with it (src/mcp-server/front.ts).
+ */
+export async function principalForResource(db: Db, token: string, now: Date, publicBaseUrl: string, resource: string): Promise<Principal | null> {
+  const claims = await verifyAccessToken(db, token, now, { issuer: publicBaseUrl, audience: resource });
+  return claims ? principalFromClaims(db, claims, now) : null;
 }

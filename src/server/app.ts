@@ -8,7 +8,7 @@ import type { Clock } from '../lib/clock';
 import { Cursors } from '../lib/pagination';
 import { SecretBox, deriveKey } from '../lib/crypto';
 import { Invalid, PayloadTooLarge, UnsupportedMediaType, type AppError } from '../lib/errors';
-import { createApiRouter, send } from './router';
+import { createApi, send, type Api } from './router';
 import { errorToResult, resultOf } from './errors';
 import { docsRouter } from './docs';
 import { requestLogger } from './logging';
@@ -140,10 +140,11 @@ export function createApp(options: AppOptions): express.Express {
   const formPaths = new Set([...contractFormPaths(), ...served.flatMap((front) => front.formPaths ?? [])]);
   const ownBodyPaths = new Set(served.flatMap((front) => front.ownBodyPaths ?? []));
   app.use(bodyParser(settings.bodyLimitBytes, formPaths, ownBodyPaths));
-  // Fronts outside the contract's operations (the pages links open, ...): src/contract/fronts.ts.
-  const tools = frontTools(deps);
+  const api = createApi(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true, onReady: options.onReady });
+  // Fronts outside the contract's operations (the pages links open, the MCP endpoint, ...): src/contract/fronts.ts.
+  const tools = frontTools(deps, api);
   for (const front of served) app.use(front.mount(tools));
-  app.use(createApiRouter(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true, onReady: options.onReady }));
+  app.use(api.handler);
 
   // Body-parser failures carry a `type`; everything else goes through the one error mapper.
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
@@ -153,8 +154,8 @@ export function createApp(options: AppOptions): express.Express {
   return app;
 }
 
-/** What a front gets from the server: the request's context, the one error mapper, the one way out. */
-function frontTools(deps: AppDeps): FrontTools {
+/** What a front gets from the server: the request's context, the one error mapper, the one way out, the API's own dispatch and check. */
+function frontTools(deps: AppDeps, api: Api): FrontTools {
   return {
     deps,
     requestDeps: (req: Request, principal: AnyPrincipal | null) => ({
@@ -163,6 +164,11 @@ function frontTools(deps: AppDeps): FrontTools {
     }),
     errorResult: errorToResult,
     send,
+    invoke: api.invoke,
+    refusal: (operationId, principal) => {
+      const refused = api.refusal(operationId, principal);
+      return refused ? resultOf(refused) : null;
+    },
   };
 }
 

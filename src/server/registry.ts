@@ -34,6 +34,7 @@ import { scimDialect } from '../scim/dialect';
 import { pagesFront } from '../pages/router';
 import { oauthFront } from '../oauth/front';
 import { oauthHandlers } from '../oauth/handlers';
+import { mcpServerFront } from '../mcp-server/front';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -85,4 +86,4 @@ export const deferredCredentials: ReadonlySet<OperationId> = new Set<OperationId
 export const dialects: readonly Dialect[] = [scimDialect];
 
 /** Fronts outside the contract's operations, mounted before the API router in this order. */
-export const fronts: readonly Front[] = [pagesFront, oauthFront];
+export const fronts: readonly Front[] = [pagesFront, oauthFront, mcpServerFront];

@@ -21,6 +21,7 @@ import { deferredCredentials, sessionLoaders } from './registry';
 import { contextOfRequest } from '../audit';
 import { tracing } from '../observability/tracing';
 import type { HandlerContext, Handlers, HttpResult, OperationId } from '../contract';
+import type { OperationInput } from '../contract/fronts';
 
 export interface RouterOptions {
   /** Check every response against the spec (tests and development); a mismatch becomes a 500. */
@@ -38,6 +39,30 @@ export interface RouterOptions {
  * Every answer, success or error, leaves through `send`, so nothing else writes a response.
  */
 export function createApiRouter(deps: AppDeps, handlers: Handlers, options: RouterOptions): RequestHandler {
+  return createApi(deps, handlers, options).handler;
+}
+
+/** The API router, and the two ways a front reaches the same operations without an HTTP request of their own. */
+export interface Api {
+  handler: RequestHandler;
+  /**
+   * Runs an operation as its HTTP request would run (./dispatch.ts: validation, access checks,
+   * handler, audit entry and events, response check), `principal` standing as the result of the
+   * security scheme `scheme` instead of a credential read from headers. Never throws: every failure
+   * is its answer.
+   */
+  invoke(operationId: string, input: OperationInput, given: { scheme: string; principal: AnyPrincipal }, req: Request, res: Response): Promise<HttpResult>;
+  /** The router's own refusal of this principal for this operation (session gates, then access), null when it may call it. */
+  refusal(operationId: string, principal: AnyPrincipal): AppError | null;
+}
+
+/**
+ * A principal handed to `invoke`, by the per-call response object the security handlers are given:
+ * while one is there, no credential is read and only its scheme answers.
+ */
+const givenPrincipals = new WeakMap<object, { scheme: string; principal: AnyPrincipal }>();
+
+export function createApi(deps: AppDeps, handlers: Handlers, options: RouterOptions): Api {
   const definition = options.contract ?? contract;
   // Who may call each operation, from its declaration in the contract (./access.ts); an operation
   // that declares none, or names an unknown permission, stops the start here.
@@ -50,7 +75,9 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
   for (const [name, definition] of Object.entries(schemes)) {
     const read = credentialReader(name, definition);
     const resolve = CREDENTIAL_RESOLVERS[name]!;
-    api.registerSecurityHandler(name, async (c: Context) => {
+    api.registerSecurityHandler(name, async (c: Context, _req: Request, res: Response) => {
+      const given = givenPrincipals.get(res);
+      if (given) return given.scheme === name ? given.principal : false;
       const secret = read(c.request.headers);
       if (!secret) return false;
       const operationId = c.operation?.operationId as OperationId;
@@ -83,6 +110,12 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       return resultOf(refusal ?? new Unauthorized());
     },
   });
+
+  /** What the router checks before any handler runs; `refusal` asks the same, for a front. */
+  const admit = (operationId: string, operation: { path: string; operationId?: string }, principal: AnyPrincipal | null) => {
+    assertSessionGates(principal, operation, deps.settings.emailVerification === 'required');
+    access.get(operationId)?.(principal);
+  };
 
   for (const operationId of Object.keys(handlers) as OperationId[]) {
     const handler = handlers[operationId] as unknown as (ctx: HandlerContext<OperationId>) => Promise<HttpResult>;
@@ -122,8 +155,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       const nul = nulInRequest({ params: c.request.params, query: c.request.query, body });
       try {
         if (nul) throw Invalid.at(nul, 'must not contain a NUL character (U+0000)');
-        assertSessionGates(principal, c.operation, deps.settings.emailVerification === 'required');
-        checkAccess?.(principal);
+        admit(operationId, c.operation, principal);
         result = await handler(ctx);
       } catch (err) {
         result = errorToResult(err, req.log ?? deps.logger);
@@ -163,7 +195,7 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
     return dispatch;
   });
 
-  return (req: Request, res: Response, next: NextFunction) => {
+  const handler = (req: Request, res: Response, next: NextFunction) => {
     ready
       .then((dispatch) => {
         const matched = api.router.matchOperation({ method: req.method, path: req.path } as never);
@@ -181,6 +213,54 @@ export function createApiRouter(deps: AppDeps, handlers: Handlers, options: Rout
       .then((result: HttpResult) => send(res, result))
       .catch((err: unknown) => next(err));
   };
+
+  const invoke: Api['invoke'] = async (operationId, input, given, req, res) => {
+    try {
+      const dispatch = await ready;
+      const operation = api.getOperation(operationId);
+      if (!operation) return resultOf(new RouteNotFound('POST', operationId));
+      // The request the operation's HTTP call would be: its path filled with the parameters
+      // (each one segment, encoded), the query and headers as given.
+      const path = operation.path.replace(/\{([^}]+)\}/g, (_whole, name: string) => encodeURIComponent(String(input.params[name] ?? '')));
+      const headers: Record<string, string> = { ...input.headers };
+      const ua = req.get('user-agent');
+      if (ua) headers['user-agent'] = ua;
+      if (input.body !== undefined) headers['content-type'] = 'application/json';
+      const request = { method: operation.method.toUpperCase(), path, query: { ...input.query } as Record<string, string | string[]>, body: input.body, headers };
+      // Its own response object (the request's, with locals of its own): the route a log line
+      // names stays /mcp's, and the given principal is found by it, for this call only.
+      const own = Object.create(res, { locals: { value: {}, writable: true } }) as Response;
+      givenPrincipals.set(own, given);
+      const matched = api.router.matchOperation({ method: request.method, path } as never);
+      // A parameter that changes the route (an encoded value cannot, but an empty one can) is refused as such.
+      if (matched?.operationId !== operationId) return resultOf(new Invalid([{ path: ['path'], message: 'must name one resource' }], 'A path parameter is empty or malformed.'));
+      return (await dispatch(request, matched, req, own)) as HttpResult;
+    } catch (err) {
+      return errorToResult(err, req.log ?? deps.logger);
+    }
+  };
+
+  // operationId → its path template, for the checks that read it (the session gates).
+  const templates = new Map<string, { path: string; operationId: string }>();
+  for (const [path, item] of Object.entries(definition.paths ?? {})) {
+    for (const op of Object.values(item ?? {})) {
+      const id = (op as { operationId?: unknown } | undefined)?.operationId;
+      if (typeof id === 'string') templates.set(id, { path, operationId: id });
+    }
+  }
+  const refusal: Api['refusal'] = (operationId, principal) => {
+    const operation = templates.get(operationId);
+    if (!operation) return new RouteNotFound('POST', operationId);
+    try {
+      admit(operationId, operation, principal);
+      return null;
+    } catch (err) {
+      if (err instanceof AppError) return err;
+      throw err;
+    }
+  };
+
+  return { handler, invoke, refusal };
 }
 
 export function send(res: Response, answer: HttpResult): void {
