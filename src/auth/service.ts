@@ -13,7 +13,7 @@ import { recordChange } from '../audit';
 import { membershipsOfUser } from '../members/memberships';
 import { checkNewPassword } from '../protection/passwords';
 import { refusePasswordUnderSso, refuseSignUpUnderSso, refuseSwitchOutsideSso } from '../sso/enforcement';
-import * as mfa from '../mfa/service';
+import * as mfa from '../mfa/challenges';
 import { openSession, openSignInSession, recordSignIn } from './sign-in';
 import { queueVerification } from './verification';
 import { provePassword } from './passwords';

@@ -1,6 +1,7 @@
 import type { HandlerMap } from '../contract';
 import { membershipOf, principalOf } from '../access/roles';
 import * as mfa from './service';
+import * as challenges from './challenges';
 
 type MfaOperations =
   | 'getMfaStatus'
@@ -45,12 +46,12 @@ export const mfaHandlers: HandlerMap<MfaOperations> = {
     return { status: 204, body: undefined };
   },
 
-  getPasskeyRequestOptions: async (ctx) => ({ status: 200, body: await mfa.passkeyChallengeOptions(ctx.deps, ctx.body.challengeToken) }),
+  getPasskeyRequestOptions: async (ctx) => ({ status: 200, body: await challenges.passkeyChallengeOptions(ctx.deps, ctx.body.challengeToken) }),
 
   verifySecondFactor: async (ctx) => {
     const body = ctx.body;
-    const answer: mfa.Answer = 'response' in body ? { method: 'passkey', response: body.response as never } : { method: body.method, code: body.code };
-    const verified = await mfa.verify(ctx.deps, body.challengeToken, answer, ctx.ip, ctx.headers['user-agent']);
+    const answer: challenges.Answer = 'response' in body ? { method: 'passkey', response: body.response as never } : { method: body.method, code: body.code };
+    const verified = await challenges.verify(ctx.deps, body.challengeToken, answer, ctx.ip, ctx.headers['user-agent']);
     return verified.purpose === 'sign_in'
       ? { status: 200, body: { ok: true, user: verified.user, session: verified.session } }
       : { status: 200, body: { ok: true, authenticatedAt: verified.authenticatedAt } };
