@@ -23,6 +23,7 @@ const PGLITE = [
   'test/api/oauth-client-credentials.test.ts',
   'test/api/oauth-token-refusals.test.ts',
   'test/api/oauth-keys.test.ts',
+  'test/api/oauth-clients.test.ts',
   'test/hardening/concurrency.test.ts',
   'test/audit/record.test.ts',
   'test/audit/routes.test.ts',

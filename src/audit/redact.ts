@@ -3,7 +3,7 @@
  * `redactChanges`, so a caller cannot forget. A field is secret by its name (password, secret,
  * token, key, credential, hash, authorization, cookie, in any casing or separator: `clientSecret`,
  * `api_key`, `hostToken`, `webhookSecret`) or by its value (a string shaped like a secret this
- * service mints: `cps_`, `cpk_`, `cpi_`, `cpw_`, `cpa_`, `cpc_` + 43 characters, or a `whsec_` signing secret).
+ * service mints: `cps_`, `cpk_`, `cpi_`, `cpw_`, `cpa_`, `cpc_`, `cpo_` + 43 characters, or a `whsec_` signing secret).
  * Secret values become '[redacted]' (null stays null, so "was set / was cleared" still shows).
  */
 export const REDACTED = '[redacted]';
@@ -15,7 +15,7 @@ const SECRET_EXACT = new Set(['key', 'keys', 'otp', 'code', 'authorizationcode',
 /** Normalised names that end like a secret but are not one. */
 const NOT_SECRET = new Set(['hasclientsecret', 'hasapikey', 'hascredential', 'tokenurl', 'tokenendpoint', 'tokenexpiresat']);
 
-const SECRET_VALUE = /\b(?:cp[skiwac]_[A-Za-z0-9_-]{40,}|whsec_[A-Za-z0-9+/=]{20,})/;
+const SECRET_VALUE = /\b(?:cp[skiwaco]_[A-Za-z0-9_-]{40,}|whsec_[A-Za-z0-9+/=]{20,})/;
 
 export function isSecretField(name: string): boolean {
   const normalised = name.toLowerCase().replace(/[^a-z0-9]/g, '');

@@ -70,6 +70,7 @@ export const ERROR_CODES = {
   marketplace_not_found: { status: 404, description: 'No marketplace with this id visible to the caller.' },
   member_not_found: { status: 404, description: 'No member with this id in the organization.' },
   oauth_authorization_not_found: { status: 404, description: 'No live authorization with this id (of the caller, or in the organization for admins).' },
+  oauth_client_not_found: { status: 404, description: 'No OAuth client with this id in the organization.' },
   passkey_not_found: { status: 404, description: 'No passkey with this id on the account.' },
   plugin_not_found: { status: 404, description: 'No plugin with this id visible to the caller.' },
   role_not_found: { status: 404, description: 'No role with this key in the organization.' },

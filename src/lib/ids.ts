@@ -44,6 +44,7 @@ export const ID_PREFIXES = {
   serviceAccount: 'svc',
   serviceAccountSecret: 'sas',
   oauthAuthorization: 'oag',
+  oauthClient: 'oac',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -35,6 +35,7 @@ import { pagesFront } from '../pages/router';
 import { oauthFront } from '../oauth/front';
 import { oauthHandlers } from '../oauth/handlers';
 import { mcpServerFront } from '../mcp-server/front';
+import { oauthClientHandlers } from '../oauth-clients/handlers';
 
 /**
  * operationId → handler for every operation of the contract. Typed as `Handlers`, so an operation
@@ -58,6 +59,7 @@ export const handlers: Handlers = {
   ...serviceAccountHandlers,
   ...adminHandlers,
   ...oauthHandlers,
+  ...oauthClientHandlers,
   ...mcpHandlers,
   ...mcpServerHandlers,
   ...authorizationHandlers,

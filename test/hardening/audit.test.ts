@@ -136,6 +136,7 @@ const REQUESTS: Record<string, Builder> = {
     if (secret.status !== 201) throw new Error(`secret for ${op.operationId}: ${secret.status} ${JSON.stringify(secret.body)}`);
     return { req: { label: 'delete a fresh secret', method: op.method, url: urlFor(op, w, { secretId: secret.body.item.id }) } };
   },
+  deleteOAuthClient: fresh('/v1/oauth-clients', { name: 'Doomed app', type: 'public', redirectUris: ['http://127.0.0.1/cb'], scopes: ['teams.read'] }, 'oauthClientId'),
   createMcpConnection: async (_t, w, op) => ({
     req: {
       label: 'a shared connection with a key',

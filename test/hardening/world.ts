@@ -171,6 +171,13 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
     if (saKey) secrets[`${label}.serviceAccountApiKey`] = saKey.body.key;
   }
 
+  // An organization OAuth client (confidential: it holds a secret the scans look for).
+  const oauthClient = await step('createOAuthClient', 'OAuth client', () =>
+    ownerApi.post('/v1/oauth-clients', { name: `${label} app`, type: 'confidential', redirectUris: ['https://app.example.test/cb'], scopes: ['teams.read'] }),
+  );
+  put('oac', oauthClient?.body.item?.id);
+  if (oauthClient) secrets[`${label}.oauthClientSecret`] = oauthClient.body.clientSecret;
+
   // SCIM: a token (the plan needs the scim feature), used once so its last-used time is recorded now.
   await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
   const scim = await step('createScimToken', 'SCIM token', () => ownerApi.post('/v1/scim/tokens', { name: `${label} IdP` }));

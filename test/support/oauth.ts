@@ -1,6 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as oauth from 'openid-client';
+import { importJWK, SignJWT, type JWK } from 'jose';
+import { SecretBox } from '../../src/lib/crypto';
+import { SIGNING_ALG, signingKeys } from '../../src/oauth/keys';
 import { createTestApp, type TestApp, type TestAppOptions } from './app';
 import { bearer, type OrgOwner } from './factories';
 
@@ -51,4 +55,29 @@ export async function serviceAccountClient(t: TestApp, owner: OrgOwner, role = '
 /** openid-client's configuration for a client of the service (discovered through RFC 8414 metadata). */
 export function discover(t: OAuthTestApp, clientId: string, clientSecret: string): Promise<oauth.Configuration> {
   return oauth.discovery(new URL(t.base), clientId, undefined, oauth.ClientSecretBasic(clientSecret), { algorithm: 'oauth2', execute: [oauth.allowInsecureRequests] });
+}
+
+/**
+ * An access token for an organization client, signed with the service's signing key exactly as
+ * the authorization server signs one (RFC 9068 claims, `typ: at+jwt`, the key's `kid`): until the
+ * authorization-code flow issues tokens to organization clients, this is how a test holds one.
+ */
+export async function organizationClientToken(
+  t: OAuthTestApp,
+  claims: { clientId: string; memberId: string; organizationId: string; scope: string },
+  ttlSeconds = 600,
+): Promise<string> {
+  const now = Math.floor(t.clock.now().getTime() / 1000);
+  const keys = await signingKeys(t.db, new SecretBox(t.settings.secretKey!), t.clock.now());
+  const jwk = keys.jwks[0]!;
+  const key = await importJWK(jwk as JWK, SIGNING_ALG);
+  return new SignJWT({ client_id: claims.clientId, scope: claims.scope, org_id: claims.organizationId })
+    .setProtectedHeader({ alg: SIGNING_ALG, typ: 'at+jwt', kid: jwk.kid })
+    .setIssuer(t.base)
+    .setAudience(`${t.base}/v1`)
+    .setSubject(claims.memberId)
+    .setJti(randomUUID())
+    .setIssuedAt(now)
+    .setExpirationTime(now + ttlSeconds)
+    .sign(key);
 }

@@ -2771,6 +2771,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/oauth-clients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's OAuth clients (admin, session only)
+         * @description The organization's OAuth clients, newest first. Never a secret.
+         */
+        get: operations["listOAuthClients"];
+        put?: never;
+        /**
+         * Register an OAuth client (admin, session only)
+         * @description A client of the organization's own (its `id` is the OAuth `client_id`) that members of this organization, and only they, can authorize to act for them, within its `scopes` and their own permissions at each request. A `confidential` client gets a client secret, shown only in this response (as `clientSecret`; only its hash is stored); a `public` one gets none. `redirectUris` are https URLs, or loopback http URLs with any port.
+         */
+        post: operations["createOAuthClient"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth-clients/{oauthClientId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example oac_01m9a7k2vzf3s8c1r0e5hq4n6d */
+                oauthClientId: components["schemas"]["OAuthClientId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * An OAuth client (admin, session only)
+         * @description The client, never its secret. 404 `oauth_client_not_found` for none in the organization.
+         */
+        get: operations["getOAuthClient"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an OAuth client (admin, session only)
+         * @description The client can no longer authenticate or be authorized, and every access token issued to it answers 401 from the next request. 404 `oauth_client_not_found` for none in the organization.
+         */
+        delete: operations["deleteOAuthClient"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an OAuth client (admin, session only)
+         * @description Changes `name`, `redirectUris`, `scopes` or `logoUrl` (null clears it); its type and secret stay. Narrowed scopes narrow the tokens it already holds from their next request.
+         */
+        patch: operations["updateOAuthClient"];
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -6752,6 +6807,99 @@ export interface components {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["OAuthPolicy"];
         };
+        /**
+         * Format: typeid
+         * @description An organization's OAuth client, prefix `oac`; its OAuth `client_id`.
+         * @example oac_01m9a7k2vzf3s8c1r0e5hq4n6d
+         */
+        OAuthClientId: string;
+        /**
+         * @description `confidential`: a server that keeps a client secret (shown once, when it is created) and authenticates with it at the token endpoint. `public`: an app that cannot keep a secret (a CLI, a desktop or single-page app); it authenticates with PKCE alone.
+         * @enum {string}
+         */
+        OAuthClientType: "public" | "confidential";
+        /** @description An OAuth client the organization registered; its secret is shown only when it is created. */
+        OrganizationOAuthClient: {
+            /** @description The OAuth `client_id`. */
+            id: components["schemas"]["OAuthClientId"];
+            name: string;
+            type: components["schemas"]["OAuthClientType"];
+            redirectUris: string[];
+            scopes: string[];
+            logoUrl: string | null;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+            /** @description The member who registered it (null once that member is gone; the client stays). */
+            createdBy: {
+                memberId: components["schemas"]["MemberId"] | null;
+            };
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "oac_01m9a7k2vzf3s8c1r0e5hq4n6d",
+         *           "name": "Release dashboard",
+         *           "type": "confidential",
+         *           "redirectUris": [
+         *             "https://dashboard.example.com/oauth/callback"
+         *           ],
+         *           "scopes": [
+         *             "teams.read",
+         *             "members.read",
+         *             "offline_access"
+         *           ],
+         *           "logoUrl": null,
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-02T09:14:03.000Z",
+         *           "createdBy": {
+         *             "memberId": "om_01m62g8n60ek38thwxes6xcj47"
+         *           }
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        OAuthClientList: {
+            items: components["schemas"]["OrganizationOAuthClient"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        OAuthClientName: string;
+        /** @description Where the authorization server sends the browser back. Matched exactly, except that a loopback URI (`http://localhost`, `http://127.0.0.1`) matches any port (RFC 8252 §7.3). */
+        OAuthRedirectUri: string;
+        OAuthRedirectUris: components["schemas"]["OAuthRedirectUri"][];
+        OAuthScope: string;
+        /** @description The most the client's tokens may carry: permission keys of `GET /v1/permissions`, and `offline_access` for refresh tokens. A token still does only what its member may do now. */
+        OAuthScopes: components["schemas"]["OAuthScope"][];
+        OAuthLogoUrl: string;
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "oac_01m9a7k2vzf3s8c1r0e5hq4n6d",
+         *         "name": "Release dashboard",
+         *         "type": "confidential",
+         *         "redirectUris": [
+         *           "https://dashboard.example.com/oauth/callback"
+         *         ],
+         *         "scopes": [
+         *           "teams.read",
+         *           "members.read",
+         *           "offline_access"
+         *         ],
+         *         "logoUrl": null,
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-02T09:14:03.000Z",
+         *         "createdBy": {
+         *           "memberId": "om_01m62g8n60ek38thwxes6xcj47"
+         *         }
+         *       }
+         *     }
+         */
+        OAuthClientItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["OrganizationOAuthClient"];
+        };
         /** @description An exact event type (`member.role_changed`), a prefix (`member.*`) or `*` (every event): dot-separated lower-case words, `*` only as the whole filter or as the last word. */
         EventFilter: string;
         /**
@@ -10246,6 +10394,24 @@ export interface components {
                 "application/json": {
                     /** @enum {string} */
                     error: "oauth_authorization_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `oauth_client_not_found`: No OAuth client with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-oauth_client_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "oauth_client_not_found" | "organization_not_found";
                     message: string;
                 };
             };
@@ -16897,6 +17063,219 @@ export interface operations {
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
             404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listOAuthClients: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of clients. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthClientList"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Release dashboard",
+                 *       "type": "confidential",
+                 *       "redirectUris": [
+                 *         "https://dashboard.example.com/oauth/callback"
+                 *       ],
+                 *       "scopes": [
+                 *         "teams.read",
+                 *         "members.read",
+                 *         "offline_access"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    name: components["schemas"]["OAuthClientName"];
+                    type: components["schemas"]["OAuthClientType"];
+                    redirectUris: components["schemas"]["OAuthRedirectUris"];
+                    scopes: components["schemas"]["OAuthScopes"];
+                    logoUrl?: components["schemas"]["OAuthLogoUrl"];
+                };
+            };
+        };
+        responses: {
+            /** @description Registered. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "item": {
+                     *         "id": "oac_01m9a7k2vzf3s8c1r0e5hq4n6d",
+                     *         "name": "Release dashboard",
+                     *         "type": "confidential",
+                     *         "redirectUris": [
+                     *           "https://dashboard.example.com/oauth/callback"
+                     *         ],
+                     *         "scopes": [
+                     *           "teams.read",
+                     *           "members.read",
+                     *           "offline_access"
+                     *         ],
+                     *         "logoUrl": null,
+                     *         "createdAt": "2026-11-02T09:14:03.000Z",
+                     *         "updatedAt": "2026-11-02T09:14:03.000Z",
+                     *         "createdBy": {
+                     *           "memberId": "om_01m62g8n60ek38thwxes6xcj47"
+                     *         }
+                     *       },
+                     *       "clientSecret": "cpo_Yq3N0rJ8mG5vT1cK7wPzL2hD9sX4bF6eA0uQiRnVjMo"
+                     *     }
+                     */
+                    "application/json": {
+                        ok: components["schemas"]["OkTrue"];
+                        item: components["schemas"]["OrganizationOAuthClient"];
+                        /** @description The client secret (256 random bits) of a confidential client. Shown only here. */
+                        clientSecret?: string;
+                    };
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example oac_01m9a7k2vzf3s8c1r0e5hq4n6d */
+                oauthClientId: components["schemas"]["OAuthClientId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The client. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthClientItem"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            404: components["responses"]["404-oauth_client_not_found-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example oac_01m9a7k2vzf3s8c1r0e5hq4n6d */
+                oauthClientId: components["schemas"]["OAuthClientId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            404: components["responses"]["404-oauth_client_not_found-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example oac_01m9a7k2vzf3s8c1r0e5hq4n6d */
+                oauthClientId: components["schemas"]["OAuthClientId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scopes": [
+                 *         "teams.read"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    name?: components["schemas"]["OAuthClientName"];
+                    redirectUris?: components["schemas"]["OAuthRedirectUris"];
+                    scopes?: components["schemas"]["OAuthScopes"];
+                    logoUrl?: components["schemas"]["OAuthLogoUrl"] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The client as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthClientItem"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            404: components["responses"]["404-oauth_client_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
     };
