@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import * as oauth from 'openid-client';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { SecretBox } from '../../src/lib/crypto';
+import { newId } from '../../src/lib/ids';
+import { insert as insertAuthorization } from '../../src/authorizations/store';
 import { SIGNING_ALG, signingKeys } from '../../src/oauth/keys';
 import { createTestApp, type TestApp, type TestAppOptions } from './app';
 import { bearer, type OrgOwner } from './factories';
@@ -58,20 +60,39 @@ export function discover(t: OAuthTestApp, clientId: string, clientSecret: string
 }
 
 /**
- * An access token for an organization client, signed with the service's signing key exactly as
- * the authorization server signs one (RFC 9068 claims, `typ: at+jwt`, the key's `kid`): until the
- * authorization-code flow issues tokens to organization clients, this is how a test holds one.
+ * An access token for an organization client as the authorization server issues one after a
+ * member's consent: the member's authorization of the client (written with the store the consent
+ * step uses) and a JWT under it, signed with the service's signing key (RFC 9068 claims, `typ:
+ * at+jwt`, the key's `kid`). Until the authorization-code flow issues tokens to organization
+ * clients, this is how a test holds one.
  */
 export async function organizationClientToken(
   t: OAuthTestApp,
   claims: { clientId: string; memberId: string; organizationId: string; scope: string },
   ttlSeconds = 600,
 ): Promise<string> {
-  const now = Math.floor(t.clock.now().getTime() / 1000);
-  const keys = await signingKeys(t.db, new SecretBox(t.settings.secretKey!), t.clock.now());
+  const nowDate = t.clock.now();
+  const authorization = await insertAuthorization(
+    t.db,
+    {
+      id: newId('oauthAuthorization'),
+      organizationId: claims.organizationId,
+      memberId: claims.memberId,
+      clientId: claims.clientId,
+      clientType: 'organization',
+      clientName: 'Test client',
+      scopes: claims.scope.split(' '),
+      resource: `${t.base}/v1`,
+      grantKey: null,
+      expiresAt: new Date(nowDate.getTime() + 86_400_000),
+    },
+    nowDate,
+  );
+  const now = Math.floor(nowDate.getTime() / 1000);
+  const keys = await signingKeys(t.db, new SecretBox(t.settings.secretKey!), nowDate);
   const jwk = keys.jwks[0]!;
   const key = await importJWK(jwk as JWK, SIGNING_ALG);
-  return new SignJWT({ client_id: claims.clientId, scope: claims.scope, org_id: claims.organizationId })
+  return new SignJWT({ client_id: claims.clientId, scope: claims.scope, org_id: claims.organizationId, authorization_id: authorization.id })
     .setProtectedHeader({ alg: SIGNING_ALG, typ: 'at+jwt', kid: jwk.kid })
     .setIssuer(t.base)
     .setAudience(`${t.base}/v1`)
