@@ -8,6 +8,7 @@ import * as users from '../users/service';
 import { toUser } from '../users/mappers';
 import { openSignInSession, signInOrganization } from '../auth/sign-in';
 import * as store from './store';
+import * as challengeStore from './challenge-store';
 import { acceptedStep } from './totp';
 import { recoveryCodeHash } from './recovery-codes';
 import { authenticationOptions, verifyAuthentication } from './webauthn';
@@ -49,7 +50,7 @@ function invalidToken(): CodedError<400> {
 }
 
 async function liveChallenge(deps: AppDeps, token: string) {
-  const challenge = await store.findLiveChallenge(deps.db, sha256Hex(token), deps.clock.now(), CHALLENGE_MAX_FAILURES);
+  const challenge = await challengeStore.findLiveChallenge(deps.db, sha256Hex(token), deps.clock.now(), CHALLENGE_MAX_FAILURES);
   if (!challenge) throw invalidToken();
   return challenge;
 }
@@ -59,7 +60,7 @@ export async function passkeyChallengeOptions(deps: AppDeps, challengeToken: str
   const passkeys = await store.listPasskeys(deps.db, challenge.user_id);
   if (passkeys.length === 0) throw new Conflict('mfa_method_unavailable', 'This account has no passkey: answer with another method.');
   const options = await authenticationOptions(relyingParty(deps), passkeys.map(stored));
-  await store.setChallengeWebauthn(deps.db, challenge.id, options.challenge);
+  await challengeStore.setChallengeWebauthn(deps.db, challenge.id, options.challenge);
   return options;
 }
 
@@ -90,7 +91,7 @@ async function totpStep(deps: AppDeps, row: { secret_sealed: string; confirmed_a
  * the account's second-factor limit (./guessing.ts), which a right password does not clear.
  */
 async function refuseAnswer(deps: AppDeps, challengeId: string, user: users.UserRow, ip: string): Promise<never> {
-  await store.failChallenge(deps.db, challengeId);
+  await challengeStore.failChallenge(deps.db, challengeId);
   await limits.recordFailure(deps, 'signInEmail', users.normalizeEmail(user.email));
   await limits.recordFailure(deps, 'signInIp', ip);
   await countWrongAnswer(deps, user);
@@ -112,7 +113,7 @@ export type Verified =
  */
 export async function verify(deps: AppDeps, challengeToken: string, answer: Answer, ip: string, userAgent: string | undefined): Promise<Verified> {
   const now = deps.clock.now();
-  const found = await store.findChallengeToAnswer(deps.db, sha256Hex(challengeToken), now, CHALLENGE_MAX_FAILURES);
+  const found = await challengeStore.findChallengeToAnswer(deps.db, sha256Hex(challengeToken), now, CHALLENGE_MAX_FAILURES);
   if (!found) throw invalidToken();
   const { challenge, user, totp } = found;
   if (!user) throw new Unauthorized();
@@ -130,10 +131,10 @@ export async function verify(deps: AppDeps, challengeToken: string, answer: Answ
     return await deps.db.transaction().execute(async (trx): Promise<Verified> => {
       if (answer.method === 'totp') {
         // The step and the challenge in one statement; a step spent by another answer is a wrong answer.
-        const spent = await store.useTotpStepAndChallenge(trx, user.id, step!, challenge.id, now);
+        const spent = await challengeStore.useTotpStepAndChallenge(trx, user.id, step!, challenge.id, now);
         if (!spent.step) throw new StepAlreadyUsed();
         if (!spent.challenge) throw invalidToken();
-      } else if (!(await store.useChallenge(trx, challenge.id, now))) {
+      } else if (!(await challengeStore.useChallenge(trx, challenge.id, now))) {
         throw invalidToken();
       }
       // A proven factor forgets the e-mail's failures; there is nothing to forget without a live window.
