@@ -1,7 +1,7 @@
 import * as oauth from 'openid-client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { bearer, createOrganization, type OrgOwner } from '../support/factories';
+import { asApiKey, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { discover, serviceAccountClient, startOAuthApp, type OAuthTestApp, type ServiceAccountClient } from '../support/oauth';
 
 /**
@@ -58,7 +58,7 @@ describe('the protected resource', () => {
     expect(metadata.body).toEqual({ resource: `${t.base}/mcp`, authorization_servers: [t.base], scopes_supported: expect.arrayContaining(['teams.manage']), bearer_methods_supported: ['header'] });
   });
 
-  it('accepts only access tokens for /mcp: a /v1 token, a session token and a forged one are 401 invalid_token', async () => {
+  it('accepts only access tokens for /mcp: a /v1 token, a session token, an API key and a forged one are 401', async () => {
     const v1 = await tokenFor(admin, `${t.base}/v1`);
     expect((await t.http.get('/v1/teams').set(...bearer(v1))).status).toBe(200);
     for (const token of [v1, owner.token, 'a.b.c']) {
@@ -66,6 +66,11 @@ describe('the protected resource', () => {
       expect([token, res.status]).toEqual([token, 401]);
       expect(res.headers['www-authenticate']).toBe(`Bearer error="invalid_token", resource_metadata="${t.base}/.well-known/oauth-protected-resource/mcp"`);
     }
+    // An API key, in its own header or as a bearer, is no /mcp credential.
+    const key = (await t.http.post('/v1/api-keys').set(...bearer(owner.token)).send({ name: 'not for mcp' })).body.key as string;
+    expect((await t.http.get('/v1/teams').set(...asApiKey(key))).status).toBe(200);
+    expect((await rpc(undefined, 'tools/list').set(...asApiKey(key))).status).toBe(401);
+    expect((await rpc(key, 'tools/list')).status).toBe(401);
     // And an /mcp token is no /v1 token.
     expect((await t.http.get('/v1/teams').set(...bearer(await tokenFor(admin)))).status).toBe(401);
   });
