@@ -169,8 +169,3 @@ function reloadVerificationKeys(db: Db, cache: Cache, now: Date): Promise<Map<st
   });
   return value;
 }
-
-/** GET the JWKS as the database holds it (tests compare it with what the metadata's jwks_uri serves). */
-export async function publishedKids(db: Db, now: Date): Promise<string[]> {
-  return (await liveKeys(db, now).execute()).map((r) => r.kid);
-}
