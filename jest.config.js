@@ -28,6 +28,7 @@ const PGLITE = [
   'test/audit/record.test.ts',
   'test/audit/routes.test.ts',
   'test/audit/checkpoints.test.ts',
+  'test/audit/streams.test.ts',
   'test/api/telemetry.test.ts',
   'test/api/telemetry-round-trips.test.ts',
   'test/api/analytics.test.ts',

@@ -3099,6 +3099,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit-streams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit log streams (admin)
+         * @description The organization's audit log streams, newest first, in keyset pages. Never a secret.
+         */
+        get: operations["listAuditStreams"];
+        put?: never;
+        /**
+         * Stream the audit log to a SIEM (admin)
+         * @description Delivers every audit entry and checkpoint, in chain order and at least once, in batches of up to 500 entries, to an HTTPS endpoint (`{records}` signed with Standard Webhooks headers; the `whsec_` secret is returned only here), Splunk's HTTP Event Collector or Datadog's logs intake. `from` backfills from that time; without it the stream starts with its own creation entry. Secrets in `config` are write-only. Needs the plan feature `auditLog` while plan gating is on (402 `enterprise_plan_required`).
+         */
+        post: operations["createAuditStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit-streams/{streamId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example ast_01m6a2n7c8d9e0f1g2h3j4k5m6 */
+                streamId: components["schemas"]["AuditStreamId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an audit log stream (admin)
+         * @description The stream without its secrets; 404 `audit_stream_not_found` for an unknown id or another organization's.
+         */
+        get: operations["getAuditStream"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an audit log stream (admin)
+         * @description Stops the stream and forgets it and its secrets.
+         */
+        delete: operations["deleteAuditStream"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an audit log stream (admin)
+         * @description Enables or disables the stream, or replaces its config (secrets it leaves out are kept). A new config resumes a paused stream; a disabled or paused stream holds its cursor, so it continues where the sink last accepted and skips nothing.
+         */
+        patch: operations["updateAuditStream"];
+        trace?: never;
+    };
+    "/v1/audit-streams/{streamId}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example ast_01m6a2n7c8d9e0f1g2h3j4k5m6 */
+                streamId: components["schemas"]["AuditStreamId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Where an audit log stream is (admin)
+         * @description The stream's cursor (the last entry its sink accepted), its lag (entries written since, not yet delivered), the time and error of its last batch, and its state: `active`, `failing` (retried with backoff) or `paused` (the sink refused its credentials, or failed for 3 days; change its config to resume).
+         */
+        get: operations["getAuditStreamStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sso/connections": {
         parameters: {
             query?: never;
@@ -7234,6 +7312,156 @@ export interface components {
         };
         /**
          * Format: typeid
+         * @example ast_01m6a2n7c8d9e0f1g2h3j4k5m6
+         */
+        AuditStreamId: string;
+        /** @enum {string} */
+        AuditStreamType: "https" | "splunk_hec" | "datadog";
+        AuditStream: {
+            id: components["schemas"]["AuditStreamId"];
+            type: components["schemas"]["AuditStreamType"];
+            /** @description The stream's config without its secrets. */
+            config: {
+                url?: string;
+                index?: string;
+                site?: string;
+            };
+            enabled: boolean;
+            createdAt: components["schemas"]["Timestamp"];
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "ast_01m6a2n7c8d9e0f1g2h3j4k5m6",
+         *           "type": "datadog",
+         *           "config": {
+         *             "site": "datadoghq.eu"
+         *           },
+         *           "enabled": true,
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "updatedAt": "2026-11-02T09:14:03.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        AuditStreamList: {
+            items: components["schemas"]["AuditStream"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /**
+         * Format: uri
+         * @description `https:` (or `http:` for a host inside `OUTBOUND_ALLOWED_NETWORKS`), no credentials. A private or loopback address is refused: a literal one here (400 naming the field), a name that resolves to one when a batch is sent.
+         */
+        StreamUrl: string;
+        /** @description The HEC token (write-only; stored encrypted, never shown again). */
+        SplunkToken: string;
+        /** @description The Splunk index of the events; the token's default index when left out. */
+        SplunkIndex: string;
+        /**
+         * @description The Datadog site whose logs intake receives the records.
+         * @enum {string}
+         */
+        DatadogSite: "datadoghq.com" | "us3.datadoghq.com" | "us5.datadoghq.com" | "datadoghq.eu" | "ap1.datadoghq.com" | "ap2.datadoghq.com" | "ddog-gov.com";
+        /** @description A Datadog API key (write-only; stored encrypted, never shown again). */
+        DatadogApiKey: string;
+        /** @description The sink's settings, by `type`: `https` `{url}`; `splunk_hec` `{url (the full event endpoint, …/services/collector/event), token, index?}`; `datadog` `{site, apiKey, url? (a proxy of the logs intake)}`. A field of another type, or a missing one, is 400 naming it. Secrets (`token`, `apiKey`) are write-only. */
+        AuditStreamConfigInput: {
+            url?: components["schemas"]["StreamUrl"];
+            token?: components["schemas"]["SplunkToken"];
+            index?: components["schemas"]["SplunkIndex"];
+            site?: components["schemas"]["DatadogSite"];
+            apiKey?: components["schemas"]["DatadogApiKey"];
+        };
+        /**
+         * Format: date-time
+         * @description Backfill from this time (inclusive): the stream starts with the first entry created at or after it. Left out, the stream starts with its own creation entry. Not in the future.
+         */
+        StreamFrom: string;
+        AuditStreamCreate: {
+            type: components["schemas"]["AuditStreamType"];
+            config: components["schemas"]["AuditStreamConfigInput"];
+            from?: components["schemas"]["StreamFrom"];
+        };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "ast_01m6a2n7c8d9e0f1g2h3j4k5m6",
+         *         "type": "https",
+         *         "config": {
+         *           "url": "https://siem.example.com/audit"
+         *         },
+         *         "enabled": true,
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-02T09:14:03.000Z"
+         *       },
+         *       "secret": "whsec_MfKQ9r8GbyxY3hrpXwS3kZ5sJ2w"
+         *     }
+         */
+        AuditStreamCreated: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["AuditStream"];
+            /** @description The Standard Webhooks signing secret of an `https` stream (`whsec_…`), shown only here. */
+            secret?: string;
+        };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "ast_01m6a2n7c8d9e0f1g2h3j4k5m6",
+         *         "type": "splunk_hec",
+         *         "config": {
+         *           "url": "https://splunk.example.com:8088/services/collector/event",
+         *           "index": "audit"
+         *         },
+         *         "enabled": true,
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-03T16:42:10.000Z"
+         *       }
+         *     }
+         */
+        AuditStreamItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["AuditStream"];
+        };
+        /** @description The stream's new config, of its own type. It replaces the shown fields; a secret it leaves out (`token`, `apiKey`) keeps its stored value. A field of another type is 400 naming it. */
+        AuditStreamConfigChange: components["schemas"]["AuditStreamConfigInput"];
+        AuditStreamChange: {
+            /** @description A disabled stream holds its cursor and continues from it when enabled again. */
+            enabled?: boolean;
+            config?: components["schemas"]["AuditStreamConfigChange"];
+        };
+        AuditStreamStatus: {
+            /** @description The last entry the sink accepted (null before the first). */
+            cursor: components["schemas"]["AuditEntryId"] | null;
+            /** @description Entries written since the cursor, not yet delivered. */
+            lag: number;
+            lastDeliveredAt: components["schemas"]["NullableTimestamp"];
+            lastError: string | null;
+            /**
+             * @description `paused`: the sink refused the stream's credentials (401/403) or failed for 3 days in a row; nothing is sent until the config changes. `failing`: the last batch failed and is retried with backoff.
+             * @enum {string}
+             */
+            state: "active" | "paused" | "failing";
+        };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "cursor": "aud_01m5sz6d58egktbnryj3vz17wx",
+         *       "lag": 12,
+         *       "lastDeliveredAt": "2026-11-03T16:42:10.000Z",
+         *       "lastError": null,
+         *       "state": "active"
+         *     }
+         */
+        AuditStreamStatusAnswer: {
+            ok: components["schemas"]["OkTrue"];
+        } & components["schemas"]["AuditStreamStatus"];
+        /**
+         * Format: typeid
          * @example ssc_01m5z57rg8ftptxp9tjj6db2hk
          */
         SsoConnectionId: string;
@@ -10510,6 +10738,46 @@ export interface components {
                     error: "forbidden";
                     /** @enum {string} */
                     reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `audit_stream_not_found`: No audit stream with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-audit_stream_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "audit_stream_not_found" | "organization_not_found";
                     message: string;
                 };
             };
@@ -17873,6 +18141,205 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+        };
+    };
+    listAuditStreams: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of streams. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditStreamList"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "splunk_hec",
+                 *       "config": {
+                 *         "url": "https://splunk.example.com:8088/services/collector/event",
+                 *         "token": "11111111-2222-3333-4444-555555555555",
+                 *         "index": "audit"
+                 *       },
+                 *       "from": "2026-11-01T00:00:00.000Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuditStreamCreate"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditStreamCreated"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            402: components["responses"]["402-enterprise_plan_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example ast_01m6a2n7c8d9e0f1g2h3j4k5m6 */
+                streamId: components["schemas"]["AuditStreamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditStreamItem"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            404: components["responses"]["404-audit_stream_not_found-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example ast_01m6a2n7c8d9e0f1g2h3j4k5m6 */
+                streamId: components["schemas"]["AuditStreamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            404: components["responses"]["404-audit_stream_not_found-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateAuditStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example ast_01m6a2n7c8d9e0f1g2h3j4k5m6 */
+                streamId: components["schemas"]["AuditStreamId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "config": {
+                 *         "url": "https://splunk.example.com:8088/services/collector/event",
+                 *         "token": "66666666-7777-8888-9999-000000000000"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuditStreamChange"];
+            };
+        };
+        responses: {
+            /** @description The changed stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditStreamItem"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            404: components["responses"]["404-audit_stream_not_found-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getAuditStreamStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example ast_01m6a2n7c8d9e0f1g2h3j4k5m6 */
+                streamId: components["schemas"]["AuditStreamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream's status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditStreamStatusAnswer"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            404: components["responses"]["404-audit_stream_not_found-organization_not_found"];
+            default: components["responses"]["Error"];
         };
     };
     listSsoConnections: {

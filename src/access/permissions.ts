@@ -54,6 +54,7 @@ export const PERMISSION_CATALOGUE = {
   'analytics.read': { description: 'Read usage analytics.', minimum: 'admin', reason: ADMIN },
   'webhooks.manage': { description: 'Manage webhook endpoints, see their deliveries and read the events feed.', minimum: 'admin', reason: 'permission_required' },
   'audit.read': { description: 'Search, export and verify the audit log.', minimum: 'admin', reason: ADMIN },
+  'audit.manage': { description: "Create, change and delete the organization's audit log streams.", minimum: 'admin', reason: 'permission_required' },
   'billing.read': { description: "Read the organization's plan, limits and metered usage.", minimum: 'admin', reason: ADMIN },
   'templates.manage': { description: 'Edit and delete templates created by others (creators may always).', minimum: 'admin', reason: 'permission_required' },
   'llmProviders.manage': { description: 'Create LLM providers (then manager through grants; admins are manager on all).', minimum: 'admin', reason: 'permission_required' },

@@ -7,6 +7,7 @@ import type { TelemetryTables } from '../telemetry/tables';
 import type { PluginSystemTables } from '../plugins/tables';
 import type { ProtectionTables } from '../protection/tables';
 import type { AuditTables } from '../audit/tables';
+import type { AuditStreamTables } from '../audit-streams/tables';
 import type { PlanTables } from '../plans/tables';
 import type { WebhookTables } from '../webhooks/tables';
 import type { MailTables } from '../mail/tables';
@@ -145,7 +146,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables & UserTables & ServiceAccountTables & OAuthTables & McpServerTables & AuthorizationTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & AuditStreamTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables & UserTables & ServiceAccountTables & OAuthTables & McpServerTables & AuthorizationTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

@@ -9,6 +9,7 @@ import { MailMessages } from '../mail/sending';
 import { createMailTransport, type MailTransport } from '../mail/transport';
 import { WebhookDeliveries } from '../webhooks/delivery-job';
 import { AuditCheckpoints } from '../audit/checkpoint-job';
+import { AuditStreamDeliveries } from '../audit-streams/delivery-job';
 import { JobRunner, type JobKind } from './runner';
 import { listenForJobs } from './wakeup';
 
@@ -47,6 +48,9 @@ export function createJobRunner(setup: JobRunnerSetup): JobRunner {
   const kinds: JobKind[] = [];
   if (setup.kinds.webhooks) kinds.push(new WebhookDeliveries({ db, clock, logger, secrets, outbound: setup.outbound, settings: settings.webhooks }));
   if (setup.kinds.mail) kinds.push(new MailMessages({ db, clock, logger, secrets, settings: settings.mail, transport: setup.mailTransport ?? createMailTransport(settings.mail) }));
-  if (setup.kinds.audit) kinds.push(new AuditCheckpoints({ db, clock, logger, secrets, publicBaseUrl: settings.publicBaseUrl, settings: settings.audit }));
+  if (setup.kinds.audit) {
+    kinds.push(new AuditCheckpoints({ db, clock, logger, secrets, publicBaseUrl: settings.publicBaseUrl, settings: settings.audit }));
+    kinds.push(new AuditStreamDeliveries({ db, clock, logger, secrets, outbound: setup.outbound, timeoutMs: settings.audit.streamTimeoutMs }));
+  }
   return new JobRunner({ clock, logger, kinds, wakeups: listenUrl ? (channels, wake) => listenForJobs(listenUrl, channels, wake, logger) : undefined });
 }

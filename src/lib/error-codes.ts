@@ -84,6 +84,7 @@ export const ERROR_CODES = {
   team_not_found: { status: 404, description: 'No team with this id in the organization.' },
   template_not_found: { status: 404, description: 'No template with this id in the organization.' },
   webhook_not_found: { status: 404, description: 'No webhook endpoint with this id in the organization.' },
+  audit_stream_not_found: { status: 404, description: 'No audit stream with this id in the organization.' },
   worker_not_found: { status: 404, description: 'No worker with this id in the organization.' },
   mfa_not_enrolled: { status: [404, 409], description: 'The account has no second factor of the kind the request needs.' },
 

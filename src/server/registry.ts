@@ -20,6 +20,7 @@ import { authorizationHandlers } from '../authorizations/handlers';
 import { suiteHandlers } from '../suite/handlers';
 import { webhookHandlers } from '../webhooks/handlers';
 import { auditHandlers } from '../audit/handlers';
+import { auditStreamHandlers } from '../audit-streams/handlers';
 import { billingHandlers } from '../plans/handlers';
 import { templateHandlers } from '../templates/handlers';
 import { llmProviderHandlers } from '../llm-providers/handlers';
@@ -66,6 +67,7 @@ export const handlers: Handlers = {
   ...suiteHandlers,
   ...webhookHandlers,
   ...auditHandlers,
+  ...auditStreamHandlers,
   ...billingHandlers,
   ...templateHandlers,
   ...llmProviderHandlers,

@@ -108,6 +108,14 @@ const REQUESTS: Record<string, Builder> = {
     await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', w.owner.organizationId).execute();
     return { req: { label: 'an admin adds a provider', method: op.method, url: op.path, body: { name: 'Audited LLM', provider: 'anthropic', apiKey: 'sk-ant-audited-0123456789' } } };
   },
+  // A stream's config is checked per type, which a generated body rarely matches.
+  createAuditStream: async (t, w, op) => {
+    await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', w.owner.organizationId).execute();
+    return { req: { label: 'stream to a SIEM', method: op.method, url: op.path, body: { type: 'datadog', config: { site: 'datadoghq.eu', apiKey: 'dd-audited-0123456789' } } } };
+  },
+  updateAuditStream: async (_t, w, op) => ({
+    req: { label: 'a new HEC token', method: op.method, url: urlFor(op, w), body: { config: { url: 'https://splunk.example.test/services/collector/event', token: 'hec-rotated-0123456789' } } },
+  }),
   updateLlmProvider: async (_t, w, op) => ({ req: { label: 'rename the provider', method: op.method, url: urlFor(op, w), body: { name: 'Renamed LLM' } } }),
   setLlmProviderKey: async (_t, w, op) => ({ req: { label: 'rotate the key', method: op.method, url: urlFor(op, w), body: { apiKey: 'sk-rotated-0123456789' } } }),
   addMarketplacePlugin: async (t, w, op) => {

@@ -316,6 +316,14 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
     put('evt', test?.body.eventId);
   }
 
+  // An audit stream (the plan is enterprise above) holding a Splunk token, scanned for.
+  const hecToken = `hec-${label}-${'9'.repeat(24)}`;
+  const stream = await step('createAuditStream', 'audit stream', () =>
+    ownerApi.post('/v1/audit-streams', { type: 'splunk_hec', config: { url: 'https://splunk.example.test/services/collector/event', token: hecToken } }),
+  );
+  put('ast', stream?.body.item?.id);
+  if (stream?.body.item?.id) secrets[`${label}.hecToken`] = hecToken;
+
   // A spare session of the target member: sessions belong to a user, so another user's id is not found.
   // Made before the target holds a passkey (a sign-in then asks for it).
   const spare = await step('signIn', 'spare session', () => t.http.post('/v1/auth/sign-in').send({ email: target.email, password: PASSWORD }));

@@ -37,6 +37,7 @@ import * as auditActorApiKey from './20261211_0200_audit_actor_api_key';
 import * as oauth from './20261211_0300_oauth';
 import * as mcpPolicy from './20261212_0100_mcp_policy';
 import * as oauthAuthorizations from './20261212_0200_oauth_authorizations';
+import * as auditStreams from './20261213_0100_audit_streams';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -82,6 +83,7 @@ const migrations: Record<string, Migration> = {
   '20261211_0300_oauth': oauth,
   '20261212_0100_mcp_policy': mcpPolicy,
   '20261212_0200_oauth_authorizations': oauthAuthorizations,
+  '20261213_0100_audit_streams': auditStreams,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -464,6 +464,18 @@ export const errorAnswers = {
   "/.well-known/audit-key": {
     get: [],
   },
+  "/v1/audit-streams": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":402,"error":"enterprise_plan_required"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+  },
+  "/v1/audit-streams/{streamId}": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"audit_stream_not_found"},{"status":404,"error":"organization_not_found"}],
+    delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"audit_stream_not_found"},{"status":404,"error":"organization_not_found"}],
+    patch: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"audit_stream_not_found"},{"status":404,"error":"organization_not_found"}],
+  },
+  "/v1/audit-streams/{streamId}/status": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"audit_stream_not_found"},{"status":404,"error":"organization_not_found"}],
+  },
   "/v1/sso/connections": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
     post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":402,"error":"enterprise_plan_required"},{"status":403,"error":"forbidden","reasons":["email_not_verified","fresh_session_required","mfa_enrollment_required","permission_not_held","permission_required","sso_required"]},{"status":404,"error":"organization_not_found"}],

@@ -1,0 +1,24 @@
+import { postBatch } from './http-post';
+import type { Sink } from './types';
+
+/**
+ * Splunk's HTTP Event Collector (`…/services/collector/event`): one HEC event per record,
+ * concatenated in one request, with `Authorization: Splunk <token>`. `time` is the record's
+ * creation in epoch seconds; `index` only when the stream names one (the token's default index
+ * otherwise). HEC answers 401 for a missing or malformed token and 403 for an invalid one.
+ */
+export const splunkHecSink: Sink = async (batch) => {
+  const index = typeof batch.config.index === 'string' ? batch.config.index : undefined;
+  const body = batch.records
+    .map((record) =>
+      JSON.stringify({
+        time: new Date(record.createdAt).getTime() / 1000,
+        source: 'org-control-plane',
+        sourcetype: '_json',
+        ...(index ? { index } : {}),
+        event: record,
+      }),
+    )
+    .join('\n');
+  return postBatch(batch.outbound, batch.config.url as string, { authorization: `Splunk ${batch.secrets.token!}`, 'content-type': 'application/json' }, body, batch.timeoutMs);
+};
