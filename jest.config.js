@@ -24,6 +24,7 @@ const PGLITE = [
   'test/api/oauth-token-refusals.test.ts',
   'test/api/oauth-keys.test.ts',
   'test/api/oauth-clients.test.ts',
+  'test/api/oauth-audit-actor.test.ts',
   'test/hardening/concurrency.test.ts',
   'test/audit/record.test.ts',
   'test/audit/routes.test.ts',

@@ -7165,13 +7165,15 @@ export interface components {
          * @example aud_01m5sz6d58egktbnryj3vz17wx
          */
         AuditEntryId: string;
-        /** @description Who made the change: a member's session (`id` is the user), a person's API key (`id` is the key, `memberId` its creator), a service account (`id` is the service account, `memberId` its member, `apiKeyId` the key it acted through), a SCIM token, a worker, or the service itself (`system`). */
+        /** @description Who made the change: a member's session (`id` is the user), a person's API key (`id` is the key, `memberId` its creator), a service account (`id` is the service account, `memberId` its member, `apiKeyId` the key it acted through), a SCIM token, a worker, or the service itself (`system`). A change made with an OAuth access token names the token's client (`clientId`), beside the member or service account it acted as. */
         AuditActor: {
             /** @enum {string} */
             type: "member" | "api_key" | "service_account" | "scim" | "worker" | "system";
             id: string | null;
             memberId: string | null;
             apiKeyId?: components["schemas"]["ApiKeyId"];
+            /** @description The OAuth `client_id` of the access token the change was made with. */
+            clientId?: string;
         };
         AuditTarget: {
             /** @description The kind of resource changed (`team`, `member`, `marketplace`, `organization`, ...). */

@@ -12,6 +12,7 @@ export const ENTRY_COLUMNS = [
   'actor_id',
   'actor_member_id',
   'actor_api_key_id',
+  'actor_client_id',
   'target_type',
   'target_id',
   'changes',
@@ -39,9 +40,10 @@ export function toEntry(row: EntryRow): AuditEntry {
   };
 }
 
-/** The stored actor; `apiKeyId` only when set, so the entries before it existed hash as they did. */
+/** The stored actor; `apiKeyId` and `clientId` only when set, so the entries before them hash as they did. */
 function actorOf(row: EntryRow): AuditEntry['actor'] {
   const actor: AuditEntry['actor'] = { type: row.actor_type as ActorType, id: row.actor_id, memberId: row.actor_member_id };
   if (row.actor_api_key_id !== null) actor.apiKeyId = row.actor_api_key_id;
+  if (row.actor_client_id !== null) actor.clientId = row.actor_client_id;
   return actor;
 }

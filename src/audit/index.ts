@@ -13,7 +13,8 @@
  * - `trx` must be a Transaction (a plain Kysely handle does not type-check): if the change rolls
  *   back, so does its entry; an entry cannot commit without its change.
  * - The context (actor {type: member | api_key | service_account | scim | worker | system, id,
- *   memberId, apiKeyId when a service account acted through its key}, requestId,
+ *   memberId, apiKeyId when a service account acted through its key, clientId when an OAuth
+ *   access token made the change}, requestId,
  *   ip, userAgent, organization, clock) is derived once per request by the router from the
  *   principal (`contextOfRequest` in ./context.ts) and handed to the handler as `deps.audit`; it is
  *   always passed explicitly (no AsyncLocalStorage: see ./context.ts). A helper without `deps`

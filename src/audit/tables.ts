@@ -13,6 +13,8 @@ export interface AuditLogsTable {
   actor_member_id: string | null;
   /** The API key a service account acted through (null otherwise). */
   actor_api_key_id: string | null;
+  /** The OAuth client of the access token the change was made with (null otherwise). */
+  actor_client_id: string | null;
   target_type: string;
   target_id: string | null;
   changes: Json<Record<string, unknown>>;

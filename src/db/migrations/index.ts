@@ -38,6 +38,7 @@ import * as oauth from './20261211_0300_oauth';
 import * as mcpPolicy from './20261212_0100_mcp_policy';
 import * as oauthAuthorizations from './20261212_0200_oauth_authorizations';
 import * as auditStreams from './20261213_0100_audit_streams';
+import * as auditActorClient from './20261213_0200_audit_actor_client';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -84,6 +85,7 @@ const migrations: Record<string, Migration> = {
   '20261212_0100_mcp_policy': mcpPolicy,
   '20261212_0200_oauth_authorizations': oauthAuthorizations,
   '20261213_0100_audit_streams': auditStreams,
+  '20261213_0200_audit_actor_client': auditActorClient,
 };
 
 export const migrationProvider: MigrationProvider = {
