@@ -27,6 +27,7 @@ import { scenarioSignIn } from './scenarios/s12-sign-in';
 import { scenarioPeer } from './scenarios/s13-peer';
 import { scenarioMailQueued } from './scenarios/s14-mail-queued';
 import { scenarioObservability } from './scenarios/s15-observability';
+import { scenarioAccessToken, scenarioClientCredentials } from './scenarios/s16-oauth';
 
 /** Every scenario with a long --duration stays well inside this (BENCH_HARD_LIMIT_MIN overrides). */
 const HARD_LIMIT_MS = Number(process.env.BENCH_HARD_LIMIT_MIN ?? 40) * 60_000;
@@ -51,7 +52,8 @@ function parseArgs(argv: string[]): Args {
   const smoke = argv.includes('--smoke');
   return {
     smoke,
-    only: smoke ? new Set(['1']) : get('only') ? new Set(get('only')!.split(',')) : null,
+    // --smoke alone is CI's scenario 1; with --only, a smoke-sized run of those scenarios.
+    only: get('only') ? new Set(get('only')!.split(',')) : smoke ? new Set(['1']) : null,
     duration: Number(get('duration') ?? (smoke ? 4 : 8)),
     warmup: Number(get('warmup') ?? (smoke ? 1 : 2)),
     logLevel: get('log-level') ?? 'info',
@@ -80,6 +82,8 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['13', scenarioPeer],
   ['14', scenarioMailQueued],
   ['15', scenarioObservability],
+  ['16', scenarioAccessToken],
+  ['17', scenarioClientCredentials],
 ];
 
 async function main(): Promise<number> {
