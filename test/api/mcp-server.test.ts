@@ -131,8 +131,14 @@ describe('tools', () => {
     expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toEqual(result.structuredContent);
     const read = await t.http.get(`/v1/teams/${item.id}`).set(...bearer(owner.token));
     expect(read.status).toBe(200);
-    const entries = await t.db.selectFrom('audit_logs').select(['action', 'actor_type', 'actor_id', 'target_id']).where('organization_id', '=', owner.organizationId).where('action', '=', 'team.created').where('target_id', '=', item.id).execute();
-    expect(entries).toEqual([{ action: 'team.created', actor_type: 'service_account', actor_id: admin.id, target_id: item.id }]);
+    const entries = await t.db
+      .selectFrom('audit_logs')
+      .select(['action', 'actor_type', 'actor_id', 'actor_client_id', 'target_id'])
+      .where('organization_id', '=', owner.organizationId)
+      .where('action', '=', 'team.created')
+      .where('target_id', '=', item.id)
+      .execute();
+    expect(entries).toEqual([{ action: 'team.created', actor_type: 'service_account', actor_id: admin.id, actor_client_id: admin.id, target_id: item.id }]);
     const events = await t.db.selectFrom('events').select('type').where('organization_id', '=', owner.organizationId).where('type', '=', 'team.created').execute();
     expect(events.length).toBeGreaterThanOrEqual(1);
     // A read, with a query parameter, typed as JSON.
