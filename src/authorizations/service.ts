@@ -52,6 +52,17 @@ async function endGrant(db: Db, row: AuthorizationRow): Promise<void> {
   if (row.grant_key) await destroyGrantRecords(db, row.grant_key);
 }
 
+/**
+ * A deleted organization client's authorizations end with it, in the deletion's transaction: they
+ * leave every member's list and their grants' records (refresh tokens) go. The count, for the
+ * deletion's one audit entry.
+ */
+export async function revokeAllOfClient(trx: Db, organizationId: string, clientId: string, now: Date): Promise<number> {
+  const rows = await store.revokeOfClient(trx, organizationId, clientId, now);
+  for (const row of rows) await endGrant(trx, row);
+  return rows.length;
+}
+
 const revokedChanges = (row: AuthorizationRow) => ({ clientId: { from: row.client_id, to: null }, memberId: { from: row.member_id, to: null } });
 
 /** The caller's own authorization, in any organization of theirs; another's (or none live) is 404. */

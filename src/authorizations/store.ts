@@ -31,6 +31,18 @@ export async function revoke(db: Db, id: string, scope: { userId: string } | { o
   return query.returningAll().executeTakeFirst();
 }
 
+/** Revokes every live authorization of one client in the organization (the client is deleted); their rows. */
+export async function revokeOfClient(db: Db, organizationId: string, clientId: string, now: Date): Promise<AuthorizationRow[]> {
+  return db
+    .updateTable('oauth_authorizations')
+    .set({ revoked_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('client_id', '=', clientId)
+    .where('revoked_at', 'is', null)
+    .returningAll()
+    .execute();
+}
+
 /** Revokes the live authorization of a grant (refresh-token reuse); its row, or undefined. */
 export async function revokeByGrant(db: Db, grantKey: string, now: Date): Promise<AuthorizationRow | undefined> {
   return db.updateTable('oauth_authorizations').set({ revoked_at: now }).where('grant_key', '=', grantKey).where('revoked_at', 'is', null).returningAll().executeTakeFirst();

@@ -8,6 +8,7 @@ import { positioned, type PageRequest } from '../lib/pagination';
 import { isPermission } from '../access/permissions';
 import { changed, created, deleted, recordChange } from '../audit';
 import { OFFLINE_ACCESS } from '../oauth/resources';
+import { revokeAllOfClient } from '../authorizations/service';
 import * as store from './store';
 import type { OAuthClientRow } from './store';
 
@@ -145,17 +146,19 @@ export async function updateOAuthClient(
 
 /**
  * The row goes, and with it everything that holds the client: the authorization server's lookup
- * finds no client (no authentication, no refresh, no authorization), and the API's one token
- * statement joins the client, so its access tokens answer 401 from the next request.
+ * finds no client (no authentication, no refresh, no authorization), the API's one token
+ * statement joins the client, so its access tokens answer 401 from the next request, and the
+ * members' authorizations of it are revoked with their grants' records (src/authorizations).
  */
 export async function deleteOAuthClient(deps: AppDeps, membership: Membership, id: string): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     const row = await store.lockClient(trx, membership.organizationId, id);
     if (!row || !(await store.deleteClient(trx, membership.organizationId, id))) throw oauthClientNotFound();
+    const authorizationsRevoked = await revokeAllOfClient(trx, membership.organizationId, id, deps.clock.now());
     await recordChange(trx, deps.audit, {
       action: 'oauth_client.deleted',
       target: { type: 'oauth_client', id },
-      changes: deleted({ name: row.name, type: row.type }),
+      changes: deleted({ name: row.name, type: row.type, authorizationsRevoked }),
     });
   });
 }

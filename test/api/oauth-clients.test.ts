@@ -1,6 +1,10 @@
 import * as oauth from 'openid-client';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { sha256Hex } from '../../src/lib/crypto';
+import { randomUUID } from 'node:crypto';
+import { SecretBox, sha256Hex } from '../../src/lib/crypto';
+import { newId } from '../../src/lib/ids';
+import { keyOf } from '../../src/oauth/records';
+import { insert as insertAuthorization } from '../../src/authorizations/store';
 import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { organizationClientToken, serviceAccountClient, startOAuthApp, type OAuthTestApp } from '../support/oauth';
 
@@ -233,6 +237,26 @@ describe('its tokens at /v1', () => {
     expect((await t.http.delete(`/v1/oauth-clients/${item.id}`).set(...bearer(owner.token))).status).toBe(204);
     await expectRefused(token);
     expect(await oauthError(oauth.tokenIntrospection(config, token))).toMatch(/^invalid_client/);
+  });
+
+  it("revokes the members' authorizations of the client with it, and their grants' records", async () => {
+    const { item } = await register(owner.token);
+    const grantKey = keyOf('Grant', randomUUID());
+    const now = t.clock.now();
+    const authorization = await insertAuthorization(
+      t.db,
+      { id: newId('oauthAuthorization'), organizationId: owner.organizationId, memberId: owner.memberId, clientId: item.id, clientType: 'organization', clientName: 'Release dashboard', scopes: ['teams.read'], resource: `${t.base}/v1`, grantKey, expiresAt: new Date(now.getTime() + 86_400_000) },
+      now,
+    );
+    // A refresh token of the grant, as the authorization server stores it.
+    await t.db.insertInto('oauth_records').values({ id: keyOf('RefreshToken', randomUUID()), model: 'RefreshToken', payload_sealed: new SecretBox(t.settings.secretKey!).encrypt('{}'), grant_key: grantKey }).execute();
+    const listed = async () => ((await t.http.get('/v1/me/authorizations').set(...bearer(owner.token))).body.items as { id: string }[]).map((a) => a.id);
+    expect(await listed()).toContain(authorization.id);
+    expect((await t.http.delete(`/v1/oauth-clients/${item.id}`).set(...bearer(owner.token))).status).toBe(204);
+    expect(await listed()).not.toContain(authorization.id);
+    expect(await t.db.selectFrom('oauth_records').select('id').where('grant_key', '=', grantKey).execute()).toEqual([]);
+    const entry = await t.db.selectFrom('audit_logs').select('changes').where('target_id', '=', item.id).where('action', '=', 'oauth_client.deleted').executeTakeFirstOrThrow();
+    expect(entry.changes).toMatchObject({ authorizationsRevoked: { from: 1, to: null } });
   });
 
   it("a service account's token is untouched by deleting an organization client", async () => {
