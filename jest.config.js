@@ -30,6 +30,7 @@ const PGLITE = [
   'test/audit/routes.test.ts',
   'test/audit/checkpoints.test.ts',
   'test/audit/streams.test.ts',
+  'test/audit/stream-s3.test.ts',
   'test/api/telemetry.test.ts',
   'test/api/telemetry-round-trips.test.ts',
   'test/api/analytics.test.ts',

@@ -18,8 +18,7 @@ const notFound = () => new NotFound('audit_stream_not_found', 'The audit stream 
 export function toStream(row: store.StreamRow): AuditStream {
   return {
     id: row.id,
-    // Rows hold only the types the contract accepts on create.
-    type: row.type as AuditStream['type'],
+    type: row.type,
     config: (typeof row.config === 'string' ? JSON.parse(row.config) : row.config) as AuditStream['config'],
     enabled: row.enabled,
     createdAt: row.created_at.toISOString(),

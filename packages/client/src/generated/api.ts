@@ -3114,7 +3114,7 @@ export interface paths {
         put?: never;
         /**
          * Stream the audit log to a SIEM (admin)
-         * @description Delivers every audit entry and checkpoint, in chain order and at least once, in batches of up to 500 entries, to an HTTPS endpoint (`{records}` signed with Standard Webhooks headers; the `whsec_` secret is returned only here), Splunk's HTTP Event Collector or Datadog's logs intake. `from` backfills from that time; without it the stream starts with its own creation entry. Secrets in `config` are write-only. Needs the plan feature `auditLog` while plan gating is on (402 `enterprise_plan_required`).
+         * @description Delivers every audit entry and checkpoint, in chain order and at least once, in batches of up to 500 entries, to an HTTPS endpoint (`{records}` signed with Standard Webhooks headers; the `whsec_` secret is returned only here), Splunk's HTTP Event Collector, Datadog's logs intake or an S3-compatible bucket (one NDJSON object per batch, SigV4). `from` backfills from that time; without it the stream starts with its own creation entry. Secrets in `config` are write-only. Needs the plan feature `auditLog` while plan gating is on (402 `enterprise_plan_required`).
          */
         post: operations["createAuditStream"];
         delete?: never;
@@ -7318,7 +7318,7 @@ export interface components {
          */
         AuditStreamId: string;
         /** @enum {string} */
-        AuditStreamType: "https" | "splunk_hec" | "datadog";
+        AuditStreamType: "https" | "splunk_hec" | "datadog" | "s3";
         AuditStream: {
             id: components["schemas"]["AuditStreamId"];
             type: components["schemas"]["AuditStreamType"];
@@ -7327,6 +7327,11 @@ export interface components {
                 url?: string;
                 index?: string;
                 site?: string;
+                endpoint?: string;
+                region?: string;
+                bucket?: string;
+                prefix?: string;
+                accessKeyId?: string;
             };
             enabled: boolean;
             createdAt: components["schemas"]["Timestamp"];
@@ -7369,13 +7374,22 @@ export interface components {
         DatadogSite: "datadoghq.com" | "us3.datadoghq.com" | "us5.datadoghq.com" | "datadoghq.eu" | "ap1.datadoghq.com" | "ap2.datadoghq.com" | "ddog-gov.com";
         /** @description A Datadog API key (write-only; stored encrypted, never shown again). */
         DatadogApiKey: string;
-        /** @description The sink's settings, by `type`: `https` `{url}`; `splunk_hec` `{url (the full event endpoint, …/services/collector/event), token, index?}`; `datadog` `{site, apiKey, url? (a proxy of the logs intake)}`. A field of another type, or a missing one, is 400 naming it. Secrets (`token`, `apiKey`) are write-only. */
+        /** @description The sink's settings, by `type`: `https` `{url}`; `splunk_hec` `{url (the full event endpoint, …/services/collector/event), token, index?}`; `datadog` `{site, apiKey, url? (a proxy of the logs intake)}`; `s3` `{endpoint? (any S3-compatible store; AWS by default), region, bucket, prefix?, accessKeyId, secretAccessKey}`. A field of another type, or a missing one, is 400 naming it. Secrets (`token`, `apiKey`, `secretAccessKey`) are write-only. */
         AuditStreamConfigInput: {
             url?: components["schemas"]["StreamUrl"];
             token?: components["schemas"]["SplunkToken"];
             index?: components["schemas"]["SplunkIndex"];
             site?: components["schemas"]["DatadogSite"];
             apiKey?: components["schemas"]["DatadogApiKey"];
+            /** @description The S3-compatible store's endpoint (path-style requests); AWS S3 of `region` when left out. */
+            endpoint?: components["schemas"]["StreamUrl"];
+            region?: string;
+            bucket?: string;
+            /** @description Prepended to each object key, e.g. `audit/`. */
+            prefix?: string;
+            accessKeyId?: string;
+            /** @description The secret access key (write-only; stored encrypted, never shown again). */
+            secretAccessKey?: string;
         };
         /**
          * Format: date-time
@@ -7429,7 +7443,7 @@ export interface components {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["AuditStream"];
         };
-        /** @description The stream's new config, of its own type. It replaces the shown fields; a secret it leaves out (`token`, `apiKey`) keeps its stored value. A field of another type is 400 naming it. */
+        /** @description The stream's new config, of its own type. It replaces the shown fields; a secret it leaves out (`token`, `apiKey`, `secretAccessKey`) keeps its stored value. A field of another type is 400 naming it. */
         AuditStreamConfigChange: components["schemas"]["AuditStreamConfigInput"];
         AuditStreamChange: {
             /** @description A disabled stream holds its cursor and continues from it when enabled again. */
