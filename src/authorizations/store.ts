@@ -126,3 +126,32 @@ export async function putPolicy(db: Db, organizationId: string, policy: OAuthPol
     .onConflict((oc) => oc.column('organization_id').doUpdateSet(values))
     .execute();
 }
+
+/** The user's live memberships with what each organization requires of a sign-in (consent's choice of organization). */
+export async function organizationsOfUser(db: Db, userId: string) {
+  return db
+    .selectFrom('members as m')
+    .innerJoin('organizations as o', 'o.id', 'm.organization_id')
+    .leftJoin('organization_auth_policies as ap', 'ap.organization_id', 'm.organization_id')
+    .select(['m.id as memberId', 'm.role as role', 'o.id as organizationId', 'o.name as name', 'o.sso_enforced as ssoEnforced', 'ap.require_mfa as requireMfa'])
+    .where('m.user_id', '=', userId)
+    .where('m.removed_at', 'is', null)
+    .where('m.suspended_at', 'is', null)
+    .orderBy('o.name')
+    .limit(100)
+    .execute();
+}
+
+export async function memberState(db: Db, memberId: string) {
+  return db
+    .selectFrom('members as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select(['m.user_id as userId', 'm.organization_id as organizationId', 'u.email_verified_at as emailVerifiedAt'])
+    .where('m.id', '=', memberId)
+    .where('m.removed_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function userState(db: Db, userId: string) {
+  return db.selectFrom('users').select(['id', 'email', 'email_verified_at as emailVerifiedAt']).where('id', '=', userId).executeTakeFirst();
+}

@@ -86,5 +86,7 @@ export interface Front {
    * library that parses its own requests.
    */
   ownBodyPaths?: readonly string[];
+  /** Path prefixes whose bodies the front reads itself (pages under a path with an id in it). */
+  ownBodyPrefixes?: readonly string[];
   mount(tools: FrontTools): RequestHandler;
 }

@@ -5,6 +5,7 @@ import { signingKeys } from './keys';
 import { createProvider, type Provider } from './provider';
 import { apiResourceMetadata } from './resources';
 import { answerStructuredTokens } from './structured-tokens';
+import { interactionsRouter } from './interactions';
 
 /**
  * The authorization server as a front (src/contract/fronts.ts; docs/oauth.md): oidc-provider's
@@ -18,6 +19,8 @@ const DISCOVERY = '/.well-known/openid-configuration';
 export const oauthFront: Front = {
   name: 'oauth',
   ownBodyPaths: ['/oauth/token', '/oauth/token/introspection', '/oauth/token/revocation', '/oauth/device/auth', '/oauth/reg'],
+  // The sign-in and consent forms (./interactions.ts) parse their own small urlencoded bodies.
+  ownBodyPrefixes: ['/oauth/interaction/', '/oauth/auth/'],
   mount: (tools) => oauthRouter(tools),
 };
 
@@ -62,6 +65,8 @@ function oauthRouter(tools: FrontTools): Router {
   router.get('/.well-known/oauth-protected-resource/v1', (_req, res) => {
     res.status(200).json(apiResourceMetadata(deps.settings.publicBaseUrl));
   });
+  // Our sign-in and consent pages answer the library's interactions before it sees the path.
+  router.use(interactionsRouter(tools, current));
   router.use(OAUTH_MOUNT, toLibrary);
   return router;
 }

@@ -8,12 +8,18 @@ import { EXTRA_CLIENT_METADATA, findClient, verifyClientSecret, type ClientKind 
 import { recordsAdapter } from './records';
 import { SIGNING_ALG, type SigningKeys } from './keys';
 import { apiResource, OFFLINE_ACCESS, protectedResources } from './resources';
+import { INTERACTION_PATH } from './interaction-path';
+import { keyOf } from './records';
+import { findGrantAuthorization, revokeForGrant, useGrant } from '../authorizations/service';
 
 // oidc-provider (Koa inside, ESM) loads when the authorization server first serves a request.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const oidcProvider = lazy(() => require('oidc-provider') as typeof OidcProvider);
 
 export type Provider = OidcProvider.default;
+
+/** The authorization request's own ask for offline_access (set by the front, never by the client). */
+export const OFFLINE_ASKED = 'offline_access_asked';
 
 /**
  * The authorization server is panva's oidc-provider (OpenID-certified), configured here
@@ -34,7 +40,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
   const scopes = [...PERMISSION_KEYS, OFFLINE_ACCESS];
 
   const configuration: Configuration = {
-    adapter: recordsAdapter({ db: deps.db, secrets: deps.secrets, findClient: (id) => findClient(deps.db, id) }),
+    adapter: recordsAdapter({ db: deps.db, secrets: deps.secrets, findClient: (id) => findClient(deps.db, id), onGrantRevoked: (grantKey) => revokeForGrant(deps, grantKey) }),
     jwks: { keys: keys.jwks as NonNullable<Configuration['jwks']>['keys'] },
     cookies: { keys: [deriveKey(settings.secretKey!, 'oauth-cookies').toString('base64url')] },
     scopes,
@@ -42,6 +48,17 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     extraClientMetadata: { properties: [...EXTRA_CLIENT_METADATA] },
     responseTypes: ['code'],
+    // OpenID Connect drops offline_access without prompt=consent; OAuth 2.1 clients (MCP) ask for it
+    // plainly. The front copies the ask here before the library reads the request (see below).
+    extraParams: [OFFLINE_ASKED],
+    // A refresh token when the member approved offline_access for a client that may refresh.
+    issueRefreshToken: async (_ctx: KoaContextWithOIDC, client, code) => {
+      if (!client.grantTypeAllowed('refresh_token')) return false;
+      if (code.scopes.has(OFFLINE_ACCESS)) return true;
+      const grantId = (code as { grantId?: string }).grantId;
+      const authorization = grantId ? await findGrantAuthorization(deps, keyOf('Grant', grantId)) : undefined;
+      return authorization?.scopes.includes(OFFLINE_ACCESS) ?? false;
+    },
     pkce: { required: () => true },
     ttl: {
       AccessToken: oauth.accessTokenTtlSeconds,
@@ -53,6 +70,8 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
       Interaction: 3600,
       Session: 14 * 24 * 3600,
     },
+    // Sign-in and consent are our pages (./interactions.ts), at the issuer's origin.
+    interactions: { url: (_ctx: KoaContextWithOIDC, interaction) => `${INTERACTION_PATH}/${interaction.uid}` },
     features: {
       devInteractions: { enabled: false },
       userinfo: { enabled: false },
@@ -86,8 +105,18 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
     formats: {
       customizers: {
         // RFC 9068 claims as the service defines them (docs/oauth.md#access-tokens).
-        jwt: (_ctx: KoaContextWithOIDC, token, jwt) => {
+        jwt: async (_ctx: KoaContextWithOIDC, token, jwt) => {
           const metadata = token.client?.metadata() as { client_kind?: ClientKind; organization_id?: string; member_id?: string; scope?: string } | undefined;
+          if (token.kind === 'AccessToken') {
+            // A member's token (authorization code, refresh, device): its organization and
+            // authorization are the grant's; a revoked authorization issues nothing more.
+            const grantId = (token as { grantId?: string }).grantId;
+            const authorization = grantId ? await useGrant(deps, keyOf('Grant', grantId)) : undefined;
+            if (!authorization || authorization.member_id !== (token as { accountId?: string }).accountId) throw new (oidcProvider().errors.InvalidGrant)('the authorization was revoked');
+            jwt.payload.org_id = authorization.organization_id;
+            jwt.payload.authorization_id = authorization.id;
+            return;
+          }
           if (!metadata?.organization_id) throw new Error('access token for a client without an organization');
           if (token.kind === 'ClientCredentials') {
             if (!metadata.member_id) throw new Error('client_credentials for a client that acts as no member');
@@ -111,6 +140,14 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
 
   const Provider = oidcProvider().default;
   const provider = new Provider(settings.publicBaseUrl, configuration);
+  provider.use(async (ctx, next) => {
+    if (ctx.method === 'GET' && ctx.path === '/auth') {
+      const scope = ctx.query.scope;
+      if (typeof scope === 'string' && scope.split(' ').includes(OFFLINE_ACCESS)) ctx.query = { ...ctx.query, [OFFLINE_ASKED]: 'true' };
+      else if (OFFLINE_ASKED in ctx.query) ctx.query = Object.fromEntries(Object.entries(ctx.query).filter(([k]) => k !== OFFLINE_ASKED));
+    }
+    await next();
+  });
   // The service's public address is PUBLIC_BASE_URL (the front sets X-Forwarded-Host/Proto from it).
   provider.proxy = true;
   // Secrets are stored hashed: the one place the library compares a client secret checks ours.

@@ -24,6 +24,8 @@ export interface RecordsDeps {
   secrets: SecretBox;
   /** A client's metadata by client_id, or undefined (service accounts, organization clients). */
   findClient(id: string): Promise<AdapterPayload | undefined>;
+  /** The library ended a grant (reuse of a rotated refresh token or of a code, a revoked refresh token). */
+  onGrantRevoked?(grantKey: string): Promise<void>;
 }
 
 export function recordsAdapter(deps: RecordsDeps): new (model: string) => Adapter {
@@ -84,6 +86,7 @@ export function recordsAdapter(deps: RecordsDeps): new (model: string) => Adapte
 
     async revokeByGrantId(grantId: string): Promise<void> {
       await db.deleteFrom('oauth_records').where('grant_key', '=', keyOf('Grant', grantId)).execute();
+      await deps.onGrantRevoked?.(keyOf('Grant', grantId));
     }
   };
 }

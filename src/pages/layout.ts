@@ -21,6 +21,13 @@ button{display:block;width:100%;padding:11px;border:0;border-radius:6px;backgrou
 .error{padding:10px 12px;border-radius:6px;background:#fdecec;color:#8a1c1c}
 .ok{padding:10px 12px;border-radius:6px;background:#e8f6ec;color:#14532d}
 .muted{color:#555;font-size:14px}
+ul{margin:0 0 16px;padding-left:20px}
+fieldset{border:1px solid #c4c8cf;border-radius:6px;margin:0 0 16px;padding:8px 12px}
+legend{font-weight:600;padding:0 4px}
+.choice{display:flex;align-items:center;gap:8px;margin:4px 0}
+.choice input{width:auto;margin:0}
+.choice label{margin:0;font-weight:400}
+button.secondary{margin-top:8px;background:#fff;color:#1f4fd1;border:1px solid #1f4fd1}
 `.trim();
 
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');

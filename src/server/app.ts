@@ -84,7 +84,7 @@ export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppD
  * body must be JSON (or, on the SAML ACS route, a form), anything else is refused before parsing,
  * so it never reaches a handler.
  */
-function bodyParser(limit: number, formPaths: ReadonlySet<string>, ownBodyPaths: ReadonlySet<string>) {
+function bodyParser(limit: number, formPaths: ReadonlySet<string>, ownBodyPaths: ReadonlySet<string>, ownBodyPrefixes: readonly string[]) {
   // JSON can carry U+0000 only as the escape `\u0000`: one scan of the raw bytes lets the
   // router skip walking every string of a large body (see src/protection/nul.ts).
   const verify = (_req: unknown, res: unknown, raw: Buffer) => {
@@ -95,7 +95,7 @@ function bodyParser(limit: number, formPaths: ReadonlySet<string>, ownBodyPaths:
   const form = express.urlencoded({ extended: false, limit, parameterLimit: 10 });
   return (req: Request, res: Response, next: NextFunction) => {
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-    if (!hasBody || ownBodyPaths.has(req.path)) return next();
+    if (!hasBody || ownBodyPaths.has(req.path) || ownBodyPrefixes.some((prefix) => req.path.startsWith(prefix))) return next();
     const isForm = formPaths.has(req.path);
     // A dialect may read an untyped body as JSON (SCIM: src/scim/dialect.ts).
     const untypedScim = req.headers['content-type'] === undefined && dialectOf(req.path)?.untypedBodyIsJson === true;
@@ -139,7 +139,8 @@ export function createApp(options: AppOptions): express.Express {
   const served = fronts.filter((front) => front.enabled?.(settings) ?? true);
   const formPaths = new Set([...contractFormPaths(), ...served.flatMap((front) => front.formPaths ?? [])]);
   const ownBodyPaths = new Set(served.flatMap((front) => front.ownBodyPaths ?? []));
-  app.use(bodyParser(settings.bodyLimitBytes, formPaths, ownBodyPaths));
+  const ownBodyPrefixes = served.flatMap((front) => front.ownBodyPrefixes ?? []);
+  app.use(bodyParser(settings.bodyLimitBytes, formPaths, ownBodyPaths, ownBodyPrefixes));
   const api = createApi(deps, handlers, { validateResponses: options.validateResponses ?? false, compileValidatorsAtStart: options.compileValidatorsAtStart ?? true, onReady: options.onReady });
   // Fronts outside the contract's operations (the pages links open, the MCP endpoint, ...): src/contract/fronts.ts.
   const tools = frontTools(deps, api);
