@@ -12,7 +12,7 @@
  * connection shared by requests and the job runner (webhook deliveries, mail, concurrency, the
  * reset timing), the request preloads and round trips, and the main flows of people and access
  * (organizations, members, teams, invitations, sign-in, second factors, SCIM directory users,
- * grants and their pages, a large plugin write, service accounts and their secrets, OAuth tokens and the authorization server's storage, the MCP policy, members' OAuth authorizations, the MCP server). `TEST_ALL_FILES=1` runs every file on PGlite.
+ * grants and their pages, a large plugin write, service accounts and their secrets, OAuth tokens and the authorization server's storage, the MCP policy, members' OAuth authorizations and the authorization-code flow through the hosted pages, the MCP server). `TEST_ALL_FILES=1` runs every file on PGlite.
  */
 const PGLITE = [
   'src/lib/json-text.test.ts',
@@ -51,6 +51,7 @@ const PGLITE = [
   'test/api/service-account-keys.test.ts',
   'test/api/mcp-policy.test.ts',
   'test/api/oauth-authorizations.test.ts',
+  'test/browser/oauth-chromium.test.ts',
   'test/api/mcp-server.test.ts',
   'test/api/service-account-members.test.ts',
 ];
