@@ -39,6 +39,8 @@ const PGLITE = [
   'test/api/mail.test.ts',
   'test/api/password-reset.test.ts',
   'test/api/org.test.ts',
+  'test/api/org-deletion.test.ts',
+  'test/api/org-tables-registry.test.ts',
   'test/api/members.test.ts',
   'test/api/teams.test.ts',
   'test/api/invitations.test.ts',

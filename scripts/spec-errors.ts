@@ -10,7 +10,7 @@ import { ERROR_CODES, isErrorCode } from '../src/lib/error-codes';
 import { codeSide, contractSide, differences, loadBundle, DEFAULT_STATUSES, type CodesByStatus } from './error-contract';
 
 const ROOT = path.resolve(__dirname, '..');
-const GATE_REASONS = new Set(['email_not_verified', 'mfa_enrollment_required', 'sso_required']);
+const GATE_REASONS = new Set(['email_not_verified', 'mfa_enrollment_required', 'organization_deleted', 'sso_required']);
 const ANSWERS = 'openapi/components/error-answers.yaml';
 
 /** Codes whose body carries more than `error` and `message`: their own schema in errors.yaml. */

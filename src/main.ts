@@ -68,13 +68,13 @@ async function main(): Promise<void> {
     const base = `http://localhost:${settings.port}`;
     logger.info({ host: settings.host, port: settings.port, database: database.kind }, `listening on ${base}, docs at ${base}/docs`);
   });
-  // Webhook deliveries, mail, audit checkpoints and audit streams are sent beside the requests, from the database, by one job runner
+  // Webhook deliveries, mail, audit checkpoints, audit streams and organization deletion (notices, purge) are done beside the requests, from the database, by one job runner
   // (src/jobs/). On a server database it has connections of its own, so requests queueing for the
   // pool (writes waiting on an organization's audit chain head) never hold it back and it never
   // holds them up, and it is woken by LISTEN/NOTIFY when jobs are committed; the embedded database
   // has one connection and one process, so there it shares the connection and polls.
-  const kinds = { webhooks: settings.webhooks.dispatch, mail: settings.mail.dispatch, audit: settings.audit.dispatch };
-  const runsJobs = kinds.webhooks || kinds.mail || kinds.audit;
+  const kinds = { webhooks: settings.webhooks.dispatch, mail: settings.mail.dispatch, audit: settings.audit.dispatch, lifecycle: settings.orgLifecycle.dispatch };
+  const runsJobs = kinds.webhooks || kinds.mail || kinds.audit || kinds.lifecycle;
   const jobDatabase = settings.databaseUrl && runsJobs ? connectServer(settings.databaseUrl, { max: JOB_POOL_MAX, sessionSettings: JOB_SESSION_SETTINGS }) : null;
   const mailTransport = createMailTransport(settings.mail);
   // Where mail goes (SMTP host and port, or the folder of .eml files); never SMTP_URL itself.

@@ -22,6 +22,8 @@ export interface Settings {
   sessionTtlMs: number;
   /** Actions that change who can do what need a session authenticated this recently. */
   freshSessionMaxAgeMs: number;
+  /** Organization deletion (docs/org-lifecycle.md). */
+  orgLifecycle: OrgLifecycleSettings;
   planGating: boolean;
   suiteGraphBaseUrl: string;
   suiteLoginBaseUrl: string;
@@ -240,6 +242,15 @@ function url(env: Env, name: string, fallback: string): string {
 
 const DURATION = /^(\d+)\s*(ms|s|m|h|d)?$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+export interface OrgLifecycleSettings {
+  /** ORG_DELETION_GRACE: from a deletion request to its purge; the owner may restore until then. */
+  graceMs: number;
+  /** ORG_LIFECYCLE_DISPATCH: mail deletion notices and purge from this process's job runner. */
+  dispatch: boolean;
+  /** ORG_PURGE_BATCH: rows removed per statement (each its own short transaction) while purging. */
+  purgeBatch: number;
+}
 
 /** Durations accept a number of seconds or a unit: `30d`, `12h`, `900s`, `500ms`. */
 function duration(env: Env, name: string, fallbackMs: number): number {
@@ -463,6 +474,11 @@ export function loadSettings(env: Env = process.env): Settings {
     bootstrapAllowOpen: bootstrapAllowOpen(env, host, bootstrapToken),
     sessionTtlMs: duration(env, 'SESSION_TTL', 30 * UNIT_MS.d!),
     freshSessionMaxAgeMs: duration(env, 'FRESH_SESSION_MAX_AGE', 15 * UNIT_MS.m!),
+    orgLifecycle: {
+      graceMs: duration(env, 'ORG_DELETION_GRACE', 7 * UNIT_MS.d!),
+      dispatch: bool(env, 'ORG_LIFECYCLE_DISPATCH', true),
+      purgeBatch: int(env, 'ORG_PURGE_BATCH', 1000, 1),
+    },
     planGating: bool(env, 'PLAN_GATING', true),
     suiteGraphBaseUrl: url(env, 'SUITE_GRAPH_BASE_URL', 'https://graph.microsoft.com/v1.0'),
     suiteLoginBaseUrl: url(env, 'SUITE_LOGIN_BASE_URL', 'https://login.microsoftonline.com'),

@@ -25,6 +25,19 @@ const OUTSIDE_THE_ORGANIZATION = new Set(['createOrg', 'acceptInvitation', 'getB
 const UNVERIFIED_ALLOWED_EXACT = new Set(['/v1/me', '/v1/me/email', '/v1/me/password', '/v1/me/sessions', '/v1/invitations/accept']);
 const UNVERIFIED_ALLOWED_PREFIXES = ['/v1/auth/', '/v1/me/sessions/'];
 
+/**
+ * What the owner of an organization scheduled for deletion keeps in it (docs/org-lifecycle.md#deletion):
+ * the restore, and the exports, so a customer can still take their data.
+ */
+function ownerKeepsWhileDeleted(operation: { path: string; operationId?: string }): boolean {
+  return operation.operationId === 'restoreOrg' || operation.path === '/v1/org/exports' || operation.path.startsWith('/v1/org/exports/');
+}
+
+/** The organization's own routes: not the user's, not what belongs to no organization, not the platform's. */
+function isOrganizations(operation: { path: string; operationId?: string }): boolean {
+  return !isUsersOwn(operation) && !OUTSIDE_THE_ORGANIZATION.has(operation.operationId ?? '') && !operation.path.startsWith('/v1/admin/');
+}
+
 export function unverifiedMayUse(pathTemplate: string): boolean {
   return UNVERIFIED_ALLOWED_EXACT.has(pathTemplate) || UNVERIFIED_ALLOWED_PREFIXES.some((prefix) => pathTemplate.startsWith(prefix));
 }
@@ -41,6 +54,8 @@ export function unverifiedMayUse(pathTemplate: string): boolean {
  *   organization's own connections (the owner's excepted) gets 403 `sso_required` on the
  *   organization's routes from its next request; the account's own routes stay open, so the user
  *   can switch to another organization or sign in through SSO.
+ * - An organization scheduled for deletion: a session gets 403 `organization_deleted` on its
+ *   routes (the owner keeps its exports and the restore); its other credentials already got 401.
  * - A person's API key under `requireMfa` while that person holds no factor gets 403
  *   `mfa_enrollment_required` everywhere (a service account's key is not a person's).
  */
@@ -66,7 +81,10 @@ export function assertSessionGates(principal: AnyPrincipal | null, operation: { 
       'This organization requires a second factor: enrol one (POST /v1/me/mfa/totp or POST /v1/me/passkeys/options), or sign in again with it.',
     );
   }
-  if (principal.ssoMissing && !isUsersOwn(operation) && !OUTSIDE_THE_ORGANIZATION.has(operation.operationId ?? '') && !operation.path.startsWith('/v1/admin/')) {
+  if (principal.organizationDeleted && isOrganizations(operation) && !(principal.membership?.role === 'owner' && ownerKeepsWhileDeleted(operation))) {
+    throw new Forbidden('organization_deleted', 'This organization is scheduled for deletion: only its owner may export its data or restore it (POST /v1/org/restore).');
+  }
+  if (principal.ssoMissing && isOrganizations(operation)) {
     throw new Forbidden('sso_required', 'This organization requires single sign-on through its own identity provider: sign in through SSO (POST /v1/auth/sso/start).');
   }
 }
@@ -75,10 +93,10 @@ export function assertSessionGates(principal: AnyPrincipal | null, operation: { 
  * The 403 reasons the gates above can answer on an operation a session may call: the contract
  * lists them with the operation's other codes (scripts/error-contract.ts).
  */
-export function gateReasons(operation: { path: string; operationId?: string }): Array<'email_not_verified' | 'mfa_enrollment_required' | 'sso_required'> {
-  const reasons: Array<'email_not_verified' | 'mfa_enrollment_required' | 'sso_required'> = [];
+export function gateReasons(operation: { path: string; operationId?: string }): Array<'email_not_verified' | 'mfa_enrollment_required' | 'organization_deleted' | 'sso_required'> {
+  const reasons: Array<'email_not_verified' | 'mfa_enrollment_required' | 'organization_deleted' | 'sso_required'> = [];
   if (!unverifiedMayUse(operation.path)) reasons.push('email_not_verified');
   if (!isUsersOwn(operation)) reasons.push('mfa_enrollment_required');
-  if (!isUsersOwn(operation) && !OUTSIDE_THE_ORGANIZATION.has(operation.operationId ?? '') && !operation.path.startsWith('/v1/admin/')) reasons.push('sso_required');
+  if (isOrganizations(operation)) reasons.push('organization_deleted', 'sso_required');
   return reasons;
 }

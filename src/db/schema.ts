@@ -60,6 +60,25 @@ export interface OrganizationsTable {
   updated_at: Timestamp;
   /** SSO enforcement (docs/sso.md#enforcement): password sign-in refused for verified domains. */
   sso_enforced: Generated<boolean>;
+  /** Deletion (docs/org-lifecycle.md): set while the organization is locked, until restored or purged. */
+  deletion_scheduled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  purge_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  deletion_requested_by_user_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The last member mailed about the deletion (member ids sort by creation): where a crashed run resumes. */
+  deletion_notices_after: ColumnType<string | null, string | null | undefined, string | null>;
+  deletion_notices_done_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  purge_started_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  lifecycle_lease_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  lifecycle_lease_token: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** What remains of a purged organization (docs/org-lifecycle.md#purge): no name, no member. */
+export interface OrganizationTombstonesTable {
+  organization_id: string;
+  name_sha256: string;
+  deleted_at: Timestamp;
+  deleted_by_user_id: string | null;
+  purged_at: Timestamp;
 }
 
 export interface MembersTable {
@@ -138,6 +157,7 @@ export interface FoundationTables {
   roles: RolesTable;
   users: UsersTable;
   organizations: OrganizationsTable;
+  organization_tombstones: OrganizationTombstonesTable;
   members: MembersTable;
   sessions: SessionsTable;
   teams: TeamsTable;

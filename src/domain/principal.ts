@@ -78,6 +78,12 @@ export interface Principal {
    * unverified user never makes one).
    */
   emailUnverified: boolean;
+  /**
+   * The session's active organization is scheduled for deletion (docs/org-lifecycle.md#deletion):
+   * its routes answer 403 `organization_deleted`, except the owner's exports and restore
+   * (src/access/session-gates.ts). Other credentials of such an organization answer 401; absent for them.
+   */
+  organizationDeleted?: boolean;
 }
 
 /** How a session was opened (`sessions.auth_method`). */

@@ -10,6 +10,7 @@ import { createMailTransport, type MailTransport } from '../mail/transport';
 import { WebhookDeliveries } from '../webhooks/delivery-job';
 import { AuditCheckpoints } from '../audit/checkpoint-job';
 import { AuditStreamDeliveries } from '../audit-streams/delivery-job';
+import { OrganizationLifecycle } from '../org/lifecycle-job';
 import { JobRunner, type JobKind } from './runner';
 import { listenForJobs } from './wakeup';
 
@@ -33,9 +34,9 @@ export interface JobRunnerSetup {
   logger: Logger;
   secrets: SecretBox;
   outbound: Outbound;
-  settings: Pick<Settings, 'webhooks' | 'mail' | 'audit' | 'publicBaseUrl'>;
-  /** Which kinds this runner takes (WEBHOOK_DISPATCH, MAIL_DISPATCH, AUDIT_DISPATCH in the service). */
-  kinds: { webhooks: boolean; mail: boolean; audit?: boolean };
+  settings: Pick<Settings, 'webhooks' | 'mail' | 'audit' | 'publicBaseUrl' | 'orgLifecycle' | 'rateLimits'>;
+  /** Which kinds this runner takes (WEBHOOK_DISPATCH, MAIL_DISPATCH, AUDIT_DISPATCH, ORG_LIFECYCLE_DISPATCH in the service). */
+  kinds: { webhooks: boolean; mail: boolean; audit?: boolean; lifecycle?: boolean };
   /** A server database's URL: the runner LISTENs there for committed jobs; without one it polls. */
   listenUrl?: string;
   /** The mail transport (built from settings.mail when not given). */
@@ -52,5 +53,6 @@ export function createJobRunner(setup: JobRunnerSetup): JobRunner {
     kinds.push(new AuditCheckpoints({ db, clock, logger, secrets, publicBaseUrl: settings.publicBaseUrl, settings: settings.audit }));
     kinds.push(new AuditStreamDeliveries({ db, clock, logger, secrets, outbound: setup.outbound, timeoutMs: settings.audit.streamTimeoutMs }));
   }
+  if (setup.kinds.lifecycle) kinds.push(new OrganizationLifecycle({ db, clock, logger, secrets, settings }));
   return new JobRunner({ clock, logger, kinds, wakeups: listenUrl ? (channels, wake) => listenForJobs(listenUrl, channels, wake, logger) : undefined });
 }

@@ -85,3 +85,12 @@ export async function queueNotice(trx: Transaction<DB>, deps: MailDeps, input: N
   if (!(await noticeWithinBudget({ ...deps, db: trx }, input.to))) return null;
   return insert(trx, deps, input, options);
 }
+
+/**
+ * Notices the platform sends once per recipient for one event that concerns many (an
+ * organization's deletion: src/org/lifecycle-job.ts), queued in the caller's transaction. They
+ * spend no recipient budget: the event cannot be repeated by a requester to flood an address.
+ */
+export async function queuePlatformNotices(trx: Transaction<DB>, deps: MailDeps, inputs: NoticeInput[]): Promise<void> {
+  for (const input of inputs) await insert(trx, deps, input, {});
+}

@@ -4,6 +4,7 @@ import type { Db } from '../db/schema';
 import { sha256Hex } from '../lib/crypto';
 import { permissionsOfRole, sortedPermissions } from '../access/role-permissions';
 import { verifyServiceAccountSecret } from '../service-accounts/service';
+import { organizationUnlocked } from '../principal/organization-lock';
 
 /**
  * The clients the authorization server knows (docs/oauth.md#clients), looked up by client_id on
@@ -70,6 +71,8 @@ async function organizationClient(db: Db, clientId: string): Promise<OAuthClient
     .selectFrom('oauth_clients')
     .select(['organization_id', 'name', 'type', 'redirect_uris', 'scopes', 'logo_url'])
     .where('id', '=', clientId)
+    // A client of an organization scheduled for deletion is unknown: no code, token or refresh (docs/org-lifecycle.md#deletion).
+    .where(organizationUnlocked('oauth_clients.organization_id'))
     .executeTakeFirst();
   if (!row) return undefined;
   const confidential = row.type === 'confidential';
@@ -93,7 +96,7 @@ export async function verifyClientSecret(db: Db, client: { clientId: string; kin
   if (typeof presented !== 'string' || presented.length === 0 || presented.length > 512) return false;
   if (client.kind === 'service_account') return (await verifyServiceAccountSecret(db, client.clientId, presented, now)) !== null;
   if (client.kind === 'organization') {
-    const row = await db.selectFrom('oauth_clients').select('id').where('id', '=', client.clientId).where('secret_hash', '=', sha256Hex(presented)).executeTakeFirst();
+    const row = await db.selectFrom('oauth_clients').select('id').where('id', '=', client.clientId).where('secret_hash', '=', sha256Hex(presented)).where(organizationUnlocked('oauth_clients.organization_id')).executeTakeFirst();
     return row !== undefined;
   }
   return false;

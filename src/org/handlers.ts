@@ -1,8 +1,9 @@
 import type { HandlerMap, SessionLoaders } from '../contract';
 import { membershipOf, principalOf, userIdOf } from '../access/roles';
 import * as org from './service';
+import * as lifecycle from './lifecycle';
 
-export const orgHandlers: HandlerMap<'getOrg' | 'createOrg' | 'updateOrg'> = {
+export const orgHandlers: HandlerMap<'getOrg' | 'createOrg' | 'updateOrg' | 'deleteOrg' | 'restoreOrg'> = {
   getOrg: async (ctx) => ({ status: 200, body: await org.getOrganizationContext(ctx.deps, membershipOf(ctx)) }),
 
   createOrg: async (ctx) => {
@@ -12,6 +13,13 @@ export const orgHandlers: HandlerMap<'getOrg' | 'createOrg' | 'updateOrg'> = {
   },
 
   updateOrg: async (ctx) => ({ status: 200, body: { ok: true, item: await org.renameOrganization(ctx.deps, membershipOf(ctx), ctx.body.name) } }),
+
+  deleteOrg: async (ctx) => {
+    const { purgeAt } = await lifecycle.scheduleDeletion(ctx.deps, principalOf(ctx), membershipOf(ctx), ctx.body.confirm);
+    return { status: 202, body: { ok: true, item: { status: 'deletion_scheduled', purgeAt: purgeAt.toISOString() } } };
+  },
+
+  restoreOrg: async (ctx) => ({ status: 200, body: { ok: true, item: await lifecycle.restoreOrganization(ctx.deps, principalOf(ctx), membershipOf(ctx)) } }),
 };
 
 /** GET /v1/org reads its whole context in the session query (src/org/service.ts). */

@@ -6,6 +6,7 @@ import { permissionsOfRole } from '../access/role-permissions';
 import { looksLikeJwt, verifyAccessToken, type AccessTokenClaims } from '../oauth/verify';
 import { revokedKeyOf } from '../oauth/revocations';
 import { apiResource, apiResourceMetadataUrl } from '../oauth/resources';
+import { organizationUnlocked } from './organization-lock';
 
 /**
  * An OAuth access token (docs/oauth.md#access-tokens-at-the-api) → the member it acts as, the
@@ -79,6 +80,7 @@ function tokenState(db: Db, claims: AccessTokenClaims, now: Date): Promise<Token
     // Null for a person (no account row).
     .where('s.disabled_at', 'is', null)
     .where(({ not, exists, selectFrom }) => not(exists(selectFrom('oauth_records as x').select('x.id').where('x.id', '=', revokedKeyOf(claims.jti)))))
+    .where(organizationUnlocked('m.organization_id'))
     .executeTakeFirst();
 }
 

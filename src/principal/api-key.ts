@@ -5,6 +5,7 @@ import { sha256Hex } from '../lib/crypto';
 import { preparedAs } from '../db/connect';
 import { membershipOf } from './membership';
 import { recordServiceAccountUse } from '../service-accounts/credentials';
+import { organizationUnlocked } from './organization-lock';
 
 /** Writing `last_used_at` on every request would turn reads into writes; once a minute is enough. */
 const LAST_USED_GRANULARITY_MS = 60_000;
@@ -53,6 +54,8 @@ export async function principalFromApiKey(db: Db, key: string, now: Date): Promi
     // Null for a person's key too (no account row).
     .where('s.disabled_at', 'is', null)
     .where((eb) => eb.or([eb('k.expires_at', 'is', null), eb('k.expires_at', '>', now)]))
+    // An organization scheduled for deletion: every key of it answers 401.
+    .where(organizationUnlocked('k.organization_id'))
     .executeTakeFirst();
   if (!row) return null;
   if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) {

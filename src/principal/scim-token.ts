@@ -1,6 +1,7 @@
 import type { Db } from '../db/schema';
 import { sha256Hex } from '../lib/crypto';
 import type { ScimPrincipal } from '../domain/principal';
+import { organizationUnlocked } from './organization-lock';
 
 /** Writing `last_used_at` on every request would turn reads into writes; once a minute is enough. */
 const LAST_USED_GRANULARITY_MS = 60_000;
@@ -15,6 +16,7 @@ export async function principalFromScimToken(db: Db, token: string, now: Date): 
     .select(['id', 'organization_id as organizationId', 'last_used_at as lastUsedAt', 'created_by_member_id as createdByMemberId'])
     .where('token_hash', '=', sha256Hex(token))
     .where('revoked_at', 'is', null)
+    .where(organizationUnlocked('scim_tokens.organization_id'))
     .executeTakeFirst();
   if (!row) return null;
   if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) {

@@ -5,6 +5,7 @@ import { preparedAs } from '../db/connect';
 import { sha256Hex } from '../lib/crypto';
 import { touchSession } from '../users/service';
 import { membershipOf } from './membership';
+import { organizationUnlocked } from './organization-lock';
 
 /**
  * Data an operation reads in the same round trip as its session check (GET /v1/org): extra
@@ -35,6 +36,7 @@ interface SessionColumns {
   principal_role: string | null;
   principal_role_built_in: boolean | null;
   principal_role_permissions: string[] | null;
+  organization_deleted: boolean | null;
 }
 
 /**
@@ -56,6 +58,7 @@ function sessionQuery(tokenHash: string, now: Date, preload?: SessionPreload<unk
         AND EXISTS (SELECT 1 FROM organizations so WHERE so.id = m.organization_id AND so.sso_enforced)
         AND NOT (s.auth_method = 'sso' AND EXISTS (SELECT 1 FROM sso_connections sc WHERE sc.id = s.sso_connection_id AND sc.organization_id = m.organization_id))) AS sso_missing,
       u.email_verified_at IS NULL AS email_unverified,
+      (m.id IS NOT NULL AND NOT ${organizationUnlocked('m.organization_id')}) AS organization_deleted,
       m.id AS principal_member_id, m.role AS principal_role, pr.built_in AS principal_role_built_in,
       pr.permissions AS principal_role_permissions ${preload ? sql`, ${preload.columns}` : sql``}
     FROM sessions s
@@ -81,6 +84,7 @@ function toPrincipal(row: SessionColumns): Principal {
     mfaMissing: row.mfa_missing === true,
     ssoMissing: row.sso_missing === true,
     emailUnverified: row.email_unverified === true,
+    organizationDeleted: row.organization_deleted === true,
     membership:
       row.principal_member_id && row.active_organization_id && row.principal_role
         ? membershipOf({

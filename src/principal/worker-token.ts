@@ -1,6 +1,7 @@
 import type { Db } from '../db/schema';
 import type { WorkerPrincipal, WorkerTokenClaim } from '../domain/principal';
 import { sha256Hex } from '../lib/crypto';
+import { organizationUnlocked } from './organization-lock';
 
 /**
  * A worker's host token → the worker, found by the token's SHA-256 (no secret is compared in
@@ -16,6 +17,7 @@ export async function principalFromWorkerToken(db: Db, token: string): Promise<W
     .where('w.host_token_hash', '=', sha256Hex(token))
     .where('m.removed_at', 'is', null)
     .where('m.suspended_at', 'is', null)
+    .where(organizationUnlocked('w.organization_id'))
     .executeTakeFirst();
   return row ? { kind: 'worker', workerId: row.id, organizationId: row.organization_id } : null;
 }

@@ -24,6 +24,8 @@ import { createOutbound, type Outbound } from '../outbound';
 import { jsonShapeProblem, type ShapeProblem } from '../protection/json-shape';
 import { setEventHook } from '../audit/event-hook';
 import { webhookDeliveries } from '../webhooks/queue';
+import { addLifecycleListener } from '../org/lifecycle-listeners';
+import { webhookLifecycle } from '../webhooks/lifecycle';
 
 export interface AppOptions {
   db: Kysely<DB>;
@@ -66,6 +68,8 @@ export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppD
   if (!settings.secretKey) throw new Error('createApp needs settings.secretKey');
   // Audited changes queue their webhook deliveries in the entry's own statement.
   setEventHook(webhookDeliveries);
+  // Webhooks stop while an organization is scheduled for deletion (src/org calls, never imports, them).
+  addLifecycleListener(webhookLifecycle);
   return {
     db: options.db,
     clock: options.clock,

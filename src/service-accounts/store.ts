@@ -210,6 +210,7 @@ export async function findLiveSecret(db: Db, serviceAccountId: string, secretHas
     .where('s.disabled_at', 'is', null)
     .where('m.removed_at', 'is', null)
     .where('m.suspended_at', 'is', null)
+    .where('o.deletion_scheduled_at', 'is', null)
     .executeTakeFirst();
 }
 

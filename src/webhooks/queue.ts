@@ -35,7 +35,7 @@ export const webhookDeliveries: EventHook = {
     const ids = Array.from({ length: IDS_AHEAD }, () => newId('webhookDelivery'));
     return sql`event_matched AS (
       SELECT e.id, row_number() OVER (ORDER BY e.id) AS n FROM webhook_endpoints e
-      WHERE e.organization_id = ${event.organizationId} AND e.enabled AND e.events && ${matchingFilters(event.type)}::text[]
+      WHERE e.organization_id = ${event.organizationId} AND e.enabled AND NOT e.organization_locked AND e.events && ${matchingFilters(event.type)}::text[]
     ), event_queued AS (
       INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, next_attempt_at, trace_context, created_at, updated_at)
       SELECT (${ids}::text[])[m.n], ${event.organizationId}, m.id, ${event.id}, ${event.type}, 'pending', ${event.createdAt}::timestamptz, ${tracing?.current() ?? null}::text, ${event.createdAt}::timestamptz, ${event.createdAt}::timestamptz

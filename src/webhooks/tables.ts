@@ -30,6 +30,8 @@ export interface WebhookEndpointsTable {
   previous_secret_expires_at: Timestamp | null;
   /** Start of the current run of failed attempts (null after a success). */
   failing_since: Timestamp | null;
+  /** Paused while its organization is being deleted (src/webhooks/lifecycle.ts); `enabled` stays the owner's choice. */
+  organization_locked: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

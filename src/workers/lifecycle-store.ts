@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/schema';
 import { preparedAs } from '../db/named-statements';
 import { WORKER_COLUMNS, type WorkerRow } from './store';
+import { organizationUnlocked } from '../principal/organization-lock';
 
 export interface HeartbeatResult {
   stopped: boolean;
@@ -26,6 +27,7 @@ export async function recordHeartbeat(
       SELECT id, organization_id, stopped_at, last_heartbeat_at, online_since
       FROM workers WHERE id = ${beat.workerId} AND host_token_hash = ${beat.tokenHash}
         AND EXISTS (SELECT 1 FROM members m WHERE m.id = workers.created_by_member_id AND m.removed_at IS NULL AND m.suspended_at IS NULL)
+        AND ${organizationUnlocked('workers.organization_id')}
       FOR UPDATE
     ), beat AS (
       UPDATE workers w SET

@@ -129,6 +129,7 @@ export async function duplicateTeamError(admin: ApiClient, name: string): Promis
         case 'email_not_verified':
         case 'mfa_enrollment_required':
         case 'org_admin_required':
+        case 'organization_deleted':
         case 'sso_required':
           return `${error.error}: ${reason}`;
         default:

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Response } from 'supertest';
 import { createTestApp, type TestApp } from '../support/app';
 import { specOperations, type SpecOperation } from '../support/spec';
-import { addMember, bearer, PASSWORD, signUp, uniqueEmail } from '../support/factories';
+import { addMember, bearer, createOrganization, PASSWORD, signUp, uniqueEmail } from '../support/factories';
 import { findSecretsInDatabase, snapshot, snapshotDiff } from '../support/snapshot';
 import { badRequests, ownerCredential, send, validRequests, type GenRequest } from './generate';
 import { buildWorld, pathValues, urlFor, type OrgWorld } from './world';
@@ -214,6 +214,17 @@ const REQUESTS: Record<string, Builder> = {
   deleteSsoDomain: fresh('/v1/sso/domains', { domain: `doomed-${Date.now().toString(36)}.example.com` }, 'domainId'),
   putSsoPolicy: async (_t, _w, op) => ({ req: { label: 'enforce SSO', method: op.method, url: op.path, body: { enforce: true } } }),
   updateMe: async (_t, _w, op) => ({ req: { label: 'the owner renames themself', method: op.method, url: op.path, body: { name: 'Audited Name' } } }),
+  // Deletion locks the organization: the walk's world keeps working, so an organization of its own.
+  deleteOrg: async (t, _w, op) => {
+    const doomed = await createOrganization(t, 'Doomed Co');
+    return { req: { label: 'an owner deletes their organization', method: op.method, url: op.path, body: { confirm: 'Doomed Co' } }, auth: auth(doomed.token), ids: [doomed.organizationId, doomed.memberId] };
+  },
+  restoreOrg: async (t, _w, op) => {
+    const restored = await createOrganization(t, 'Restored Co');
+    const deleted = await t.http.delete('/v1/org').set(...bearer(restored.token)).send({ confirm: 'Restored Co' });
+    if (deleted.status !== 202) throw new Error(`delete for ${op.operationId}: ${deleted.status} ${JSON.stringify(deleted.body)}`);
+    return { req: { label: 'the owner restores it', method: op.method, url: op.path }, auth: auth(restored.token), ids: [restored.organizationId, restored.memberId] };
+  },
   deleteMe: async (t, w, op) => {
     const leaving = await addMember(t, w.owner.organizationId, 'member');
     return { req: { label: 'a member deletes their account', method: op.method, url: op.path, body: { password: PASSWORD } }, auth: auth(leaving.token), ids: [leaving.memberId] };

@@ -39,6 +39,7 @@ import * as mcpPolicy from './20261212_0100_mcp_policy';
 import * as oauthAuthorizations from './20261212_0200_oauth_authorizations';
 import * as auditStreams from './20261213_0100_audit_streams';
 import * as auditActorClient from './20261213_0200_audit_actor_client';
+import * as orgLifecycle from './20261213_0300_org_lifecycle';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -86,6 +87,7 @@ const migrations: Record<string, Migration> = {
   '20261212_0200_oauth_authorizations': oauthAuthorizations,
   '20261213_0100_audit_streams': auditStreams,
   '20261213_0200_audit_actor_client': auditActorClient,
+  '20261213_0300_org_lifecycle': orgLifecycle,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -687,7 +687,11 @@ export interface paths {
          * @description The caller becomes its owner and the session switches to it. New organizations are on plan `free` and get one built-in marketplace holding the product's built-in plugins.
          */
         post: operations["createOrg"];
-        delete?: never;
+        /**
+         * Delete the active organization (owner only, session only, fresh)
+         * @description Schedules the organization's deletion when `confirm` is its name, exactly: it is locked at once (its members get 403 `organization_deleted` on its routes, its API keys, service accounts, SCIM tokens, OAuth clients and worker tokens 401, its webhooks stop after an `organization.deletion_scheduled` event), every member is mailed, and its data is purged after `purgeAt`; until then the owner may export it and restore it. Only the owner (403 `owner_required`) with a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`); 409 `organization_deletion_scheduled` when already scheduled.
+         */
+        delete: operations["deleteOrg"];
         options?: never;
         head?: never;
         /**
@@ -695,6 +699,26 @@ export interface paths {
          * @description Renames the active organization (`name`, 1 to 255 characters) and answers the organization. Admins (`org.update`); audited.
          */
         patch: operations["updateOrg"];
+        trace?: never;
+    };
+    "/v1/org/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore the active organization before its purge (owner only, session only, fresh)
+         * @description Cancels a scheduled deletion: everything works again from the next request, and webhooks resume with the events from the restore on (none of the locked time are sent). Only the owner (403 `owner_required`) with a fresh session (403 `fresh_session_required`); 409 `organization_purging` once `purgeAt` has passed, 409 `organization_not_deleted` when no deletion is scheduled.
+         */
+        post: operations["restoreOrg"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/members": {
@@ -4290,6 +4314,28 @@ export interface components {
         OrganizationItem: {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["Organization"];
+        };
+        OrganizationDeletion: {
+            /** @enum {string} */
+            status: "deletion_scheduled";
+            /**
+             * Format: date-time
+             * @description When the organization's data is purged for good; it can be restored until then.
+             */
+            purgeAt: string;
+        };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "status": "deletion_scheduled",
+         *         "purgeAt": "2026-12-14T09:30:00.000Z"
+         *       }
+         *     }
+         */
+        OrganizationDeletionItem: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["OrganizationDeletion"];
         };
         /** @description Opaque cursor for the next page, or null on the last page. */
         NextCursor: string | null;
@@ -8818,9 +8864,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-org.update": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-org.update": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8829,7 +8876,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -8841,9 +8888,10 @@ export interface components {
          *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-sso_required-for-org.update": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-org.update": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8852,7 +8900,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -8862,9 +8910,10 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-sso_required": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8873,7 +8922,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -8902,11 +8951,13 @@ export interface components {
          * @description Not permitted. `reason` is one of:
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
-         *     - `org_member_required`: The caller needs a member permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
+         *     - `owner_required`: Only the owner of the organization may do this.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-members.read": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-owner_required-sso_required": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8915,7 +8966,65 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_member_required" | "sso_required";
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "organization_deleted" | "owner_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `organization_deletion_scheduled`: The organization is already scheduled for deletion.
+         */
+        "409-organization_deletion_scheduled": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_deletion_scheduled";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `organization_not_deleted`: The organization is not scheduled for deletion: there is nothing to restore.
+         *     - `organization_purging`: The grace period is over: the organization is being purged and cannot be restored.
+         */
+        "409-organization_not_deleted-organization_purging": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "organization_not_deleted" | "organization_purging";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_member_required`: The caller needs a member permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_member_required-organization_deleted-sso_required-for-members.read": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_member_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -8927,9 +9036,10 @@ export interface components {
          *     - `member_permissions_not_held`: The member holds permissions the caller lacks: only someone holding them may change their role, remove or suspend them.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-sso_required-for-members.remove": {
+        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-members.remove": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8938,7 +9048,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "member_permissions_not_held" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "member_permissions_not_held" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -8985,10 +9095,11 @@ export interface components {
          *     - `member_permissions_not_held`: The member holds permissions the caller lacks: only someone holding them may change their role, remove or suspend them.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-members.changeRole": {
+        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-organization_deleted-permission_not_held-sso_required-for-members.changeRole": {
             headers: {
                 [name: string]: unknown;
             };
@@ -8997,7 +9108,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "member_permissions_not_held" | "mfa_enrollment_required" | "org_admin_required" | "permission_not_held" | "sso_required";
+                    reason: "email_not_verified" | "member_permissions_not_held" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "permission_not_held" | "sso_required";
                     message: string;
                 };
             };
@@ -9015,29 +9126,6 @@ export interface components {
                 "application/json": {
                     /** @enum {string} */
                     error: "owner_role_immutable";
-                    message: string;
-                };
-            };
-        };
-        /**
-         * @description Not permitted. `reason` is one of:
-         *
-         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
-         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
-         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
-         *     - `owner_required`: Only the owner of the organization may do this.
-         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
-         */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-owner_required-sso_required": {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": {
-                    /** @constant */
-                    error: "forbidden";
-                    /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "owner_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9066,9 +9154,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-invitations.manage": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-invitations.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9077,7 +9166,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -9088,10 +9177,11 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-invitations.manage": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-permission_not_held-sso_required-for-invitations.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9100,7 +9190,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "permission_not_held" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "permission_not_held" | "sso_required";
                     message: string;
                 };
             };
@@ -9234,9 +9324,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_member_required`: The caller needs a member permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-teams.read": {
+        "403-email_not_verified-mfa_enrollment_required-org_member_required-organization_deleted-sso_required-for-teams.read": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9245,7 +9336,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_member_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_member_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -9256,9 +9347,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-teams.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9267,7 +9359,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -9349,9 +9441,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-apiKeys.manage": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-apiKeys.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9360,7 +9453,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -9372,10 +9465,11 @@ export interface components {
          *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-apiKeys.manage": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-organization_deleted-permission_not_held-sso_required-for-apiKeys.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9384,7 +9478,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "org_admin_required" | "permission_not_held" | "sso_required";
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "permission_not_held" | "sso_required";
                     message: string;
                 };
             };
@@ -9412,10 +9506,11 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-serviceAccounts.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9424,7 +9519,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9434,11 +9529,12 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9447,7 +9543,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_not_held" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_not_held" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9476,10 +9572,11 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `member_permissions_not_held`: The member holds permissions the caller lacks: only someone holding them may change their role, remove or suspend them.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage": {
+        "403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-serviceAccounts.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9488,7 +9585,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "member_permissions_not_held" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "member_permissions_not_held" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9500,11 +9597,12 @@ export interface components {
          *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `member_permissions_not_held`: The member holds permissions the caller lacks: only someone holding them may change their role, remove or suspend them.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage": {
+        "403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9513,7 +9611,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required" | "member_permissions_not_held" | "mfa_enrollment_required" | "permission_not_held" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "fresh_session_required" | "member_permissions_not_held" | "mfa_enrollment_required" | "organization_deleted" | "permission_not_held" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9525,10 +9623,11 @@ export interface components {
          *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `member_permissions_not_held`: The member holds permissions the caller lacks: only someone holding them may change their role, remove or suspend them.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage": {
+        "403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-serviceAccounts.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9537,7 +9636,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required" | "member_permissions_not_held" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "fresh_session_required" | "member_permissions_not_held" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9584,11 +9683,12 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-roles.manage": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-roles.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9597,7 +9697,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "permission_not_held" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "organization_deleted" | "permission_not_held" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9678,9 +9778,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-marketplaces.create": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-marketplaces.create": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9689,7 +9790,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -9720,9 +9821,10 @@ export interface components {
          *     - `marketplace_manager_required`: The caller needs the manager role on the marketplace.
          *     - `marketplace_viewer_required`: The caller needs the viewer role on the marketplace.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required": {
+        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9731,7 +9833,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "marketplace_editor_required" | "marketplace_manager_required" | "marketplace_viewer_required" | "mfa_enrollment_required" | "sso_required";
+                    reason: "email_not_verified" | "marketplace_editor_required" | "marketplace_manager_required" | "marketplace_viewer_required" | "mfa_enrollment_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -9744,9 +9846,10 @@ export interface components {
          *     - `marketplace_manager_required`: The caller needs the manager role on the marketplace.
          *     - `marketplace_viewer_required`: The caller needs the viewer role on the marketplace.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-reason-only-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required": {
+        "403-reason-only-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9759,7 +9862,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -9789,12 +9892,13 @@ export interface components {
          *     - `marketplace_manager_required`: The caller needs the manager role on the marketplace.
          *     - `marketplace_viewer_required`: The caller needs the viewer role on the marketplace.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `plugin_editor_required`: The caller needs the editor role on the plugin.
          *     - `plugin_manager_required`: The caller needs the manager role on the plugin.
          *     - `plugin_viewer_required`: The caller needs the viewer role on the plugin.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required": {
+        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9803,7 +9907,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "marketplace_editor_required" | "marketplace_manager_required" | "marketplace_viewer_required" | "mfa_enrollment_required" | "plugin_editor_required" | "plugin_manager_required" | "plugin_viewer_required" | "sso_required";
+                    reason: "email_not_verified" | "marketplace_editor_required" | "marketplace_manager_required" | "marketplace_viewer_required" | "mfa_enrollment_required" | "organization_deleted" | "plugin_editor_required" | "plugin_manager_required" | "plugin_viewer_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9875,9 +9979,10 @@ export interface components {
          *     - `marketplace_viewer_required`: The caller needs the viewer role on the marketplace.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-org_admin_required-sso_required-for-resources.manage": {
+        "403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-resources.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9886,7 +9991,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "marketplace_editor_required" | "marketplace_manager_required" | "marketplace_viewer_required" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "marketplace_editor_required" | "marketplace_manager_required" | "marketplace_viewer_required" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -9896,12 +10001,13 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `plugin_editor_required`: The caller needs the editor role on the plugin.
          *     - `plugin_manager_required`: The caller needs the manager role on the plugin.
          *     - `plugin_viewer_required`: The caller needs the viewer role on the plugin.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9910,7 +10016,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "plugin_editor_required" | "plugin_manager_required" | "plugin_viewer_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "plugin_editor_required" | "plugin_manager_required" | "plugin_viewer_required" | "sso_required";
                     message: string;
                 };
             };
@@ -9978,9 +10084,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-connectors.create": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-connectors.create": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9989,7 +10096,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -10002,9 +10109,10 @@ export interface components {
          *     - `connector_instance_viewer_required`: The caller needs the viewer role on the connector instance.
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required": {
+        "403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10013,7 +10121,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "connector_instance_editor_required" | "connector_instance_manager_required" | "connector_instance_viewer_required" | "email_not_verified" | "mfa_enrollment_required" | "sso_required";
+                    reason: "connector_instance_editor_required" | "connector_instance_manager_required" | "connector_instance_viewer_required" | "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -10081,9 +10189,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-mcpConnections.manage": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-mcpConnections.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10092,7 +10201,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -10176,9 +10285,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-suite.manage": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-suite.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10187,7 +10297,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -10266,10 +10376,11 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-templates.manage": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-templates.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10278,7 +10389,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -10301,10 +10412,11 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-llmProviders.manage": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-llmProviders.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10313,7 +10425,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -10344,9 +10456,10 @@ export interface components {
          *     - `llm_provider_manager_required`: The caller needs the manager role on the LLM provider.
          *     - `llm_provider_viewer_required`: The caller needs the viewer role on the LLM provider.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required": {
+        "403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-organization_deleted-sso_required": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10355,7 +10468,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "llm_provider_editor_required" | "llm_provider_manager_required" | "llm_provider_viewer_required" | "mfa_enrollment_required" | "sso_required";
+                    reason: "email_not_verified" | "llm_provider_editor_required" | "llm_provider_manager_required" | "llm_provider_viewer_required" | "mfa_enrollment_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -10456,10 +10569,11 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          *     - `worker_creator_or_admin_required`: Only the worker's creator or an admin may do this.
          */
-        "403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required-worker_creator_or_admin_required-for-workers.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10468,7 +10582,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "sso_required" | "worker_creator_or_admin_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "sso_required" | "worker_creator_or_admin_required";
                     message: string;
                 };
             };
@@ -10513,9 +10627,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-billing.read": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-billing.read": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10524,7 +10639,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -10548,9 +10663,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-analytics.read": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-analytics.read": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10559,7 +10675,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -10607,10 +10723,11 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-oauthClients.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10619,7 +10736,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -10665,10 +10782,11 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10677,7 +10795,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -10742,9 +10860,10 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read": {
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-audit.read": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10753,7 +10872,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -10763,10 +10882,11 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-audit.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10775,7 +10895,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -10803,10 +10923,11 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10815,7 +10936,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -10826,11 +10947,12 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-sso.manage": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-sso.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10839,7 +10961,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "permission_not_held" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "organization_deleted" | "permission_not_held" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -10868,10 +10990,11 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10880,7 +11003,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -11015,10 +11138,11 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-scim.manage": {
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-scim.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -11027,7 +11151,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -11038,10 +11162,11 @@ export interface components {
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-scim.manage": {
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-scim.manage": {
             headers: {
                 [name: string]: unknown;
             };
@@ -11050,7 +11175,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "permission_required" | "sso_required";
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -12621,7 +12746,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-org.update"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12657,7 +12782,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-org.update"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12681,7 +12806,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-org.update"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12716,7 +12841,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-org.update"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12740,7 +12865,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12780,6 +12905,44 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    deleteOrg: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "confirm": "Acme"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The organization's name, exactly as it is shown. */
+                    confirm: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The deletion is scheduled and the organization locked. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationDeletionItem"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-owner_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            409: components["responses"]["409-organization_deletion_scheduled"];
+            default: components["responses"]["Error"];
+        };
+    };
     updateOrg: {
         parameters: {
             query?: never;
@@ -12811,8 +12974,33 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-org.update"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-org.update"];
             404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    restoreOrg: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Restored; the organization. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationItem"];
+                };
+            };
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-owner_required-sso_required"];
+            404: components["responses"]["404-organization_not_found"];
+            409: components["responses"]["409-organization_not_deleted-organization_purging"];
             default: components["responses"]["Error"];
         };
     };
@@ -12847,7 +13035,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-members.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-organization_deleted-sso_required-for-members.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12873,7 +13061,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-sso_required-for-members.remove"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-members.remove"];
             404: components["responses"]["404-member_not_found-organization_not_found"];
             409: components["responses"]["409-owner_cannot_be_removed"];
             default: components["responses"]["Error"];
@@ -12913,7 +13101,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-members.changeRole"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-org_admin_required-organization_deleted-permission_not_held-sso_required-for-members.changeRole"];
             404: components["responses"]["404-member_not_found-organization_not_found"];
             409: components["responses"]["409-owner_role_immutable"];
             default: components["responses"]["Error"];
@@ -12942,7 +13130,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-members.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-organization_deleted-sso_required-for-members.read"];
             404: components["responses"]["404-member_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -12970,7 +13158,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-owner_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-owner_required-sso_required"];
             404: components["responses"]["404-member_not_found-organization_not_found"];
             409: components["responses"]["409-already_owner-service_account_cannot_own"];
             default: components["responses"]["Error"];
@@ -13007,7 +13195,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-invitations.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-invitations.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13070,7 +13258,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-invitations.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-permission_not_held-sso_required-for-invitations.manage"];
             404: components["responses"]["404-organization_not_found"];
             409: components["responses"]["409-already_member-invitation_pending"];
             429: components["responses"]["429-rate_limited"];
@@ -13222,7 +13410,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-invitations.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-invitations.manage"];
             404: components["responses"]["404-invitation_not_found-organization_not_found"];
             409: components["responses"]["409-invitation_not_pending"];
             default: components["responses"]["Error"];
@@ -13251,7 +13439,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-invitations.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-invitations.manage"];
             404: components["responses"]["404-invitation_not_found-organization_not_found"];
             409: components["responses"]["409-invitation_not_pending"];
             429: components["responses"]["429-rate_limited"];
@@ -13350,7 +13538,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-teams.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-organization_deleted-sso_required-for-teams.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13390,7 +13578,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-teams.manage"];
             404: components["responses"]["404-member_not_found-organization_not_found"];
             409: components["responses"]["409-team_name_taken"];
             default: components["responses"]["Error"];
@@ -13419,7 +13607,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-teams.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-organization_deleted-sso_required-for-teams.read"];
             404: components["responses"]["404-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13445,7 +13633,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-teams.manage"];
             404: components["responses"]["404-organization_not_found-team_not_found"];
             409: components["responses"]["409-team_in_use"];
             default: components["responses"]["Error"];
@@ -13485,7 +13673,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-teams.manage"];
             404: components["responses"]["404-organization_not_found-team_not_found"];
             409: components["responses"]["409-team_name_taken"];
             default: components["responses"]["Error"];
@@ -13525,7 +13713,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-sso_required-for-teams.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-organization_deleted-sso_required-for-teams.read"];
             404: components["responses"]["404-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13555,7 +13743,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-teams.manage"];
             404: components["responses"]["404-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13583,7 +13771,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-teams.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-teams.manage"];
             404: components["responses"]["404-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13619,7 +13807,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-apiKeys.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-apiKeys.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13689,7 +13877,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-permission_not_held-sso_required-for-apiKeys.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-org_admin_required-organization_deleted-permission_not_held-sso_required-for-apiKeys.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13715,7 +13903,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-apiKeys.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-apiKeys.manage"];
             404: components["responses"]["404-api_key_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13751,7 +13939,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13792,7 +13980,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-plan_limit_reached"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13820,7 +14008,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13846,7 +14034,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13887,7 +14075,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13959,7 +14147,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };
@@ -13998,7 +14186,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14056,7 +14244,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-member_permissions_not_held-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found"];
             409: components["responses"]["409-secret_limit_reached"];
             default: components["responses"]["Error"];
@@ -14085,7 +14273,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-permission_required-sso_required-for-serviceAccounts.manage"];
+            403: components["responses"]["403-email_not_verified-member_permissions_not_held-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-serviceAccounts.manage"];
             404: components["responses"]["404-organization_not_found-service_account_not_found-service_account_secret_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14109,7 +14297,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14145,7 +14333,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14174,7 +14362,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-roles.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-roles.manage"];
             404: components["responses"]["404-organization_not_found-role_not_found"];
             409: components["responses"]["409-role_key_taken"];
             default: components["responses"]["Error"];
@@ -14203,7 +14391,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found-role_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14232,7 +14420,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-roles.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-roles.manage"];
             404: components["responses"]["404-organization_not_found-role_not_found"];
             409: components["responses"]["409-builtin_role_immutable-role_in_use"];
             default: components["responses"]["Error"];
@@ -14265,7 +14453,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-roles.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-roles.manage"];
             404: components["responses"]["404-organization_not_found-role_not_found"];
             409: components["responses"]["409-builtin_role_immutable"];
             default: components["responses"]["Error"];
@@ -14309,7 +14497,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14338,7 +14526,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-marketplaces.create"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-marketplaces.create"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14366,7 +14554,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14430,7 +14618,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-reason-only-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-reason-only-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14478,7 +14666,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-reason-only-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-reason-only-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             409: components["responses"]["409-managed_marketplace_cannot_be_deleted"];
             default: components["responses"]["Error"];
@@ -14528,7 +14716,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14556,7 +14744,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14595,7 +14783,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14636,7 +14824,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14664,7 +14852,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14703,7 +14891,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14744,7 +14932,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-marketplace_not_found-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14792,7 +14980,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-grant_not_found-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14835,7 +15023,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14922,7 +15110,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-org_admin_required-sso_required-for-resources.manage"];
+            403: components["responses"]["403-email_not_verified-marketplace_editor_required-marketplace_manager_required-marketplace_viewer_required-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-resources.manage"];
             404: components["responses"]["404-marketplace_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14950,7 +15138,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
             404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
@@ -14982,7 +15170,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
             404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15010,7 +15198,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
             404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15038,7 +15226,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
             404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15077,7 +15265,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
             404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15116,7 +15304,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
             404: components["responses"]["404-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15157,7 +15345,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
             404: components["responses"]["404-member_not_found-organization_not_found-plugin_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15187,7 +15375,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-plugin_editor_required-plugin_manager_required-plugin_viewer_required-sso_required"];
             404: components["responses"]["404-grant_not_found-organization_not_found-plugin_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15223,7 +15411,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15252,7 +15440,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-connectors.create"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-connectors.create"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15280,7 +15468,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-connector_instance_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15306,7 +15494,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-connector_instance_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15338,7 +15526,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-connector_instance_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15377,7 +15565,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-connector_instance_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15418,7 +15606,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-connector_instance_not_found-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15448,7 +15636,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-connector_instance_editor_required-connector_instance_manager_required-connector_instance_viewer_required-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-connector_instance_not_found-grant_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15484,7 +15672,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15513,7 +15701,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-mcpConnections.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-mcpConnections.manage"];
             404: components["responses"]["404-connection_not_found-member_not_found-organization_not_found-team_not_found"];
             502: components["responses"]["502-mcp_oauth_error"];
             default: components["responses"]["Error"];
@@ -15585,7 +15773,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15611,7 +15799,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-mcpConnections.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-mcpConnections.manage"];
             404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15643,7 +15831,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-mcpConnections.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-mcpConnections.manage"];
             404: components["responses"]["404-connection_not_found-member_not_found-organization_not_found-team_not_found"];
             502: components["responses"]["502-mcp_oauth_error"];
             default: components["responses"]["Error"];
@@ -15683,7 +15871,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15711,7 +15899,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15739,7 +15927,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-connection_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15763,7 +15951,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15792,7 +15980,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-suite.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-suite.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15816,7 +16004,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             409: components["responses"]["409-needs_connection"];
             default: components["responses"]["Error"];
@@ -15885,7 +16073,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15907,7 +16095,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -15964,7 +16152,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             409: components["responses"]["409-needs_connection"];
             502: components["responses"]["502-suite_api_error"];
@@ -15990,7 +16178,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16036,7 +16224,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16066,7 +16254,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             413: components["responses"]["413-payload_too_large"];
             default: components["responses"]["Error"];
@@ -16096,7 +16284,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found-template_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16128,7 +16316,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-templates.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-templates.manage"];
             404: components["responses"]["404-organization_not_found-template_not_found"];
             412: components["responses"]["412-version_mismatch"];
             default: components["responses"]["Error"];
@@ -16168,7 +16356,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-templates.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-templates.manage"];
             404: components["responses"]["404-organization_not_found-template_not_found"];
             412: components["responses"]["412-version_mismatch"];
             413: components["responses"]["413-payload_too_large"];
@@ -16206,7 +16394,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16236,7 +16424,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-plan_limit_reached"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-llmProviders.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-llmProviders.manage"];
             404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16264,7 +16452,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16290,7 +16478,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16322,7 +16510,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16354,7 +16542,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16382,7 +16570,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             502: components["responses"]["502-llm_provider_error"];
             default: components["responses"]["Error"];
@@ -16422,7 +16610,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16463,7 +16651,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-llm_provider_not_found-member_not_found-organization_not_found-team_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16493,7 +16681,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-llm_provider_editor_required-llm_provider_manager_required-llm_provider_viewer_required-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-grant_not_found-llm_provider_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16556,7 +16744,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16586,7 +16774,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-plan_limit_reached"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16614,7 +16802,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16640,7 +16828,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16672,7 +16860,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16712,7 +16900,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             409: components["responses"]["409-worker_runtime_unavailable"];
             502: components["responses"]["502-worker_runtime_error"];
@@ -16774,7 +16962,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16802,7 +16990,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16830,7 +17018,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required-worker_creator_or_admin_required-for-workers.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16869,7 +17057,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16924,7 +17112,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-billing.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-billing.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16955,7 +17143,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-billing.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-billing.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16984,7 +17172,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17021,7 +17209,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-analytics.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-analytics.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17254,7 +17442,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-oauthClients.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17280,7 +17468,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-oauthClients.manage"];
             404: components["responses"]["404-oauth_authorization_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17304,7 +17492,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-oauthClients.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17345,7 +17533,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-oauthClients.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17381,7 +17569,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-oauthClients.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17460,7 +17648,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-oauthClients.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17488,7 +17676,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-oauthClients.manage"];
             404: components["responses"]["404-oauth_client_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17514,7 +17702,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-oauthClients.manage"];
             404: components["responses"]["404-oauth_client_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17558,7 +17746,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-oauthClients.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-oauthClients.manage"];
             404: components["responses"]["404-oauth_client_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17596,7 +17784,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17632,7 +17820,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17677,7 +17865,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17705,7 +17893,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17731,7 +17919,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17778,7 +17966,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17815,7 +18003,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17854,7 +18042,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             409: components["responses"]["409-webhook_disabled"];
             default: components["responses"]["Error"];
@@ -17894,7 +18082,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-organization_not_found-webhook_not_found"];
             default: components["responses"]["Error"];
         };
@@ -17943,7 +18131,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-webhooks.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-webhooks.manage"];
             404: components["responses"]["404-delivery_not_found-organization_not_found-webhook_not_found"];
             409: components["responses"]["409-webhook_disabled"];
             default: components["responses"]["Error"];
@@ -17999,7 +18187,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-audit.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18044,7 +18232,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-audit.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18068,7 +18256,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-audit.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18097,7 +18285,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-audit.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18133,7 +18321,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-sso_required-for-audit.read"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-audit.read"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18190,7 +18378,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-audit.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18231,7 +18419,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-audit.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18259,7 +18447,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-audit.manage"];
             404: components["responses"]["404-audit_stream_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18285,7 +18473,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-audit.manage"];
             404: components["responses"]["404-audit_stream_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18325,7 +18513,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-audit.manage"];
             404: components["responses"]["404-audit_stream_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18353,7 +18541,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-audit.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-audit.manage"];
             404: components["responses"]["404-audit_stream_not_found-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18389,7 +18577,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18419,7 +18607,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18447,7 +18635,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_connection_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18474,7 +18662,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_connection_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18507,7 +18695,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_not_held-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_not_held-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_connection_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18578,7 +18766,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18615,7 +18803,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             409: components["responses"]["409-domain_exists-domain_taken"];
             default: components["responses"]["Error"];
@@ -18644,7 +18832,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_domain_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18671,7 +18859,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_domain_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18700,7 +18888,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found-sso_domain_not_found"];
             409: components["responses"]["409-domain_taken-domain_verification_failed"];
             default: components["responses"]["Error"];
@@ -18725,7 +18913,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18762,7 +18950,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-sso.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-sso.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -18949,7 +19137,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-scim.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-scim.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -19004,7 +19192,7 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             402: components["responses"]["402-enterprise_plan_required"];
-            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-permission_required-sso_required-for-scim.manage"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-scim.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -19030,7 +19218,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-scim.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-scim.manage"];
             404: components["responses"]["404-organization_not_found-scim_token_not_found"];
             default: components["responses"]["Error"];
         };
@@ -19068,7 +19256,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-permission_required-sso_required-for-scim.manage"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-scim.manage"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
