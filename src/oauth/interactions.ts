@@ -17,7 +17,7 @@ import { OFFLINE_ASKED, type Provider } from './provider';
 import { INTERACTION_PATH } from './interaction-path';
 
 /**
- * The authorization server's own pages (docs/oauth.md#sign-in-and-consent): oidc-provider sends a
+ * The authorization server's own pages (docs/oauth.md#sign-in-and-consent-authorization-code): oidc-provider sends a
  * browser that must sign in or consent to `/oauth/interaction/<uid>` (its `interactions.url`),
  * and these pages answer there, then hand the result back with `interactionFinished`. They follow
  * the hosted pages' rules (src/pages/layout.ts): server-rendered forms that work without

@@ -11,7 +11,7 @@ import { startBrowserHarness, type BrowserHarness } from '../support/browser';
 import { addMember, bearer, createOrganization, PASSWORD, type OrgOwner } from '../support/factories';
 
 /**
- * The authorization-code flow (docs/oauth.md#sign-in-and-consent) as an application and a person
+ * The authorization-code flow (docs/oauth.md#sign-in-and-consent-authorization-code) as an application and a person
  * go through it: an unmodified standard client (openid-client) makes the authorization URL with
  * PKCE S256 and a resource, Debian's Chromium (headless) opens it, the person signs in and
  * approves on our pages, and the client exchanges the code (checking RFC 9207 `iss`). Then the
