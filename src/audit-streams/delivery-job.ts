@@ -69,7 +69,7 @@ export class AuditStreamDeliveries implements JobKind<ClaimedStream> {
     let batch: StreamBatch = { records: [], lastSeq: stream.cursor_seq, lastId: null, lastCheckpointSeq: stream.checkpoint_seq };
     let outcome: SinkOutcome;
     try {
-      batch = await streamBatch(db, stream.organization_id, stream.cursor_seq, stream.checkpoint_seq, STREAM_BATCH);
+      batch = await streamBatch(db, stream.organization_id, stream.cursor_seq, stream.checkpoint_seq, STREAM_BATCH, stream.locked_through_seq);
       if (batch.records.length === 0) outcome = { ok: true };
       else {
         const sink = SINKS[stream.type];

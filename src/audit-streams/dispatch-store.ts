@@ -14,6 +14,8 @@ export interface ClaimedStream {
   failures: number;
   failing_since: Date | null;
   lease_token: string;
+  /** The last position to deliver while the organization is locked for deletion; null otherwise. */
+  locked_through_seq: string | null;
 }
 
 /**
@@ -21,7 +23,8 @@ export interface ClaimedStream {
  * its latest checkpoint, is past the stream's cursor), are enabled, not paused, due and not
  * leased by a live holder. One statement; SKIP LOCKED lets processes claim side by side, and the
  * lease keeps one batch per stream in flight across all of them, which keeps the stream in order.
- * The chain heads are read, never locked: an audited write never waits for a stream.
+ * The chain heads are read, never locked: an audited write never waits for a stream. A stream of
+ * an organization locked for deletion is due only until it has delivered the deletion's entry.
  */
 export async function claimStreams(db: Kysely<DB>, o: { now: Date; leaseUntil: Date; token: string; batch: number }): Promise<ClaimedStream[]> {
   const { rows } = await sql<ClaimedStream>`
@@ -31,14 +34,15 @@ export async function claimStreams(db: Kysely<DB>, o: { now: Date; leaseUntil: D
       JOIN audit_chain_heads h ON h.organization_id = a.organization_id
       WHERE a.enabled AND a.paused_at IS NULL AND a.next_attempt_at <= ${o.now}::timestamptz
         AND (a.lease_until IS NULL OR a.lease_until <= ${o.now}::timestamptz)
-        AND (h.seq > a.cursor_seq OR h.checkpoint_seq > a.checkpoint_seq)
+        AND CASE WHEN a.locked_through_seq IS NULL THEN h.seq > a.cursor_seq OR h.checkpoint_seq > a.checkpoint_seq
+                 ELSE a.cursor_seq < a.locked_through_seq END
       ORDER BY a.next_attempt_at
       LIMIT ${o.batch}::int
       FOR UPDATE OF a SKIP LOCKED
     ) due
     WHERE s.id = due.id
     RETURNING s.id, s.organization_id, s.type, s.config, s.secrets_sealed, s.cursor_seq::text AS cursor_seq,
-      s.checkpoint_seq::text AS checkpoint_seq, s.failures, s.failing_since, s.lease_token`.execute(db);
+      s.checkpoint_seq::text AS checkpoint_seq, s.failures, s.failing_since, s.lease_token, s.locked_through_seq::text AS locked_through_seq`.execute(db);
   return rows.map((r) => ({ ...r, config: typeof r.config === 'string' ? (JSON.parse(r.config) as Record<string, unknown>) : r.config }));
 }
 
@@ -75,4 +79,16 @@ export async function recordPaused(db: Db, o: { id: string; organizationId: stri
     WHERE id = ${o.id} AND organization_id = ${o.organizationId} AND lease_token = ${o.token} AND paused_at IS NULL
     RETURNING id`.execute(db);
   return rows.length > 0;
+}
+
+/** The organization is locked for deletion: its streams stop after `throughSeq` (the deletion's entry). */
+export async function lockStreams(db: Db, organizationId: string): Promise<void> {
+  await sql`
+    UPDATE audit_streams SET locked_through_seq = (SELECT seq FROM audit_chain_heads WHERE organization_id = ${organizationId})
+    WHERE organization_id = ${organizationId}`.execute(db);
+}
+
+/** The organization is restored: its streams go on from their cursors. */
+export async function unlockStreams(db: Db, organizationId: string): Promise<void> {
+  await sql`UPDATE audit_streams SET locked_through_seq = NULL WHERE organization_id = ${organizationId}`.execute(db);
 }

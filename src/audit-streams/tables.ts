@@ -24,6 +24,8 @@ export interface AuditStreamsTable {
   /** Start of the current run of failed batches (null after a success). */
   failing_since: Timestamp | null;
   failures: Generated<number>;
+  /** While the organization is locked for deletion: the deletion entry's position, the last one delivered (null otherwise). */
+  locked_through_seq: Generated<string | null>;
   /** Set by a 401/403 or 3 days of failures; cleared by a change of config. */
   paused_at: Timestamp | null;
   next_attempt_at: Timestamp;

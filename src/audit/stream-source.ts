@@ -34,10 +34,12 @@ export interface StreamBatch {
 /**
  * Up to `take` entries after `afterSeq`, with the checkpoints past `afterCheckpointSeq` signed at
  * or before the batch's last entry, each placed right after its head entry (a checkpoint signed
- * at a position the stream has already passed comes first).
+ * at a position the stream has already passed comes first). Nothing past `throughSeq` when given.
  */
-export async function streamBatch(db: Db, organizationId: string, afterSeq: string, afterCheckpointSeq: string, take: number): Promise<StreamBatch> {
-  const rows = await chainBatch(db, organizationId, afterSeq, take);
+export async function streamBatch(db: Db, organizationId: string, afterSeq: string, afterCheckpointSeq: string, take: number, throughSeq: string | null = null): Promise<StreamBatch> {
+  const read = await chainBatch(db, organizationId, afterSeq, take);
+  // A locked organization's stream ends at its deletion entry (`throughSeq`).
+  const rows = throughSeq === null ? read : read.filter((row) => BigInt(row.seq) <= BigInt(throughSeq));
   const lastSeq = rows.length > 0 ? rows[rows.length - 1]!.seq : afterSeq;
   const checkpoints = BigInt(lastSeq) > BigInt(afterCheckpointSeq) ? await checkpointsBetween(db, organizationId, afterCheckpointSeq, lastSeq, take) : [];
   const records: StreamRecord[] = [];

@@ -25,6 +25,7 @@ import { jsonShapeProblem, type ShapeProblem } from '../protection/json-shape';
 import { setEventHook } from '../audit/event-hook';
 import { webhookDeliveries } from '../webhooks/queue';
 import { addLifecycleListener } from '../org/lifecycle-listeners';
+import { auditStreamLifecycle } from '../audit-streams/lifecycle';
 import { webhookLifecycle } from '../webhooks/lifecycle';
 
 export interface AppOptions {
@@ -68,8 +69,9 @@ export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppD
   if (!settings.secretKey) throw new Error('createApp needs settings.secretKey');
   // Audited changes queue their webhook deliveries in the entry's own statement.
   setEventHook(webhookDeliveries);
-  // Webhooks stop while an organization is scheduled for deletion (src/org calls, never imports, them).
+  // Webhooks and audit streams stop while an organization is scheduled for deletion (src/org calls, never imports, them).
   addLifecycleListener(webhookLifecycle);
+  addLifecycleListener(auditStreamLifecycle);
   return {
     db: options.db,
     clock: options.clock,

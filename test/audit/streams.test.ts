@@ -1,5 +1,5 @@
 import { createTestApp, LOCAL_FAKES, type TestApp } from '../support/app';
-import { bearer, createOrganization, type OrgOwner } from '../support/factories';
+import { bearer, createOrganization, PASSWORD, type OrgOwner } from '../support/factories';
 import { auditRunner } from '../support/audit-jobs';
 import { startReceiver, verifyWith, type Receiver } from '../fakes/webhook-receiver';
 import { startFakeHec, type FakeHec } from '../fakes/splunk-hec';
@@ -119,6 +119,36 @@ describe('https streams', () => {
     await drain();
     const records = receiver.received.filter((r) => r.path === '/backfill').flatMap((r) => (verifyWith(created.body.secret, r, clock.now()) as { records: Rec[] }).records);
     expectChainOrder(records, await chainIds(o), o, 0);
+  });
+});
+
+describe('an organization locked for deletion', () => {
+  it('delivers through the deletion entry, nothing during the lock, and the rest after a restore, in order', async () => {
+    const o = await org('Leaving Co');
+    const created = await createStream(o, { type: 'https', config: { url: receiver.url('/leaving') } });
+    expect(created.status).toBe(201);
+    await teams(o, 2);
+    const fresh = (await t.http.post('/v1/auth/sign-in').send({ email: o.email, password: PASSWORD })).body.session.token as string;
+    expect((await t.http.delete('/v1/org').set(...bearer(fresh)).send({ confirm: 'Leaving Co' })).status).toBe(202);
+    const throughDeletion = await chainIds(o);
+    // A platform admin's change during the lock is in the log, not in the stream.
+    const admin = await createOrganization(t, 'Platform Streams');
+    await t.db.updateTable('users').set({ is_platform_admin: true }).where('id', '=', admin.userId).execute();
+    expect((await t.http.patch(`/v1/admin/organizations/${o.organizationId}`).set(...bearer(admin.token)).send({ plan: 'team' })).status).toBe(200);
+    await drain();
+    const records = () => {
+      const out: Rec[] = [];
+      for (const r of receiver.received.filter((x) => x.path === '/leaving')) out.push(...(verifyWith(created.body.secret, r, clock.now()) as { records: Rec[] }).records);
+      return out.filter((r) => r.kind !== 'checkpoint').map((r) => r.id);
+    };
+    const chain = await chainIds(o);
+    expect(chain.length).toBe(throughDeletion.length + 1);
+    // From the stream's own creation entry (the second) to the deletion's, and not one after it.
+    expect(records()).toEqual(throughDeletion.slice(1));
+
+    expect((await t.http.post('/v1/org/restore').set(...bearer(fresh)).send()).status).toBe(200);
+    await drain();
+    expect(records()).toEqual((await chainIds(o)).slice(1));
   });
 });
 

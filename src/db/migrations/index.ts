@@ -40,6 +40,7 @@ import * as oauthAuthorizations from './20261212_0200_oauth_authorizations';
 import * as auditStreams from './20261213_0100_audit_streams';
 import * as auditActorClient from './20261213_0200_audit_actor_client';
 import * as orgLifecycle from './20261213_0300_org_lifecycle';
+import * as auditStreamsLock from './20261213_0400_audit_streams_lock';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -88,6 +89,7 @@ const migrations: Record<string, Migration> = {
   '20261213_0100_audit_streams': auditStreams,
   '20261213_0200_audit_actor_client': auditActorClient,
   '20261213_0300_org_lifecycle': orgLifecycle,
+  '20261213_0400_audit_streams_lock': auditStreamsLock,
 };
 
 export const migrationProvider: MigrationProvider = {
