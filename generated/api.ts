@@ -6890,6 +6890,31 @@ export interface components {
              */
             expiresAt: string;
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "oag_01m9d3hq3ffz0tvxbd0p1b7k2c",
+         *           "client": {
+         *             "id": "oac_01m9d3c0h8e4gs9c3p9w5r1t2y",
+         *             "name": "Deploy bot",
+         *             "type": "organization"
+         *           },
+         *           "organizationId": "org_01m5szp33rez9snxs07t6nd2jv",
+         *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "scopes": [
+         *             "members.read",
+         *             "offline_access"
+         *           ],
+         *           "resource": "https://api.example.com/v1",
+         *           "createdAt": "2026-12-01T09:14:03.000Z",
+         *           "lastUsedAt": "2026-12-04T08:01:55.000Z",
+         *           "expiresAt": "2027-01-03T08:01:55.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         OAuthAuthorizationList: {
             items: components["schemas"]["OAuthAuthorization"][];
             nextCursor: components["schemas"]["NextCursor"];
