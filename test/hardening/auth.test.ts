@@ -95,6 +95,8 @@ async function expectUnchanged<T>(run: () => Promise<T>): Promise<T> {
 function semanticBody(op: SpecOperation): object | undefined {
   if (/^grant\w+Access$/.test(op.operationId)) return { orgMembershipId: world.target.memberId, role: 'editor' };
   if (op.operationId === 'updateWebhook') return { description: 'Changed by hardening' };
+  // An audit stream has no name: its change is enabling or disabling it.
+  if (op.operationId === 'updateAuditStream') return { enabled: false };
   if (/^update/.test(op.operationId) && op.body) return { name: 'Renamed by hardening' };
   return undefined;
 }
