@@ -34,7 +34,6 @@ it('knows every permission an operation declares', () => {
  * yet: once one declares it, remove it from this list.
  */
 const AWAITING_OPERATIONS: Record<string, string> = {
-  'oauthClients.manage': "the organization's OAuth clients and its members' authorizations of them (/v1/oauth-clients, /v1/oauth-authorizations)",
   'mcpConnections.use': "the credential broker that lends a member's MCP connection to an agent acting for them",
 };
 
