@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
+import { createServer } from 'node:http';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { createApp } from '../../src/server/app';
@@ -79,14 +80,22 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   });
   const logger = pino({ level: 'info' }, sink);
   const app = createApp({ db: database.db, clock, logger, fetch: options.fetch ?? globalThis.fetch, outbound: options.outbound, settings, validateResponses: true, compileValidatorsAtStart: false });
+  // One listening server for the file's requests: supertest given a bare app starts and stops a
+  // server around every request (listen, accept, close), which a suite of thousands pays for.
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     app,
-    http: supertest(app),
+    http: supertest(server),
     database,
     db: database.db,
     clock,
     settings,
     logs,
-    close: () => (options.database ? Promise.resolve() : database.close()),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (!options.database) await database.close();
+    },
   };
 }
