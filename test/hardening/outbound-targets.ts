@@ -62,6 +62,10 @@ export function unmarkedUrlFields(op: SpecOperation): string[] {
 /** A valid body with `target` at `path` (parents filled with valid values when the base lacks them). */
 function withTarget(op: SpecOperation, base: Record<string, unknown>, path: string[], target: string): Record<string, unknown> {
   const body = structuredClone(base);
+  // Only the required fields and the one under test: an optional field's generated value may be
+  // refused on its own (a backfill `from` in the future), and the answer must name the target.
+  const required = new Set(concrete(op.body!.schema).required ?? []);
+  for (const key of Object.keys(body)) if (!required.has(key) && key !== path[0]) delete body[key];
   let node: Record<string, unknown> = body;
   let schema = concrete(op.body!.schema);
   for (const key of path.slice(0, -1)) {
@@ -74,16 +78,35 @@ function withTarget(op: SpecOperation, base: Record<string, unknown>, path: stri
   return body;
 }
 
+/**
+ * Bodies whose URL field is valid only with fields a schema cannot tie to it (an audit stream's
+ * config depends on its `type`), by operation and field: the generated body is refused for its
+ * mismatch before its target is looked at. The world's stream is a Splunk HEC one.
+ */
+const S3 = { region: 'eu-west-1', bucket: 'audit', accessKeyId: 'AKIAHARDENING', secretAccessKey: 'hardening-secret-access-key' };
+const SHAPED_BODIES: Record<string, Record<string, Record<string, unknown>>> = {
+  createAuditStream: {
+    'config.url': { type: 'https', config: { url: 'https://siem.example.test/' } },
+    'config.endpoint': { type: 's3', config: { ...S3, endpoint: 'https://s3.example.test/' } },
+  },
+  updateAuditStream: {
+    'config.url': { config: { url: 'https://splunk.example.test/services/collector/event', token: 'hec-hardening-token' } },
+  },
+};
+
 export function outboundTargetRequests(op: SpecOperation, world: OrgWorld): GenRequest[] {
   const base = validValue(op.body!.schema, idsOf(world), SEED) as Record<string, unknown>;
   const url = fillPath(op.path, pathValues(op, world));
-  return outboundFields(op).flatMap((field) =>
-    DISALLOWED_TARGETS.map((target) => ({
-      label: `body.${field.join('.')} = ${target}`,
-      method: op.method,
-      url,
-      body: withTarget(op, base, field, target),
-      expectPath: ['body', ...field],
-    })),
-  );
+  const shaped = SHAPED_BODIES[op.operationId];
+  return outboundFields(op)
+    .filter((field) => !shaped || shaped[field.join('.')])
+    .flatMap((field) =>
+      DISALLOWED_TARGETS.map((target) => ({
+        label: `body.${field.join('.')} = ${target}`,
+        method: op.method,
+        url,
+        body: withTarget(op, shaped?.[field.join('.')] ?? base, field, target),
+        expectPath: ['body', ...field],
+      })),
+    );
 }
