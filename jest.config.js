@@ -9,10 +9,9 @@
  * the same on both; what differs is the layer between them and the service, which these files
  * exercise: the embedded start and every migration, prepared-statement names, the type parsing of
  * int8 counts and sequences, dates and JSON (telemetry, analytics, billing, the audit chain), one
- * connection shared by requests and the job runner (webhook deliveries, mail, concurrency, the
- * reset timing), the request preloads and round trips, and the main flows of people and access
+ * connection shared by requests and the job runner (webhook deliveries, mail, concurrency), the request preloads and round trips, and the main flows of people and access
  * (organizations, members, teams, invitations, sign-in, second factors, SCIM directory users,
- * grants and their pages, a large plugin write, service accounts and their secrets, OAuth tokens and the authorization server's storage, the MCP policy, members' OAuth authorizations and the authorization-code flow through the hosted pages, the MCP server). `TEST_ALL_FILES=1` runs every file on PGlite.
+ * grants and their pages, a large plugin write, service accounts and their secrets, OAuth tokens and the authorization server's storage, members' OAuth authorizations and the authorization-code flow through the hosted pages, the MCP server). `TEST_ALL_FILES=1` runs every file on PGlite.
  */
 const PGLITE = [
   'src/lib/json-text.test.ts',
@@ -24,20 +23,17 @@ const PGLITE = [
   'test/api/oauth-token-refusals.test.ts',
   'test/api/oauth-keys.test.ts',
   'test/api/oauth-clients.test.ts',
-  'test/api/oauth-audit-actor.test.ts',
   'test/hardening/concurrency.test.ts',
   'test/audit/record.test.ts',
   'test/audit/routes.test.ts',
   'test/audit/checkpoints.test.ts',
   'test/audit/streams.test.ts',
-  'test/audit/stream-s3.test.ts',
   'test/api/telemetry.test.ts',
   'test/api/telemetry-round-trips.test.ts',
   'test/api/analytics.test.ts',
   'test/api/billing.test.ts',
   'test/api/webhook-delivery.test.ts',
   'test/api/mail.test.ts',
-  'test/api/password-reset.test.ts',
   'test/api/org.test.ts',
   'test/api/org-deletion.test.ts',
   'test/api/org-tables-registry.test.ts',
@@ -50,12 +46,9 @@ const PGLITE = [
   'test/api/grants.test.ts',
   'test/api/plugins-create.test.ts',
   'test/api/service-accounts.test.ts',
-  'test/api/service-account-keys.test.ts',
-  'test/api/mcp-policy.test.ts',
   'test/api/oauth-authorizations.test.ts',
   'test/browser/oauth-chromium.test.ts',
   'test/api/mcp-server.test.ts',
-  'test/api/service-account-members.test.ts',
 ];
 const pgliteSet = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';
 

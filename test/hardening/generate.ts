@@ -26,7 +26,7 @@ export interface GenRequest {
 export const MALFORMED_ENCODING = '%E0%A4%A';
 
 /** Requests per operation in the bad-input suite (deterministic; the seed is fixed). */
-export const BAD_REQUESTS_PER_OPERATION = 30;
+export const BAD_REQUESTS_PER_OPERATION = 20;
 export const SEED = 20261122;
 
 export function idsOf(world: OrgWorld): IdFor {
