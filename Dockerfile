@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The production image: multi-stage (compile with dev dependencies, run with production ones only),
 # non-root, with a HEALTHCHECK. CI lints this file (dockerfile-utils) and cannot build it: base
-# images cannot be pulled there. docs/operations.md says how it is run.
+# images cannot be pulled there. docs/running-the-service.md says how it is run.
 # Node 24 (LTS, supported until April 2028); the code also runs on Node 20.19+ and 22 (package.json
 # engines), which development machines and CI use.
 # Build: compile TypeScript with the full dependency set.

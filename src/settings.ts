@@ -22,7 +22,7 @@ export interface Settings {
   sessionTtlMs: number;
   /** Actions that change who can do what need a session authenticated this recently. */
   freshSessionMaxAgeMs: number;
-  /** Organization deletion (docs/org-lifecycle.md). */
+  /** Organization deletion (docs/organization-deletion.md). */
   orgLifecycle: OrgLifecycleSettings;
   planGating: boolean;
   suiteGraphBaseUrl: string;

@@ -12,7 +12,7 @@ const READ_CONNECTIONS = 16;
 const WRITE_CONNECTIONS = 4;
 
 /**
- * Scenario 15: what metrics and traces cost (docs/operations.md). GET /v1/org and POST /v1/teams
+ * Scenario 15: what metrics and traces cost (docs/running-the-service.md). GET /v1/org and POST /v1/teams
  * on three service processes of the same build and database, in alternating rounds: as shipped
  * (metrics and tracing off), with METRICS_PORT set (and Prometheus-like scrapes every second), and
  * with tracing exporting every span over OTLP/HTTP to a receiver in this process. Targets: metrics

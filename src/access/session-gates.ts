@@ -26,7 +26,7 @@ const UNVERIFIED_ALLOWED_EXACT = new Set(['/v1/me', '/v1/me/email', '/v1/me/pass
 const UNVERIFIED_ALLOWED_PREFIXES = ['/v1/auth/', '/v1/me/sessions/'];
 
 /**
- * What the owner of an organization scheduled for deletion keeps in it (docs/org-lifecycle.md#deletion):
+ * What the owner of an organization scheduled for deletion keeps in it (docs/organization-deletion.md#deletion):
  * the restore, and the exports, so a customer can still take their data.
  */
 function ownerKeepsWhileDeleted(operation: { path: string; operationId?: string }): boolean {

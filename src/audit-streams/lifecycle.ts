@@ -2,7 +2,7 @@ import type { LifecycleListener } from '../org/lifecycle-listeners';
 import { lockStreams, unlockStreams } from './dispatch-store';
 
 /**
- * An organization locked for deletion (docs/org-lifecycle.md#deletion): its audit streams deliver
+ * An organization locked for deletion (docs/organization-deletion.md#deletion): its audit streams deliver
  * up to and including the deletion's own entry (written before this runs, in the same
  * transaction), then stop; a restore lets them go on from their cursors, so the customer's SIEM
  * still receives every entry once or more, in order. `enabled` and `paused_at` stay the owner's.

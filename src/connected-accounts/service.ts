@@ -229,7 +229,7 @@ export function isExpired(deps: AppDeps, account: LoadedAccount): boolean {
  * Replaces the account's tokens with ones from its refresh token (`refresh` does the provider
  * call). A refresh token the provider rotated is kept; one it did not return stays the old one.
  *
- * Serialized per account across processes (docs/outbound-calls.md#token-refresh-across-processes): the account row is locked
+ * Serialized per account across processes (docs/egress.md#token-refresh-across-processes): the account row is locked
  * (SELECT … FOR UPDATE) for the refresh, so a second caller waits, then finds an access token
  * other than the one it saw expire and uses it instead of spending the refresh token again
  * (providers that rotate refresh tokens revoke the whole family on reuse).

@@ -60,7 +60,7 @@ export interface OrganizationsTable {
   updated_at: Timestamp;
   /** SSO enforcement (docs/sso.md#enforcement): password sign-in refused for verified domains. */
   sso_enforced: Generated<boolean>;
-  /** Deletion (docs/org-lifecycle.md): set while the organization is locked, until restored or purged. */
+  /** Deletion (docs/organization-deletion.md): set while the organization is locked, until restored or purged. */
   deletion_scheduled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   purge_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   deletion_requested_by_user_id: ColumnType<string | null, string | null | undefined, string | null>;
@@ -72,7 +72,7 @@ export interface OrganizationsTable {
   lifecycle_lease_token: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
-/** What remains of a purged organization (docs/org-lifecycle.md#purge): no name, no member. */
+/** What remains of a purged organization (docs/organization-deletion.md#purge): no name, no member. */
 export interface OrganizationTombstonesTable {
   organization_id: string;
   name_sha256: string;

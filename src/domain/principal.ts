@@ -79,7 +79,7 @@ export interface Principal {
    */
   emailUnverified: boolean;
   /**
-   * The session's active organization is scheduled for deletion (docs/org-lifecycle.md#deletion):
+   * The session's active organization is scheduled for deletion (docs/organization-deletion.md#deletion):
    * its routes answer 403 `organization_deleted`, except the owner's exports and restore
    * (src/access/session-gates.ts). Other credentials of such an organization answer 401; absent for them.
    */

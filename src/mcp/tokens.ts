@@ -10,7 +10,7 @@ import { callTokenEndpoint } from './token-endpoint';
 /**
  * The bearer token a call to the MCP server on a member's behalf sends: the member's access token
  * on a per-member OAuth connection they may use, refreshed first when it has expired, with the
- * refresh serialized per account across processes (docs/outbound-calls.md#token-refresh-across-processes) and a rotated refresh
+ * refresh serialized per account across processes (docs/egress.md#token-refresh-across-processes) and a rotated refresh
  * token kept. No operation calls MCP servers yet; this is the one way such a call gets its token.
  */
 export async function memberAccessToken(deps: AppDeps, membership: Membership, connectionId: string): Promise<string> {

@@ -71,7 +71,7 @@ async function organizationClient(db: Db, clientId: string): Promise<OAuthClient
     .selectFrom('oauth_clients')
     .select(['organization_id', 'name', 'type', 'redirect_uris', 'scopes', 'logo_url'])
     .where('id', '=', clientId)
-    // A client of an organization scheduled for deletion is unknown: no code, token or refresh (docs/org-lifecycle.md#deletion).
+    // A client of an organization scheduled for deletion is unknown: no code, token or refresh (docs/organization-deletion.md#deletion).
     .where(organizationUnlocked('oauth_clients.organization_id'))
     .executeTakeFirst();
   if (!row) return undefined;

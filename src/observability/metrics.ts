@@ -1,7 +1,7 @@
 import type * as Prom from 'prom-client';
 
 /**
- * The process's Prometheus metrics (docs/operations.md lists what each means). Off unless
+ * The process's Prometheus metrics (docs/running-the-service.md lists what each means). Off unless
  * METRICS_PORT is set: then `enableMetrics` loads prom-client and fills `metrics`; every place that
  * records one writes `metrics?.x.inc(…)`, so with metrics off a request pays one null check and
  * the library is never loaded.

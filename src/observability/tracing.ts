@@ -1,7 +1,7 @@
 import type * as Api from '@opentelemetry/api';
 
 /**
- * OpenTelemetry traces (docs/operations.md#traces), through the official Node SDK and its instrumentations
+ * OpenTelemetry traces (docs/running-the-service.md#traces), through the official Node SDK and its instrumentations
  * (http, pg, undici), configured only by the standard OTEL_* variables. Off unless
  * OTEL_TRACES_EXPORTER (other than `none`) or an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT,
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set; then src/observability/start-tracing.ts, the first

@@ -3,7 +3,7 @@ import type { DB } from '../db/schema';
 
 /**
  * What other areas do when an organization is locked for deletion or restored, inside the
- * transaction that does it (docs/org-lifecycle.md#deletion): webhooks pause their endpoints, a
+ * transaction that does it (docs/organization-deletion.md#deletion): webhooks pause their endpoints, a
  * future audit stream its sink. src/org calls them and never imports those areas; each area's
  * listener is installed once by createDeps (src/server/app.ts), as the audit event hook is.
  */

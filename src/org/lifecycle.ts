@@ -12,7 +12,7 @@ import { toOrganization } from './mappers';
 const orgNotFound = () => new NotFound('organization_not_found', 'The organization could not be found.');
 
 /**
- * DELETE /v1/org (docs/org-lifecycle.md#deletion): the owner, with a fresh session, names the
+ * DELETE /v1/org (docs/organization-deletion.md#deletion): the owner, with a fresh session, names the
  * organization to confirm. In one transaction the organization is locked (every credential query
  * reads the lock from then on: src/principal), the deletion's audit entry and its
  * `organization.deletion_scheduled` event are written (the last event webhooks get), and the

@@ -1,5 +1,5 @@
 /**
- * Every table that holds an organization's rows, named once (docs/org-lifecycle.md#the-table-registry):
+ * Every table that holds an organization's rows, named once (docs/organization-deletion.md#the-table-registry):
  * how the purge removes them, in the order it does. test/api/org-tables-registry.test.ts reads the
  * schema (information_schema, on both databases) and fails when a table with an `organization_id`
  * column, or one reachable from such a table by a foreign key, is missing here, or when an entry

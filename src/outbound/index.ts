@@ -1,5 +1,5 @@
 /**
- * Egress policy for tenant-supplied URLs (docs/outbound-calls.md#egress-policy): every HTTP call to a URL that came
+ * Egress policy for tenant-supplied URLs (docs/egress.md#egress-policy): every HTTP call to a URL that came
  * from an API request (worker runtimeUrl, MCP endpoints, LLM providers, webhooks, SSO issuers) goes
  * through here. URLs from settings (SUITE_*_BASE_URL) are the operator's and use `deps.fetch`.
  *

@@ -2,7 +2,7 @@ import ipaddr from 'ipaddr.js';
 import { Invalid } from '../lib/errors';
 
 /**
- * Which addresses a tenant-supplied URL may reach (docs/outbound-calls.md#egress-policy). Only globally routable
+ * Which addresses a tenant-supplied URL may reach (docs/egress.md#egress-policy). Only globally routable
  * unicast is allowed; loopback, RFC 1918, link-local (cloud metadata), CGNAT, unspecified,
  * multicast, broadcast, reserved, IPv6 unique-local and link-local are refused, also when wrapped
  * in IPv6 (IPv4-mapped and -compatible, NAT64, 6to4, Teredo, ISATAP). Networks listed in OUTBOUND_ALLOWED_NETWORKS are allowed.

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 
 /**
- * The deletion lock (docs/org-lifecycle.md#deletion) as a condition of the statement that checks a
+ * The deletion lock (docs/organization-deletion.md#deletion) as a condition of the statement that checks a
  * credential, never a query of its own (test/api/principal-round-trips.test.ts counts them):
  * true while the organization whose id `column` holds is not scheduled for deletion. A session
  * reads the same fact as a column (src/principal/session.ts) to answer 403 instead of 401.

@@ -9,7 +9,7 @@ import { contract } from './openapi';
  * from local assets. Each is built on the first request for it, not at start: most service
  * processes never serve them; so are the libraries (swagger-ui-express, yaml, compression).
  *
- * What a reader's browser gets (docs/operations.md "The reference page"):
+ * What a reader's browser gets (docs/running-the-service.md "The reference page"):
  * - compressed (br or gzip, the `compression` middleware, on this layer only: the API's answers
  *   are not): Swagger UI's scripts are 2 MB as files, about 0.5 MB compressed;
  * - cached: Swagger UI's files (named by the installed swagger-ui-dist) for a day, then

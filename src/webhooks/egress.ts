@@ -1,7 +1,7 @@
 import { checkTenantUrl, OutboundError, type Outbound } from '../outbound';
 
 /**
- * Webhooks and the egress policy (docs/outbound-calls.md#egress-policy, src/outbound): every stored URL goes
+ * Webhooks and the egress policy (docs/egress.md#egress-policy, src/outbound): every stored URL goes
  * through `checkWebhookUrl` (https, or http inside OUTBOUND_ALLOWED_NETWORKS; no credentials; no
  * literal disallowed address) and every delivery through `postWebhook` (the resolved address is
  * checked at connect time, redirects are not followed, the timeout bounds the whole exchange and

@@ -3,7 +3,7 @@ import type { LifecycleListener } from '../org/lifecycle-listeners';
 /**
  * An organization locked for deletion gets no webhook after its `organization.deletion_scheduled`
  * event (queued by that change's audit entry, before this runs); a restore resumes its endpoints
- * from the restore on (docs/org-lifecycle.md#deletion). The lock is a column of its own,
+ * from the restore on (docs/organization-deletion.md#deletion). The lock is a column of its own,
  * so an endpoint its owner disabled stays disabled after a restore. Endpoints per organization
  * are few (plan limits), so one statement each way.
  */

@@ -42,7 +42,7 @@ describe('the HTTP layer', () => {
     for (const path of ['/openapi.jsonx', '/docsx', '/v1/openapi.json']) expect((await t.http.get(path)).body.error).toBe('not_found');
   });
 
-  it('/docs: a policy that lets only the page run, compressed and cached (docs/operations.md#the-reference-page)', async () => {
+  it('/docs: a policy that lets only the page run, compressed and cached (docs/running-the-service.md#the-reference-page)', async () => {
     const server = http.createServer(t.app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     // Bytes as they travel (supertest would decompress them).

@@ -335,7 +335,7 @@ describe('MCP connections: OAuth connect', () => {
     const denied = await authorizeRedirect(owner.token, id);
     const refused = await t.http.get(denied.replace(/code=[^&]+/, 'error=access_denied'));
     expect(refused.status).toBe(400);
-    // A provider error redirect ends the flow with oauth_error (docs/outbound-calls.md#oauth-callbacks).
+    // A provider error redirect ends the flow with oauth_error (docs/egress.md#oauth-callbacks).
     expect(refused.body).toEqual({ error: 'oauth_error', message: expect.stringContaining('access_denied') });
   });
 

@@ -15,7 +15,7 @@ import * as lifecycleStore from '../../src/org/lifecycle-store';
 import { PURGE_STEPS } from '../../src/org/registry';
 
 /**
- * Organization deletion through HTTP (docs/org-lifecycle.md#deletion): the lock, the restore, the
+ * Organization deletion through HTTP (docs/organization-deletion.md#deletion): the lock, the restore, the
  * notices and the purge, which leaves no row of the organization and touches no other one.
  */
 let t: OAuthTestApp;

@@ -5,7 +5,7 @@ import { startFakeRuntime, type FakeRuntime } from '../fakes/worker-runtime';
 import { createOutbound, type Outbound } from '../../src/outbound';
 
 /**
- * The egress policy through the API (docs/outbound-calls.md#egress-policy): tenant URLs with a literal disallowed
+ * The egress policy through the API (docs/egress.md#egress-policy): tenant URLs with a literal disallowed
  * address are refused when written; a stored URL whose address is not allowed when called (the
  * setting changed, or a name resolving to loopback) is refused with nothing sent to it.
  *

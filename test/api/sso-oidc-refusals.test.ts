@@ -4,7 +4,7 @@ import { OidcIdp } from '../fakes/oidc-idp';
 import { callback, counts, IDP_CLIENT, idpAccount, loginAt, RETURN_ORIGIN, SSO_ENV, ssoOrganization, type SsoOrg } from '../support/sso-signin';
 
 /**
- * OIDC sign-in refusals through the HTTP API (docs/sso.md#signing-in, docs/outbound-calls.md#oauth-callbacks):
+ * OIDC sign-in refusals through the HTTP API (docs/sso.md#signing-in, docs/egress.md#oauth-callbacks):
  * state forged, reused or expired; `iss` missing or foreign; another issuer's code; provider
  * errors; disabled and unknown connections; returnTo outside SSO_RETURN_ORIGINS. Each is a 4xx in
  * the usual shapes and writes nothing.

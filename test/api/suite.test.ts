@@ -200,7 +200,7 @@ describe('connecting a member account', () => {
   });
 });
 
-describe('the callback as the identity platform sends it (docs/outbound-calls.md#oauth-callbacks)', () => {
+describe('the callback as the identity platform sends it (docs/egress.md#oauth-callbacks)', () => {
   const connected = async (token: string) => (await t.http.get('/v1/capabilities/suite-365/connection').set(...bearer(token))).body.connected;
 
   it('ignores session_state and other unknown parameters', async () => {

@@ -9,7 +9,7 @@ import { processGauges } from '../../src/observability/outbox';
 import { loadSettings, SettingsError } from '../../src/settings';
 
 /**
- * GET /metrics (docs/operations.md#metrics): on its own listener, OpenTelemetry-convention names, route
+ * GET /metrics (docs/running-the-service.md#metrics): on its own listener, OpenTelemetry-convention names, route
  * templates rather than paths, and a series count that does not grow with distinct ids, paths,
  * e-mails or request ids.
  */

@@ -5,7 +5,7 @@ import type { ManualClock } from '../../src/lib/clock';
 import { WEBHOOK_TEST_ENV } from '../support/webhooks';
 import { markShuttingDown } from '../../src/system/lifecycle';
 
-/** GET /ready (docs/operations.md#what-runs): warnings for failing mail and old outboxes, never unready. */
+/** GET /ready (docs/running-the-service.md#what-runs): warnings for failing mail and old outboxes, never unready. */
 describe('GET /ready warnings', () => {
   let t: TestApp;
   let owner: OrgOwner;

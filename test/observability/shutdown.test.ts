@@ -7,7 +7,7 @@ import { PASSWORD, uniqueEmail } from '../support/factories';
 import { adminSql, call, startService, type ServiceProcess } from '../support/service-process';
 
 /**
- * SHUTDOWN_TIMEOUT_MS (docs/operations.md#what-runs): a request still in flight when it runs out does not hold
+ * SHUTDOWN_TIMEOUT_MS (docs/running-the-service.md#what-runs): a request still in flight when it runs out does not hold
  * the process; it exits (status 1) at the bound. That in-flight requests finish within it and the
  * process exits 0 is test/hardening/process.test.ts. Server database only.
  */

@@ -7,7 +7,7 @@ import { PASSWORD, uniqueEmail } from '../support/factories';
 import { adminSql, call, startService, type ServiceProcess } from '../support/service-process';
 
 /**
- * Traces (docs/operations.md#traces) from the real service process with the OpenTelemetry SDK on, exported
+ * Traces (docs/running-the-service.md#traces) from the real service process with the OpenTelemetry SDK on, exported
  * by its OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL=http/json) to a receiver on 127.0.0.1
  * that decodes what the exporter sends. A write that produces a webhook, sent with a W3C
  * traceparent, gives one trace: the caller's span → the request span (named by route template) →

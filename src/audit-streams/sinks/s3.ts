@@ -18,7 +18,7 @@ interface SdkRequest {
 }
 
 /**
- * The SDK's HTTP handler replaced by the egress policy's client (docs/outbound-calls.md): the
+ * The SDK's HTTP handler replaced by the egress policy's client (docs/egress.md): the
  * store's address is checked at connect time like every tenant URL's, redirects are not followed
  * and the timeout bounds the exchange. The SDK signs the request (SigV4) before it gets here.
  */

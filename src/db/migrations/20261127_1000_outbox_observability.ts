@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * Operations (docs/operations.md#metrics): the outbox backlog gauges and /ready's warnings read the
+ * Operations (docs/running-the-service.md#metrics): the outbox backlog gauges and /ready's warnings read the
  * pending rows' count and oldest `created_at` from partial indexes of pending rows, and the latest
  * mail attempt from an index on `last_attempt_at`, never the whole table. A webhook delivery keeps
  * the W3C trace context of the request that queued it (mail_messages has its column already), so

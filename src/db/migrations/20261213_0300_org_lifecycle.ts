@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * Organization deletion (docs/org-lifecycle.md), owned by src/org. An organization whose
+ * Organization deletion (docs/organization-deletion.md), owned by src/org. An organization whose
  * `deletion_scheduled_at` is set is locked: every credential query reads it (src/principal) and
  * the lifecycle job (src/org/lifecycle-job.ts) mails its members and, from `purge_at`, purges it
  * in batches under a lease; `deletion_notices_after` is the last member mailed, so a crashed

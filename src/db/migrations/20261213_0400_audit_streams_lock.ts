@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { execScript } from '../exec-sql';
 
 /**
- * An organization locked for deletion (docs/org-lifecycle.md#deletion): its audit streams deliver
+ * An organization locked for deletion (docs/organization-deletion.md#deletion): its audit streams deliver
  * up to and including the deletion's own entry, then stop. `locked_through_seq` holds that chain
  * position while the lock lasts (null otherwise); a restore clears it and the streams go on from
  * their cursor, so nothing is skipped.

@@ -2,7 +2,7 @@
  * Why an OIDC sign-in failed, in words safe to show (no token, secret or stack). The sign-in
  * service maps each kind to its HTTP answer:
  * - `invalid_request`: the callback itself is wrong (`iss` missing or foreign, no `code`); `field`
- *   names the query parameter (docs/outbound-calls.md#oauth-callbacks).
+ *   names the query parameter (docs/egress.md#oauth-callbacks).
  * - `oauth_error`: the provider said no (`error` in the callback, or an OAuth error from its token
  *   endpoint such as `invalid_grant`); the provider's code is in the message.
  * - `invalid_token`: the provider's reply failed verification (ID-token signature against the

@@ -11,7 +11,7 @@ interface FetchOptions {
 const MAX_REPLY_BYTES = 512 * 1024;
 
 /**
- * openid-client's `customFetch`, routed through the egress policy (docs/outbound-calls.md#egress-policy): the
+ * openid-client's `customFetch`, routed through the egress policy (docs/egress.md#egress-policy): the
  * issuer is tenant data, so every call — discovery, JWKS, token, UserInfo — checks the address it
  * connects to, follows no redirect and is bounded in time and size. An OutboundError propagates
  * (openid-client keeps it as the cause) so the caller can say why.

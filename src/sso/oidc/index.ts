@@ -2,7 +2,7 @@
  * The OIDC relying party of SSO sign-in (docs/sso.md#signing-in), on openid-client 6 (certified):
  * discovery through the egress policy, code flow with PKCE S256, state and nonce, ID-token
  * verification against the issuer's JWKS, UserInfo for e-mail and groups the ID token lacks, and
- * the RFC 9207 `iss` rules of docs/outbound-calls.md#oauth-callbacks. Holds no state: the sign-in service stores the
+ * the RFC 9207 `iss` rules of docs/egress.md#oauth-callbacks. Holds no state: the sign-in service stores the
  * checks between start and callback.
  *
  *   const provider = await discoverOidc(deps.outbound, { issuer, clientId, clientSecret });

@@ -34,7 +34,7 @@ async function discover(deps: AppDeps, connection: SignInConnection): Promise<Oi
   });
 }
 
-/** An OIDC refusal as the API answers it (docs/outbound-calls.md#oauth-callbacks for `iss` and provider errors). */
+/** An OIDC refusal as the API answers it (docs/egress.md#oauth-callbacks for `iss` and provider errors). */
 function fromOidc(err: OidcRejected): AppError {
   switch (err.kind) {
     case 'invalid_request':
@@ -118,7 +118,7 @@ export async function completeOidc(deps: AppDeps, query: OidcCallbackParams, ori
       profile = await completeOidcSignIn(provider, query, { redirectUri: oidcRedirectUri(deps), checks });
     } catch (err) {
       if (!(err instanceof OidcRejected)) throw err;
-      // The provider ended the flow (`error`): that spends the state (docs/outbound-calls.md#oauth-callbacks).
+      // The provider ended the flow (`error`): that spends the state (docs/egress.md#oauth-callbacks).
       if (err.kind === 'oauth_error' && query.error !== undefined) await store.consumeLoginState(deps.db, row.state_hash, now);
       throw fromOidc(err);
     }
