@@ -26,6 +26,8 @@ export function actorOf(principal: AnyPrincipal | null): Actor {
       return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null };
     case 'accessToken':
       // The member acting (a person, or a service account: its member has no user) and the client it authorized (docs/oauth.md#access-tokens-at-the-api).
+      // A worker's own token: the worker, which has no member (docs/audit.md#the-actor).
+      if (p.worker && !p.worker.delegated) return { type: 'worker', id: p.worker.id, memberId: null, ...(p.clientId ? { clientId: p.clientId } : {}) };
       if (p.serviceAccountId !== null) return { type: 'service_account', id: p.serviceAccountId, memberId: p.membership?.memberId ?? null, ...(p.clientId ? { clientId: p.clientId } : {}) };
       return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null, ...(p.clientId ? { clientId: p.clientId } : {}) };
     case 'worker':

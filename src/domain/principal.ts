@@ -43,6 +43,13 @@ export interface Principal {
   apiKeyId: string | null;
   /** The OAuth client an access token was issued to (a service account's own id for its client credentials); absent otherwise. */
   clientId?: string;
+  /**
+   * A worker acting through an OAuth token (docs/workers-and-usage.md#workers-as-oauth-clients):
+   * its own token (`delegated: false`; no member of its own, so `membership` is its creator's,
+   * narrowed by its ceiling), or the actor of a token exchanged for the member of `membership`
+   * (`delegated: true`, the token's `act`). Absent for every other credential.
+   */
+  worker?: { id: string; delegated: boolean };
   isPlatformAdmin: boolean;
   /** The active organization's membership; null when the session has none (or it was removed). */
   membership: Membership | null;

@@ -13,13 +13,16 @@ import { organizationUnlocked } from '../principal/organization-lock';
  * - a service account (`svc_`): a confidential client of the `client_credentials` grant, its
  *   secrets the account's (src/service-accounts), its scopes its role's permissions now;
  * - an organization client (`oac_`, /v1/oauth-clients): public or confidential, its scopes and
- *   redirect URIs as registered.
+ *   redirect URIs as registered;
+ * - a worker (`wrk_`, docs/workers-and-usage.md#workers-as-oauth-clients): confidential, its secret
+ *   its host token, its scopes its ceiling ∩ its creator's permissions now; unknown while stopped
+ *   or while its creator is removed or suspended.
  *
  * Secrets are stored hashed, so the library cannot compare them: a client's metadata carries a
  * random per-process placeholder the library never sees presented, and `verifyClientSecret`
  * (installed as the library's compareClientSecret, ./provider.ts) checks the real one.
  */
-export type ClientKind = 'service_account' | 'organization';
+export type ClientKind = 'service_account' | 'organization' | 'worker';
 
 /** Metadata fields of ours on a client (oidc-provider's `extraClientMetadata`). */
 export const EXTRA_CLIENT_METADATA = ['client_kind', 'organization_id', 'member_id'] as const;
@@ -36,6 +39,7 @@ export interface OAuthClientMetadata extends AdapterPayload {
 export async function findClient(db: Db, clientId: string): Promise<OAuthClientMetadata | undefined> {
   if (clientId.startsWith('svc_')) return serviceAccountClient(db, clientId);
   if (clientId.startsWith('oac_')) return organizationClient(db, clientId);
+  if (clientId.startsWith('wrk_')) return workerClient(db, clientId);
   return undefined;
 }
 
@@ -63,6 +67,33 @@ async function serviceAccountClient(db: Db, clientId: string): Promise<OAuthClie
     redirect_uris: [],
     token_endpoint_auth_method: 'client_secret_basic',
     scope: scopes.join(' '),
+  };
+}
+
+async function workerClient(db: Db, clientId: string): Promise<OAuthClientMetadata | undefined> {
+  const row = await db
+    .selectFrom('workers as w')
+    .innerJoin('members as m', 'm.id', 'w.created_by_member_id')
+    .leftJoin('organization_roles as r', (join) => join.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.key', '=', 'm.role'))
+    .select(['w.organization_id', 'w.ceiling', 'm.role', 'r.built_in', 'r.permissions'])
+    .where('w.id', '=', clientId)
+    .where('w.stopped_at', 'is', null)
+    .where('m.removed_at', 'is', null)
+    .where('m.suspended_at', 'is', null)
+    .where(organizationUnlocked('w.organization_id'))
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const creator = permissionsOfRole({ key: row.role, builtIn: row.built_in ?? false, permissions: row.permissions });
+  return {
+    client_id: clientId,
+    client_secret: PLACEHOLDER_SECRET,
+    client_kind: 'worker',
+    organization_id: row.organization_id,
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+    token_endpoint_auth_method: 'client_secret_basic',
+    scope: sortedPermissions(row.ceiling.filter((key) => creator.has(key))).join(' '),
   };
 }
 
@@ -95,6 +126,11 @@ async function organizationClient(db: Db, clientId: string): Promise<OAuthClient
 export async function verifyClientSecret(db: Db, client: { clientId: string; kind: ClientKind | undefined }, presented: string, now: Date): Promise<boolean> {
   if (typeof presented !== 'string' || presented.length === 0 || presented.length > 512) return false;
   if (client.kind === 'service_account') return (await verifyServiceAccountSecret(db, client.clientId, presented, now)) !== null;
+  if (client.kind === 'worker') {
+    // The host token is the client secret (rotating it rotates the secret); found by its hash, as x-worker-token is.
+    const row = await db.selectFrom('workers').select('id').where('id', '=', client.clientId).where('host_token_hash', '=', sha256Hex(presented)).executeTakeFirst();
+    return row !== undefined;
+  }
   if (client.kind === 'organization') {
     const row = await db.selectFrom('oauth_clients').select('id').where('id', '=', client.clientId).where('secret_hash', '=', sha256Hex(presented)).where(organizationUnlocked('oauth_clients.organization_id')).executeTakeFirst();
     return row !== undefined;

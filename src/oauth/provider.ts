@@ -119,8 +119,11 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
           }
           if (!metadata?.organization_id) throw new Error('access token for a client without an organization');
           if (token.kind === 'ClientCredentials') {
-            if (!metadata.member_id) throw new Error('client_credentials for a client that acts as no member');
-            jwt.payload.sub = metadata.member_id;
+            // A worker's own token: `sub` is the worker (the library's default, its client id); a service account's, its member.
+            if (metadata.client_kind !== 'worker') {
+              if (!metadata.member_id) throw new Error('client_credentials for a client that acts as no member');
+              jwt.payload.sub = metadata.member_id;
+            }
             if (!token.scope) {
               token.scope = metadata.scope || undefined;
               jwt.payload.scope = token.scope;

@@ -20,6 +20,8 @@ export interface AccessTokenClaims {
   org_id: string;
   /** The member's authorization (`oag_`) a token of the authorization-code or device flow was issued under; absent for client credentials. */
   authorization_id?: string;
+  /** RFC 8693 §4.1: the actor of a token exchanged for a member (a worker, docs/workers-and-usage.md#token-exchange). */
+  act?: { sub: string };
 }
 
 /** A compact JWS: three base64url parts. Bearer values of other kinds (session tokens, API keys) have no dot. */
@@ -63,11 +65,13 @@ export async function verifyAccessToken(db: Db, token: string, now: Date, expect
   } catch {
     return null;
   }
-  const { sub, aud, exp, iat, jti, client_id: clientId, scope, org_id: orgId, authorization_id: authorizationId } = payload as Record<string, unknown>;
+  const { sub, aud, exp, iat, jti, client_id: clientId, scope, org_id: orgId, authorization_id: authorizationId, act } = payload as Record<string, unknown>;
   const audience = Array.isArray(aud) ? aud[0] : aud;
   if (typeof sub !== 'string' || typeof jti !== 'string' || typeof clientId !== 'string' || typeof orgId !== 'string' || typeof audience !== 'string') return null;
   if (typeof exp !== 'number' || typeof iat !== 'number' || (scope !== undefined && typeof scope !== 'string')) return null;
   if (authorizationId !== undefined && typeof authorizationId !== 'string') return null;
+  const actor = act === undefined ? undefined : typeof act === 'object' && act !== null && typeof (act as { sub?: unknown }).sub === 'string' ? (act as { sub: string }).sub : null;
+  if (actor === null) return null;
   return {
     iss: expected.issuer,
     sub,
@@ -79,5 +83,6 @@ export async function verifyAccessToken(db: Db, token: string, now: Date, expect
     scope: scope ? scope.split(' ').filter(Boolean) : [],
     org_id: orgId,
     ...(authorizationId !== undefined ? { authorization_id: authorizationId } : {}),
+    ...(actor !== undefined ? { act: { sub: actor } } : {}),
   };
 }

@@ -7,6 +7,7 @@ import { looksLikeJwt, verifyAccessToken, type AccessTokenClaims } from '../oaut
 import { revokedKeyOf } from '../oauth/revocations';
 import { apiResource, apiResourceMetadataUrl } from '../oauth/resources';
 import { organizationUnlocked } from './organization-lock';
+import { principalOfWorkerToken } from './worker-access-token';
 
 /**
  * An OAuth access token (docs/oauth.md#access-tokens-at-the-api) → the member it acts as, the
@@ -89,6 +90,8 @@ function tokenState(db: Db, claims: AccessTokenClaims, now: Date): Promise<Token
  * Used by the `/v1` scheme below and by introspection (src/oauth/structured-tokens.ts).
  */
 export async function principalFromClaims(db: Db, claims: AccessTokenClaims, now: Date): Promise<Principal | null> {
+  // A worker's own token names no member (docs/workers-and-usage.md#workers-as-oauth-clients).
+  if (claims.sub.startsWith('wrk_')) return principalOfWorkerToken(db, claims);
   const row = await tokenState(db, claims, now);
   if (!row) return null;
   const serviceAccountClient = row.serviceAccountId !== null && claims.client_id === row.serviceAccountId && claims.authorization_id === undefined;

@@ -2,6 +2,7 @@ import type { DeferredCredentials, HandlerMap } from '../contract';
 import { membershipOf, workerClaimOf, workerOf } from '../access/roles';
 import * as workers from './service';
 import * as lifecycle from './lifecycle';
+import { setWorkerCeiling } from './ceiling';
 
 export const workerHandlers: HandlerMap<
   | 'createWorker'
@@ -16,6 +17,7 @@ export const workerHandlers: HandlerMap<
   | 'stopWorker'
   | 'startWorker'
   | 'rotateWorkerToken'
+  | 'putWorkerCeiling'
 > = {
   createWorker: async (ctx) => {
     const created = await workers.createWorker(ctx.deps, membershipOf(ctx), ctx.body);
@@ -58,6 +60,8 @@ export const workerHandlers: HandlerMap<
   startWorker: async (ctx) => ({ status: 200, body: { ok: true, item: await lifecycle.setStopped(ctx.deps, membershipOf(ctx), ctx.params.id, false) } }),
 
   rotateWorkerToken: async (ctx) => ({ status: 200, body: { ok: true, hostToken: await lifecycle.rotateToken(ctx.deps, membershipOf(ctx), ctx.params.id) } }),
+
+  putWorkerCeiling: async (ctx) => ({ status: 200, body: { ok: true, item: await setWorkerCeiling(ctx.deps, membershipOf(ctx), ctx.params.id, ctx.body) } }),
 };
 
 /** The heartbeat checks its worker token in the statement that records it (src/workers/service.ts). */

@@ -45,6 +45,7 @@ export function toWorker(row: store.WorkerRow, deps: Pick<AppDeps, 'clock' | 'se
     status: workerStatus(row, deps.clock.now(), deps.settings.workerStaleAfterMs),
     lastHeartbeatAt: row.last_heartbeat_at ? row.last_heartbeat_at.toISOString() : null,
     version: row.version,
+    ceiling: { scopes: row.ceiling },
   };
 }
 

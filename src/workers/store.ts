@@ -15,6 +15,8 @@ export interface WorkerRow {
   online_since: Date | null;
   version: string | null;
   stopped_at: Date | null;
+  /** The most the worker's own OAuth tokens may do (permission keys), read with its creator's permissions. */
+  ceiling: string[];
 }
 
 /** Never the token hash or the sealed token: those are read only where they are needed. */
@@ -32,6 +34,7 @@ export const WORKER_COLUMNS = [
   'online_since',
   'version',
   'stopped_at',
+  'ceiling',
 ] as const;
 
 export async function insertWorker(
@@ -105,6 +108,16 @@ export async function updateWorker(
       ...(changes.runtimeUrl !== undefined ? { runtime_url: changes.runtimeUrl } : {}),
       updated_at: changes.now,
     })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', workerId)
+    .returning(WORKER_COLUMNS)
+    .executeTakeFirst();
+}
+
+export async function setCeiling(db: Db, organizationId: string, workerId: string, ceiling: string[], now: Date): Promise<WorkerRow | undefined> {
+  return db
+    .updateTable('workers')
+    .set({ ceiling, updated_at: now })
     .where('organization_id', '=', organizationId)
     .where('id', '=', workerId)
     .returning(WORKER_COLUMNS)

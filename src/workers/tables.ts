@@ -23,6 +23,8 @@ export interface WorkersTable {
   version: Generated<string | null>;
   open_sessions: Generated<number | null>;
   stopped_at: OptionalTimestamp;
+  /** Permission keys: the most the worker's own OAuth tokens may do (docs/workers-and-usage.md#workers-as-oauth-clients). */
+  ceiling: ColumnType<string[], string[] | undefined, string[]>;
 }
 
 /** One continuous online run of a worker (see the 20261123_0500_worker_lifecycle migration). */

@@ -41,6 +41,7 @@ import * as auditStreams from './20261213_0100_audit_streams';
 import * as auditActorClient from './20261213_0200_audit_actor_client';
 import * as orgLifecycle from './20261213_0300_org_lifecycle';
 import * as auditStreamsLock from './20261213_0400_audit_streams_lock';
+import * as workerCeiling from './20261214_0100_worker_ceiling';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -90,6 +91,7 @@ const migrations: Record<string, Migration> = {
   '20261213_0200_audit_actor_client': auditActorClient,
   '20261213_0300_org_lifecycle': orgLifecycle,
   '20261213_0400_audit_streams_lock': auditStreamsLock,
+  '20261214_0100_worker_ceiling': workerCeiling,
 };
 
 export const migrationProvider: MigrationProvider = {
