@@ -20,7 +20,7 @@ export interface AccessTokenClaims {
   org_id: string;
   /** The member's authorization (`oag_`) a token of the authorization-code or device flow was issued under; absent for client credentials. */
   authorization_id?: string;
-  /** RFC 8693 §4.1: the actor of a token exchanged for a member (a worker, docs/workers-and-usage.md#token-exchange). */
+  /** RFC 8693 §4.1: the actor of a token exchanged for a member (a worker, docs/workers-and-usage.md#workers-as-oauth-clients). */
   act?: { sub: string };
 }
 

@@ -40,6 +40,7 @@ describe('workers CRUD', () => {
         status: 'pending',
         lastHeartbeatAt: null,
         version: null,
+        ceiling: { scopes: [] },
       },
     });
     const row = await t.db.selectFrom('workers').select(['host_token_hash', 'host_token_sealed']).where('id', '=', res.body.item.id).executeTakeFirstOrThrow();
