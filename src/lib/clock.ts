@@ -4,17 +4,3 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => new Date() };
-
-/** A clock tests can set and advance. */
-export class ManualClock implements Clock {
-  constructor(private current: Date = new Date()) {}
-  now(): Date {
-    return new Date(this.current.getTime());
-  }
-  set(date: Date): void {
-    this.current = new Date(date.getTime());
-  }
-  advance(ms: number): void {
-    this.current = new Date(this.current.getTime() + ms);
-  }
-}

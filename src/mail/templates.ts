@@ -25,18 +25,6 @@ export type MailInput =
 
 export type MailKind = MailInput['kind'];
 
-export const MAIL_KINDS: readonly MailKind[] = [
-  'invitation',
-  'verify_email',
-  'password_reset',
-  'password_reset_unavailable',
-  'password_changed',
-  'email_change_confirm',
-  'email_change_notice',
-  'email_change_taken',
-  'security_notice',
-];
-
 export interface RenderedMail {
   subject: string;
   text: string;

@@ -103,8 +103,3 @@ export const PURGE_STEPS: readonly PurgeStep[] = [
   del('organizations'),
   { table: 'organization_tombstones', kind: 'keep' },
 ];
-
-/** The tables the purge knows, by name. */
-export function registeredTables(): Set<string> {
-  return new Set(PURGE_STEPS.map((step) => step.table));
-}

@@ -34,14 +34,6 @@ export interface RouterOptions {
   onReady?: () => void;
 }
 
-/**
- * Express → openapi-backend (route, authenticate, validate) → typed handler → `{status, body}`.
- * Every answer, success or error, leaves through `send`, so nothing else writes a response.
- */
-export function createApiRouter(deps: AppDeps, handlers: Handlers, options: RouterOptions): RequestHandler {
-  return createApi(deps, handlers, options).handler;
-}
-
 /** The API router, and the two ways a front reaches the same operations without an HTTP request of their own. */
 export interface Api {
   handler: RequestHandler;
@@ -62,6 +54,10 @@ export interface Api {
  */
 const givenPrincipals = new WeakMap<object, { scheme: string; principal: AnyPrincipal }>();
 
+/**
+ * Express → openapi-backend (route, authenticate, validate) → typed handler → `{status, body}`.
+ * Every answer, success or error, leaves through `send`, so nothing else writes a response.
+ */
 export function createApi(deps: AppDeps, handlers: Handlers, options: RouterOptions): Api {
   const definition = options.contract ?? contract;
   // Who may call each operation, from its declaration in the contract (./access.ts); an operation

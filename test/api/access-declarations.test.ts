@@ -1,6 +1,6 @@
 import pino from 'pino';
 import type { Document } from 'openapi-backend';
-import { createApiRouter } from '../../src/server/router';
+import { createApi } from '../../src/server/router';
 import { contract } from '../../src/server/openapi';
 import { handlers } from '../../src/server/registry';
 import { createDeps } from '../../src/server/app';
@@ -32,7 +32,7 @@ function contractWith(operationId: string, change: (op: Operation) => void): Doc
 
 /** The declarations are read before any dependency is used, so the start fails without a database. */
 function build(definition: Document) {
-  return createApiRouter({} as AppDeps, handlers, { validateResponses: false, compileValidatorsAtStart: false, contract: definition });
+  return createApi({} as AppDeps, handlers, { validateResponses: false, compileValidatorsAtStart: false, contract: definition }).handler;
 }
 
 describe('the router at start', () => {

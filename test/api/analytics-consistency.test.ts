@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgMember, type OrgOwner } from '../support/factories';
-import { ManualClock } from '../../src/lib/clock';
+import { ManualClock } from '../support/clock';
 
 /**
  * Analytics reads rollups for whole days and past weeks and raw events only at the edges. This

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgMember, type OrgOwner } from '../support/factories';
-import { ManualClock } from '../../src/lib/clock';
+import { ManualClock } from '../support/clock';
 import { newId } from '../../src/lib/ids';
 
 /**

@@ -2,7 +2,7 @@ import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization } from '../support/factories';
 import { newId } from '../../src/lib/ids';
 import { sha256Hex } from '../../src/lib/crypto';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 
 let t: TestApp;
 beforeAll(async () => {

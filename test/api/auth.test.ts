@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, PASSWORD, signUp, uniqueEmail } from '../support/factories';
 import { sha256Hex } from '../../src/lib/crypto';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { deref, fixedValueDisagreements, loadContract, type Schema } from '../support/spec';
 
 let t: TestApp;

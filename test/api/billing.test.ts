@@ -1,6 +1,6 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
-import { ManualClock } from '../../src/lib/clock';
+import { ManualClock } from '../support/clock';
 
 /**
  * docs/workers-and-usage.md#plans-limits-and-usage: GET /v1/billing and GET /v1/billing/usage. Online time is hand-computed here

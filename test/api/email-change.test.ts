@@ -1,6 +1,6 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, PASSWORD, signUp, uniqueEmail, type OrgOwner } from '../support/factories';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { mailEnv, startMailbox, testMailer, type Mailbox, type ReceivedMail } from '../support/mailbox';
 
 /**

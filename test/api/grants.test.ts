@@ -3,7 +3,7 @@ import { addMember, bearer, createMarketplace, createOrganization, createPlugin,
 import { newId } from '../../src/lib/ids';
 import { insertGrants } from '../../src/grants/store';
 import { CONNECTOR_INSTANCE, MARKETPLACE, PLUGIN, type GrantedResource } from '../../src/grants/resources';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 
 let t: TestApp;
 let clock: ManualClock;

@@ -2,7 +2,7 @@ import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, inviteAndAccept, PASSWORD, signUp, uniqueEmail } from '../support/factories';
 import { newId } from '../../src/lib/ids';
 import { sha256Hex } from '../../src/lib/crypto';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { INVITATION_SUBJECT, invitationTokenFor, mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
 
 /** Invitation tokens reach only the invitee's mailbox: every test takes them from the mailed link. */

@@ -4,7 +4,7 @@ import { createTestApp, LOCAL_FAKES, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgMember, type OrgOwner } from '../support/factories';
 import { findSecretsInDatabase, rowCounts } from '../support/snapshot';
 import { startFakeLlm, type FakeLlm } from '../fakes/llm-providers';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import type { LookupFunction } from 'node:net';
 import pino from 'pino';
 import supertest from 'supertest';

@@ -5,10 +5,10 @@ import { simpleParser } from 'mailparser';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, uniqueEmail, type OrgOwner } from '../support/factories';
 import { linkIn, mailEnv, startMailbox, testMailer, tokenIn, type Mailbox } from '../support/mailbox';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import type { JobRunner } from '../../src/jobs';
 import { queueNotice } from '../../src/mail/queue';
-import { MAIL_KINDS } from '../../src/mail/templates';
+import type { MailKind } from '../../src/mail/templates';
 import { SecretBox } from '../../src/lib/crypto';
 import { loadContract } from '../support/spec';
 
@@ -304,6 +304,18 @@ describe('GET /v1/admin/mail', () => {
 
   it('the spec names every kind of message the service sends', () => {
     const spec = loadContract() as unknown as { components: { schemas: { MailKind: { enum: string[] } } } };
-    expect(new Set(spec.components.schemas.MailKind.enum)).toEqual(new Set(MAIL_KINDS));
+    // Every kind the templates take, once (the record fails to compile when a kind is added or gone).
+    const kinds: Record<MailKind, true> = {
+      invitation: true,
+      verify_email: true,
+      password_reset: true,
+      password_reset_unavailable: true,
+      password_changed: true,
+      email_change_confirm: true,
+      email_change_notice: true,
+      email_change_taken: true,
+      security_notice: true,
+    };
+    expect(new Set(spec.components.schemas.MailKind.enum)).toEqual(new Set(Object.keys(kinds)));
   });
 });

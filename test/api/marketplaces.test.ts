@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createMarketplace, createOrganization, createPlugin } from '../support/factories';
 import { newId } from '../../src/lib/ids';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 
 let t: TestApp;
 let clock: ManualClock;

@@ -7,7 +7,7 @@ import { createDeps } from '../../src/server/app';
 import { SecretBox } from '../../src/lib/crypto';
 import { principalFromSession } from '../../src/principal';
 import { memberAccessToken } from '../../src/mcp/tokens';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 
 /**
  * The generic OAuth flow of MCP connections, end to end through the HTTP API, against a certified

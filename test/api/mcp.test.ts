@@ -2,7 +2,7 @@ import { LOCAL_FAKES, createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { FakeOAuthServer } from '../fakes/oauth-server';
 import { findPlainText } from '../fakes/oauth-db-scan';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { newId } from '../../src/lib/ids';
 import { randomSecret, sha256Hex } from '../../src/lib/crypto';
 

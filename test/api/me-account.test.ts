@@ -1,6 +1,6 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, asApiKey, bearer, createOrganization, PASSWORD, signUp, type OrgOwner } from '../support/factories';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
 
 /**

@@ -2,7 +2,7 @@ import { Secret, TOTP } from 'otpauth';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, PASSWORD, signUp, type SignedUpUser } from '../support/factories';
 import { deliverToFolder } from '../support/mailbox';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 
 /**
  * Second-factor guessing (docs/second-factors.md): whoever knows the password may not guess codes

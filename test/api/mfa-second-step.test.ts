@@ -1,7 +1,7 @@
 import { Secret, TOTP } from 'otpauth';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, PASSWORD, signUp, type SignedUpUser } from '../support/factories';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { sha256Hex } from '../../src/lib/crypto';
 
 /**

@@ -3,7 +3,7 @@ import type supertest from 'supertest';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type SignedUpUser } from '../support/factories';
 import { countingApp } from '../support/statement-counter';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { randomSecret, sha256Hex } from '../../src/lib/crypto';
 import { newId } from '../../src/lib/ids';
 import { insertApiKey } from '../../src/api-keys/store';

@@ -3,7 +3,7 @@ import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, PASSWORD, signUp, type SignedUpUser } from '../support/factories';
 import { SoftAuthenticator } from '../support/authenticator';
 import { mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { newId } from '../../src/lib/ids';
 import { insertMember } from '../../src/members/store';
 

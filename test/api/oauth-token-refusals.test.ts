@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import * as oauth from 'openid-client';
 import { SignJWT, decodeJwt } from 'jose';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { discover, serviceAccountClient, startOAuthApp, type OAuthTestApp, type ServiceAccountClient } from '../support/oauth';
 

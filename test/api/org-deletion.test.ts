@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pino from 'pino';
 import * as oauth from 'openid-client';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { SecretBox } from '../../src/lib/crypto';
 import { createOutbound } from '../../src/outbound';
 import { createJobRunner, type JobRunner } from '../../src/jobs';

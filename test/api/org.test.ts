@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization } from '../support/factories';
 import { newId } from '../../src/lib/ids';

@@ -2,7 +2,7 @@ import { Secret, TOTP } from 'otpauth';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, PASSWORD, signUp, signUpUnverified, uniqueEmail } from '../support/factories';
 import { mailEnv, startMailbox, testMailer, tokenIn, type Mailbox } from '../support/mailbox';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import type { JobRunner } from '../../src/jobs';
 import { createUser } from '../../src/users/service';
 import { settleResetWork } from '../../src/auth/passwords';

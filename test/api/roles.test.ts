@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, PASSWORD, signUp, type OrgOwner } from '../support/factories';
 import { snapshot, snapshotDiff } from '../support/snapshot';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { PERMISSION_KEYS } from '../../src/access/permissions';
 import { enterpriseOrganization, OIDC_CONNECTION, SAML_CONNECTION } from '../support/sso';
 import { invitationTokenFor } from '../support/mailbox';

@@ -1,4 +1,4 @@
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, signUp } from '../support/factories';
 import { verifyDomain } from '../support/sso-signin';

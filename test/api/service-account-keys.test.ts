@@ -1,6 +1,6 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, asApiKey, bearer, createOrganization, type OrgOwner } from '../support/factories';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 
 /**
  * A service account's API keys (docs/service-accounts.md#credentials): the organization's keys,

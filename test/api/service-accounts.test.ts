@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { sha256Hex } from '../../src/lib/crypto';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { serviceAccountState, verifyServiceAccountSecret } from '../../src/service-accounts/service';
 
 /**

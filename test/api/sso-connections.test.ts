@@ -2,7 +2,7 @@ import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, PASSWORD, type OrgOwner } from '../support/factories';
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import { enterpriseOrganization, IDP_CERTIFICATE, OIDC_CONNECTION, SAML_CONNECTION } from '../support/sso';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 
 let t: TestApp;
 let org: OrgOwner;

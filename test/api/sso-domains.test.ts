@@ -5,7 +5,7 @@ import { snapshot, snapshotDiff } from '../support/snapshot';
 import { startDnsServer, type TestDnsServer } from '../support/dns';
 import { enterpriseOrganization } from '../support/sso';
 import { emailDomainVerified } from '../../src/scim/domains';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 
 let t: TestApp;
 let dns: TestDnsServer;

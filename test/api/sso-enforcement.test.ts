@@ -4,7 +4,7 @@ import { addMember, bearer, createOrganization, PASSWORD, signUpAs as signUpVeri
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import { newId } from '../../src/lib/ids';
 import { insertMember } from '../../src/members/store';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { invitationTokenFor } from '../support/mailbox';
 
 /**

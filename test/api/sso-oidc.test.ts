@@ -1,6 +1,6 @@
 import { createTestApp, LOCAL_FAKES, type TestApp } from '../support/app';
 import { addMember, bearer, signUp, PASSWORD } from '../support/factories';
-import { ManualClock } from '../../src/lib/clock';
+import { ManualClock } from '../support/clock';
 import { OidcIdp } from '../fakes/oidc-idp';
 import { snapshot, snapshotDiff } from '../support/snapshot';
 import { callback, counts, exchange, IDP_CLIENT, idpAccount, loginAt, RETURN_ORIGIN, signInAt, SSO_ENV, ssoOrganization, verifyDomain } from '../support/sso-signin';

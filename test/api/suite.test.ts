@@ -3,7 +3,7 @@ import { addMember, bearer, createOrganization, type OrgOwner } from '../support
 import { FakeOAuthServer } from '../fakes/oauth-server';
 import { FakeGraphServer } from '../fakes/suite-graph';
 import { findPlainText, scannedColumnCount } from '../fakes/oauth-db-scan';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { newId } from '../../src/lib/ids';
 import { randomSecret, sha256Hex } from '../../src/lib/crypto';
 

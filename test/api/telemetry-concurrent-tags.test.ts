@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { createTestApp, type TestApp } from '../support/app';
 import { testDbKind } from '../support/env';
 import { addMember, bearer, createOrganization } from '../support/factories';
-import { ManualClock } from '../../src/lib/clock';
+import { ManualClock } from '../support/clock';
 
 /**
  * Two batches of one session at once, one bringing a new tag and the other more events (on whole

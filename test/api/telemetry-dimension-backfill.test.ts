@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization } from '../support/factories';
-import { ManualClock } from '../../src/lib/clock';
+import { ManualClock } from '../support/clock';
 import { up as dimensionSummaries } from '../../src/db/migrations/20261124_0250_telemetry_dimension_summaries';
 import { up as dimensionHourly } from '../../src/db/migrations/20261124_0900_telemetry_dimension_hourly';
 import { up as fiveMinute } from '../../src/db/migrations/20261124_1000_telemetry_five_minute';

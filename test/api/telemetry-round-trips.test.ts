@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type supertest from 'supertest';
-import { ManualClock } from '../../src/lib/clock';
+import { ManualClock } from '../support/clock';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization } from '../support/factories';
 import { countingApp } from '../support/statement-counter';

@@ -1,6 +1,6 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgMember, type OrgOwner } from '../support/factories';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 
 let t: TestApp;
 let clock: ManualClock;

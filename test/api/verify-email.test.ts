@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, PASSWORD, signUpUnverified, uniqueEmail } from '../support/factories';
 import { mailEnv, startMailbox, testMailer, tokenIn, type Mailbox } from '../support/mailbox';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import type { JobRunner } from '../../src/jobs';
 import { newId } from '../../src/lib/ids';
 import { insertMember } from '../../src/members/store';

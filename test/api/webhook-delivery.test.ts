@@ -1,5 +1,5 @@
 import type { LookupFunction } from 'node:net';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { createOutbound } from '../../src/outbound';
 import type { JobRunner } from '../../src/jobs';
 import { createTestApp, type TestApp } from '../support/app';

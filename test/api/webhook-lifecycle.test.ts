@@ -1,4 +1,4 @@
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import type { JobRunner } from '../../src/jobs';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, type OrgOwner } from '../support/factories';

@@ -2,7 +2,7 @@ import { LOCAL_FAKES, createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { startFakeRuntime, type FakeRuntime } from '../fakes/worker-runtime';
 import { sha256Hex } from '../../src/lib/crypto';
-import { ManualClock } from '../../src/lib/clock';
+import { ManualClock } from '../support/clock';
 
 /** docs/workers-and-usage.md#worker-lifecycle-and-metered-usage: status from heartbeats against WORKER_STALE_AFTER, stop/start, token rotation. */
 let t: TestApp;

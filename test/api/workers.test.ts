@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { sha256Hex } from '../../src/lib/crypto';
-import { ManualClock } from '../../src/lib/clock';
+import { ManualClock } from '../support/clock';
 
 let t: TestApp;
 const clock = new ManualClock(new Date('2026-11-20T12:00:00.000Z'));

@@ -4,7 +4,7 @@ import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, PASSWORD, type OrgOwner } from '../support/factories';
 import { auditRunner } from '../support/audit-jobs';
 import { openNote, parseCheckpoint, parseVerifierKey, NoteError, type VerifierKey } from '../support/signed-note';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import type { JobRunner } from '../../src/jobs';
 import { pruneAuditLog } from '../../src/audit/retention';
 

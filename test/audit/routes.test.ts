@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization, PASSWORD, type OrgOwner } from '../support/factories';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { pruneAuditLog } from '../../src/audit/retention';
 
 /**

@@ -5,7 +5,7 @@ import { startReceiver, verifyWith, type Receiver } from '../fakes/webhook-recei
 import { startFakeHec, type FakeHec } from '../fakes/splunk-hec';
 import { startFakeDatadog, type FakeDatadog } from '../fakes/datadog-logs';
 import { openNote, parseCheckpoint, parseVerifierKey, type VerifierKey } from '../support/signed-note';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import type { JobRunner } from '../../src/jobs';
 
 /**

@@ -1,4 +1,4 @@
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, PASSWORD } from '../support/factories';
 import { specOperations, type SpecOperation } from '../support/spec';

@@ -2,7 +2,7 @@ import { inflateRawSync } from 'node:zlib';
 import { Secret, TOTP } from 'otpauth';
 import { LOCAL_FAKES, type TestApp } from '../support/app';
 import type { Settings } from '../../src/settings';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { LINK_PATHS } from '../../src/mail/templates';
 import { bearer, PASSWORD, signUp, signUpUnverified, uniqueEmail, type SignedUpUser } from '../support/factories';
 import { deliverToFolder, tokenIn } from '../support/mailbox';

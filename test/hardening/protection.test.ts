@@ -3,7 +3,7 @@ import supertest from 'supertest';
 import { createApp } from '../../src/server/app';
 import { loadSettings } from '../../src/settings';
 import { connectServer } from '../../src/db/connect';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { createTestApp, type TestApp } from '../support/app';
 import { testDbKind, serverUrl } from '../support/env';
 import { bearer, createOrganization, PASSWORD, signUp, uniqueEmail } from '../support/factories';

@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from '../support/app';
 import { bearer, createOrganization, uniqueEmail, type OrgOwner } from '../support/factories';
 import { mailEnv, startMailbox, testMailer, type Mailbox } from '../support/mailbox';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { WEBHOOK_TEST_ENV } from '../support/webhooks';
 import { markShuttingDown } from '../../src/system/lifecycle';
 

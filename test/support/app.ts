@@ -6,7 +6,8 @@ import type TestAgent from 'supertest/lib/agent';
 import { createApp } from '../../src/server/app';
 import type { Outbound } from '../../src/outbound';
 import { loadSettings, type Settings } from '../../src/settings';
-import { ManualClock, type Clock } from '../../src/lib/clock';
+import type { Clock } from '../../src/lib/clock';
+import { ManualClock } from './clock';
 import type { Express } from 'express';
 import { createTestDatabase, type TestDatabase } from './database';
 
