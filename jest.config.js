@@ -32,6 +32,7 @@ const PGLITE = [
   'test/api/mail.test.ts',
   'test/api/org.test.ts',
   'test/api/org-deletion.test.ts',
+  'test/api/org-exports.test.ts',
   'test/api/org-tables-registry.test.ts',
   'test/api/members.test.ts',
   'test/api/auth.test.ts',

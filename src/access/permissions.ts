@@ -26,6 +26,7 @@ const MEMBER = 'org_member_required';
 
 export const PERMISSION_CATALOGUE = {
   'org.update': { description: 'Rename the organization.', minimum: 'admin', reason: ADMIN },
+  'org.export': { description: "Export all of the organization's data (a zip with a file per kind of data) and download it.", minimum: 'owner', reason: 'owner_required' },
   'members.read': { description: "List the organization's members and read any member's permissions.", minimum: 'member', reason: MEMBER },
   'members.changeRole': { description: "Change a member's role.", minimum: 'admin', reason: ADMIN },
   'members.remove': { description: 'Remove another member from the organization.', minimum: 'admin', reason: ADMIN },

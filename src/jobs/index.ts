@@ -11,6 +11,7 @@ import { WebhookDeliveries } from '../webhooks/delivery-job';
 import { AuditCheckpoints } from '../audit/checkpoint-job';
 import { AuditStreamDeliveries } from '../audit-streams/delivery-job';
 import { OrganizationLifecycle } from '../org/lifecycle-job';
+import { OrganizationExports } from '../exports/job';
 import { JobRunner, type JobKind } from './runner';
 import { listenForJobs } from './wakeup';
 
@@ -53,6 +54,9 @@ export function createJobRunner(setup: JobRunnerSetup): JobRunner {
     kinds.push(new AuditCheckpoints({ db, clock, logger, secrets, publicBaseUrl: settings.publicBaseUrl, settings: settings.audit }));
     kinds.push(new AuditStreamDeliveries({ db, clock, logger, secrets, outbound: setup.outbound, timeoutMs: settings.audit.streamTimeoutMs }));
   }
-  if (setup.kinds.lifecycle) kinds.push(new OrganizationLifecycle({ db, clock, logger, secrets, settings }));
+  if (setup.kinds.lifecycle) {
+    kinds.push(new OrganizationLifecycle({ db, clock, logger, secrets, settings }));
+    kinds.push(new OrganizationExports({ db, clock, logger, secrets, publicBaseUrl: settings.publicBaseUrl, settings }));
+  }
   return new JobRunner({ clock, logger, kinds, wakeups: listenUrl ? (channels, wake) => listenForJobs(listenUrl, channels, wake, logger) : undefined });
 }

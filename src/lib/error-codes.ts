@@ -87,6 +87,7 @@ export const ERROR_CODES = {
   webhook_not_found: { status: 404, description: 'No webhook endpoint with this id in the organization.' },
   audit_stream_not_found: { status: 404, description: 'No audit stream with this id in the organization.' },
   worker_not_found: { status: 404, description: 'No worker with this id in the organization.' },
+  export_not_found: { status: 404, description: 'No export with this id in the organization.' },
   mfa_not_enrolled: { status: [404, 409], description: 'The account has no second factor of the kind the request needs.' },
 
   already_bootstrapped: { status: 409, description: 'The first user and organization exist already.' },
@@ -95,6 +96,9 @@ export const ERROR_CODES = {
   organization_deletion_scheduled: { status: 409, description: 'The organization is already scheduled for deletion.' },
   organization_not_deleted: { status: 409, description: 'The organization is not scheduled for deletion: there is nothing to restore.' },
   organization_purging: { status: 409, description: 'The grace period is over: the organization is being purged and cannot be restored.' },
+  export_in_progress: { status: 409, description: 'An export of the organization is pending or running already: one at a time.' },
+  export_not_ready: { status: 409, description: 'The export is not ready (pending, running or failed): there is nothing to download yet.' },
+  export_expired: { status: 409, description: 'The export expired and its file was removed: request a new one.' },
   already_owner: { status: 409, description: 'The member is already the owner.' },
   builtin_role_immutable: { status: 409, description: 'Built-in roles cannot be changed or deleted.' },
   domain_exists: { status: 409, description: 'The organization has this domain already.' },

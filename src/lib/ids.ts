@@ -45,6 +45,7 @@ export const ID_PREFIXES = {
   serviceAccountSecret: 'sas',
   oauthAuthorization: 'oag',
   oauthClient: 'oac',
+  organizationExport: 'exp',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

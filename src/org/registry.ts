@@ -22,6 +22,9 @@ export type PurgeStep =
 const del = (table: string): PurgeStep => ({ table, kind: 'delete' });
 
 export const PURGE_STEPS: readonly PurgeStep[] = [
+  // Exports (the zip's chunks reference their export).
+  del('organization_export_chunks'),
+  del('organization_exports'),
   // Outbox and webhooks: deliveries reference events.
   del('webhook_deliveries'),
   del('events'),

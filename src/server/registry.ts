@@ -20,6 +20,7 @@ import { authorizationHandlers } from '../authorizations/handlers';
 import { suiteHandlers } from '../suite/handlers';
 import { webhookHandlers } from '../webhooks/handlers';
 import { auditHandlers } from '../audit/handlers';
+import { exportHandlers } from '../exports/handlers';
 import { auditStreamHandlers } from '../audit-streams/handlers';
 import { billingHandlers } from '../plans/handlers';
 import { templateHandlers } from '../templates/handlers';
@@ -67,6 +68,7 @@ export const handlers: Handlers = {
   ...suiteHandlers,
   ...webhookHandlers,
   ...auditHandlers,
+  ...exportHandlers,
   ...auditStreamHandlers,
   ...billingHandlers,
   ...templateHandlers,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Response } from 'supertest';
 import { newId } from '../../src/lib/ids';
-import { randomSecret, sha256Hex } from '../../src/lib/crypto';
+import { randomSecret, SecretBox, sha256Hex } from '../../src/lib/crypto';
 import type { TestApp } from '../support/app';
 import { IDP_CERTIFICATE } from '../support/sso';
 import { SoftAuthenticator } from '../support/authenticator';
@@ -9,6 +9,9 @@ import { addMember, bearer, createOrganization, PASSWORD, uniqueEmail, type OrgM
 import { fillPath, idKindOf, specOperations, type SpecOperation, type SpecParameter } from '../support/spec';
 import { invitationTokenFor } from '../support/mailbox';
 import { insert as insertAuthorization } from '../../src/authorizations/store';
+import pino from 'pino';
+import { JobRunner } from '../../src/jobs';
+import { OrganizationExports } from '../../src/exports/job';
 
 /**
  * One organization with one of every resource kind the contract has, created through the API
@@ -363,6 +366,16 @@ export async function buildWorld(t: TestApp, label: string): Promise<OrgWorld> {
       now,
     );
     put('oag', authorization.id);
+  }
+
+  // A ready export of the organization: requested through the API, built by the export job.
+  const exported = await step('createOrgExport', 'export', () => ownerApi.post('/v1/org/exports'));
+  if (exported?.status === 202) {
+    const kind = new OrganizationExports({ db: t.db, clock: t.clock, logger: pino({ level: 'silent' }), secrets: new SecretBox(t.settings.secretKey!), publicBaseUrl: t.settings.publicBaseUrl, settings: t.settings });
+    const runner = new JobRunner({ clock: t.clock, logger: pino({ level: 'silent' }), kinds: [kind] });
+    await runner.runOnce();
+    await runner.stop();
+    put('exp', exported.body.item?.id);
   }
 
   const ids: Record<string, string[]> = {};

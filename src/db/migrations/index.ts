@@ -42,6 +42,7 @@ import * as auditActorClient from './20261213_0200_audit_actor_client';
 import * as orgLifecycle from './20261213_0300_org_lifecycle';
 import * as auditStreamsLock from './20261213_0400_audit_streams_lock';
 import * as workerCeiling from './20261214_0100_worker_ceiling';
+import * as orgExports from './20261214_0200_org_exports';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -92,6 +93,7 @@ const migrations: Record<string, Migration> = {
   '20261213_0300_org_lifecycle': orgLifecycle,
   '20261213_0400_audit_streams_lock': auditStreamsLock,
   '20261214_0100_worker_ceiling': workerCeiling,
+  '20261214_0200_org_exports': orgExports,
 };
 
 export const migrationProvider: MigrationProvider = {

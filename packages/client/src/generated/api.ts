@@ -721,6 +721,76 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/org/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's exports (owner, session only)
+         * @description Every export of the organization, newest first, in keyset pages: its status, and once ready its size, SHA-256 and expiry. Needs `org.export` (the owner's alone by default).
+         */
+        get: operations["listOrgExports"];
+        put?: never;
+        /**
+         * Export the organization's data (owner, session only, fresh)
+         * @description Queues an export of everything the organization holds; it is built in the background and the requester is mailed when it is ready. One at a time per organization (409 `export_in_progress`). Needs `org.export` (the owner's alone by default) and a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`); allowed while the organization is scheduled for deletion.
+         */
+        post: operations["createOrgExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/org/exports/{exportId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example exp_01m6b7c8d9e0f1g2h3j4k5m6n7 */
+                exportId: components["schemas"]["OrganizationExportId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one export (owner, session only)
+         * @description The export's status, and once ready its size, SHA-256 and expiry. Needs `org.export`; an export of another organization is 404 `export_not_found`.
+         */
+        get: operations["getOrgExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/org/exports/{exportId}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example exp_01m6b7c8d9e0f1g2h3j4k5m6n7 */
+                exportId: components["schemas"]["OrganizationExportId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Download an export's zip (owner, session only)
+         * @description The zip, streamed: one `<kind>.ndjson` file per kind of data (secrets never included), the audit log with its chain hashes, `audit-checkpoints.ndjson` with the signed checkpoints, and `manifest.json` (each file's line count and SHA-256, and the fields withheld as secrets). Every download is audited. 409 `export_not_ready` before it is ready, 409 `export_expired` after `expiresAt`.
+         */
+        get: operations["downloadOrgExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/members": {
         parameters: {
             query?: never;
@@ -4337,6 +4407,90 @@ export interface components {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["OrganizationDeletion"];
         };
+        /**
+         * Format: typeid
+         * @example exp_01m6b7c8d9e0f1g2h3j4k5m6n7
+         */
+        OrganizationExportId: string;
+        /**
+         * @description `pending` (queued), `running` (being built), `ready` (can be downloaded until `expiresAt`), `failed` (see `error`; request a new export).
+         * @enum {string}
+         */
+        OrganizationExportStatus: "pending" | "running" | "ready" | "failed";
+        OrganizationExport: {
+            id: components["schemas"]["OrganizationExportId"];
+            status: components["schemas"]["OrganizationExportStatus"];
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * @description The member who asked for it.
+             * @example om_01m5zvjhhrebha7y5r3map2at2
+             */
+            requestedByMemberId: string;
+            /**
+             * Format: date-time
+             * @description When it was last taken up for building.
+             */
+            startedAt: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
+            /** @description Bytes of the zip, once ready. */
+            size: number | null;
+            /** @description Hex SHA-256 of the zip, once ready (the download's `Repr-Digest` says the same). */
+            sha256: string | null;
+            /**
+             * Format: date-time
+             * @description Until when it can be downloaded (7 days after it became ready).
+             */
+            expiresAt: string | null;
+            /** @description Why a failed export failed. */
+            error: string | null;
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "exp_01m6b7c8d9e0f1g2h3j4k5m6n7",
+         *           "status": "ready",
+         *           "createdAt": "2026-12-14T09:00:00.000Z",
+         *           "requestedByMemberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "startedAt": "2026-12-14T09:00:01.000Z",
+         *           "finishedAt": "2026-12-14T09:00:07.000Z",
+         *           "size": 48213,
+         *           "sha256": "9f2c1e7a4b5d6c8e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70",
+         *           "expiresAt": "2026-12-21T09:00:07.000Z",
+         *           "error": null
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        OrganizationExportList: {
+            items: components["schemas"]["OrganizationExport"][];
+            nextCursor: string | null;
+        };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "exp_01m6b7c8d9e0f1g2h3j4k5m6n7",
+         *         "status": "pending",
+         *         "createdAt": "2026-12-14T09:00:00.000Z",
+         *         "requestedByMemberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *         "startedAt": null,
+         *         "finishedAt": null,
+         *         "size": null,
+         *         "sha256": null,
+         *         "expiresAt": null,
+         *         "error": null
+         *       }
+         *     }
+         */
+        OrganizationExportItem: {
+            /** @constant */
+            ok: true;
+            item: components["schemas"]["OrganizationExport"];
+        };
         /** @description Opaque cursor for the next page, or null on the last page. */
         NextCursor: string | null;
         /**
@@ -6890,6 +7044,31 @@ export interface components {
              */
             expiresAt: string;
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "oag_01m9d3hq3ffz0tvxbd0p1b7k2c",
+         *           "client": {
+         *             "id": "oac_01m9d3c0h8e4gs9c3p9w5r1t2y",
+         *             "name": "Deploy bot",
+         *             "type": "organization"
+         *           },
+         *           "organizationId": "org_01m5szp33rez9snxs07t6nd2jv",
+         *           "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "scopes": [
+         *             "members.read",
+         *             "offline_access"
+         *           ],
+         *           "resource": "https://api.example.com/v1",
+         *           "createdAt": "2026-12-01T09:14:03.000Z",
+         *           "lastUsedAt": "2026-12-04T08:01:55.000Z",
+         *           "expiresAt": "2027-01-03T08:01:55.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         OAuthAuthorizationList: {
             items: components["schemas"]["OAuthAuthorization"][];
             nextCursor: components["schemas"]["NextCursor"];
@@ -9002,6 +9181,106 @@ export interface components {
                 "application/json": {
                     /** @enum {string} */
                     error: "organization_not_deleted" | "organization_purging";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
+         *     - `owner_required`: Only the owner of the organization may do this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-owner_required-sso_required-for-org.export": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "owner_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
+         *     - `owner_required`: Only the owner of the organization may do this.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-owner_required-sso_required-for-org.export": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required" | "mfa_enrollment_required" | "organization_deleted" | "owner_required" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `export_in_progress`: An export of the organization is pending or running already: one at a time.
+         */
+        "409-export_in_progress": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "export_in_progress";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not found in the caller's organization. `error` is one of:
+         *
+         *     - `export_not_found`: No export with this id in the organization.
+         *     - `organization_not_found`: The caller has no active organization, or the organization is gone.
+         */
+        "404-export_not_found-organization_not_found": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "export_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Conflicts with the resource's current state. `error` is one of:
+         *
+         *     - `export_expired`: The export expired and its file was removed: request a new one.
+         *     - `export_not_ready`: The export is not ready (pending, running or failed): there is nothing to download yet.
+         */
+        "409-export_expired-export_not_ready": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    error: "export_expired" | "export_not_ready";
                     message: string;
                 };
             };
@@ -13001,6 +13280,127 @@ export interface operations {
             403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-owner_required-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             409: components["responses"]["409-organization_not_deleted-organization_purging"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listOrgExports: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of exports. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationExportList"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-owner_required-sso_required-for-org.export"];
+            404: components["responses"]["404-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createOrgExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationExportItem"];
+                };
+            };
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required-mfa_enrollment_required-organization_deleted-owner_required-sso_required-for-org.export"];
+            404: components["responses"]["404-organization_not_found"];
+            409: components["responses"]["409-export_in_progress"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getOrgExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example exp_01m6b7c8d9e0f1g2h3j4k5m6n7 */
+                exportId: components["schemas"]["OrganizationExportId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationExportItem"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-owner_required-sso_required-for-org.export"];
+            404: components["responses"]["404-export_not_found-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    downloadOrgExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example exp_01m6b7c8d9e0f1g2h3j4k5m6n7 */
+                exportId: components["schemas"]["OrganizationExportId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The zip. */
+            200: {
+                headers: {
+                    /** @description The zip's SHA-256 (RFC 9530), as `sha-256=:<base64>:`. */
+                    "Repr-Digest"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example (the zip's bytes) */
+                    "application/zip": string;
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-owner_required-sso_required-for-org.export"];
+            404: components["responses"]["404-export_not_found-organization_not_found"];
+            409: components["responses"]["409-export_expired-export_not_ready"];
             default: components["responses"]["Error"];
         };
     };

@@ -117,6 +117,16 @@ export const errorAnswers = {
   "/v1/org/restore": {
     post: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","fresh_session_required","mfa_enrollment_required","organization_deleted","owner_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":409,"error":"organization_not_deleted"},{"status":409,"error":"organization_purging"}],
   },
+  "/v1/org/exports": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","organization_deleted","owner_required","sso_required"]},{"status":404,"error":"organization_not_found"}],
+    post: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","fresh_session_required","mfa_enrollment_required","organization_deleted","owner_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":409,"error":"export_in_progress"}],
+  },
+  "/v1/org/exports/{exportId}": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","organization_deleted","owner_required","sso_required"]},{"status":404,"error":"export_not_found"},{"status":404,"error":"organization_not_found"}],
+  },
+  "/v1/org/exports/{exportId}/download": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","organization_deleted","owner_required","sso_required"]},{"status":404,"error":"export_not_found"},{"status":404,"error":"organization_not_found"},{"status":409,"error":"export_expired"},{"status":409,"error":"export_not_ready"}],
+  },
   "/v1/members": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_member_required","organization_deleted","sso_required"]},{"status":404,"error":"organization_not_found"}],
   },
