@@ -2598,6 +2598,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workers/{id}/ceiling": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the most a worker's OAuth tokens may do (its creator or an admin, session only)
+         * @description A worker is a confidential OAuth client (`client_id` its id, client secret its host token). Its `client_credentials` tokens may do at most its ceiling, and on every request also at most what its creator may do then. Replaces the whole ceiling; nobody sets keys they do not hold (403 `permission_not_held`). Its creator or an admin, with a session. Audited as `worker.ceiling_updated`.
+         */
+        put: operations["putWorkerCeiling"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/billing": {
         parameters: {
             query?: never;
@@ -6332,6 +6355,17 @@ export interface components {
          * @enum {string}
          */
         WorkerStatus: "pending" | "online" | "offline" | "stopped";
+        /**
+         * @example {
+         *       "scopes": [
+         *         "members.read",
+         *         "teams.read"
+         *       ]
+         *     }
+         */
+        WorkerCeiling: {
+            scopes: components["schemas"]["PermissionKeys"];
+        };
         Worker: {
             /** @description Worker id (`wrk_` TypeID). */
             id: string;
@@ -6352,6 +6386,8 @@ export interface components {
             lastHeartbeatAt: string | null;
             /** @description The version the worker sent in its last heartbeat that had one, or null. */
             version: string | null;
+            /** @description The most the worker's own OAuth tokens may do (empty until set), also bounded by its creator's permissions on each request. */
+            ceiling: components["schemas"]["WorkerCeiling"];
         };
         /**
          * @example {
@@ -6368,7 +6404,13 @@ export interface components {
          *           "lastActivityAt": "2026-11-04T08:01:55.000Z",
          *           "status": "pending",
          *           "lastHeartbeatAt": "2026-11-04T08:02:30.000Z",
-         *           "version": "1.2.0"
+         *           "version": "1.2.0",
+         *           "ceiling": {
+         *             "scopes": [
+         *               "members.read",
+         *               "teams.read"
+         *             ]
+         *           }
          *         }
          *       ],
          *       "nextCursor": null
@@ -6410,7 +6452,13 @@ export interface components {
          *         "lastActivityAt": "2026-11-04T08:01:55.000Z",
          *         "status": "pending",
          *         "lastHeartbeatAt": "2026-11-04T08:02:30.000Z",
-         *         "version": "1.2.0"
+         *         "version": "1.2.0",
+         *         "ceiling": {
+         *           "scopes": [
+         *             "members.read",
+         *             "teams.read"
+         *           ]
+         *         }
          *       },
          *       "hostToken": "cpw_eRbnsRbC-xHRhR0LaXuDth8PL2sxtfDdOk-BamhyAYU"
          *     }
@@ -6436,7 +6484,13 @@ export interface components {
          *         "lastActivityAt": "2026-11-04T08:01:55.000Z",
          *         "status": "pending",
          *         "lastHeartbeatAt": "2026-11-04T08:02:30.000Z",
-         *         "version": "1.2.0"
+         *         "version": "1.2.0",
+         *         "ceiling": {
+         *           "scopes": [
+         *             "members.read",
+         *             "teams.read"
+         *           ]
+         *         }
          *       }
          *     }
          */
@@ -10896,6 +10950,30 @@ export interface components {
                 "application/json": {
                     /** @enum {string} */
                     error: "worker_runtime_error";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
+         *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         *     - `worker_creator_or_admin_required`: Only the worker's creator or an admin may do this.
+         */
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_not_held-sso_required-worker_creator_or_admin_required-for-workers.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_not_held" | "sso_required" | "worker_creator_or_admin_required";
                     message: string;
                 };
             };
@@ -17490,6 +17568,38 @@ export interface operations {
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             409: components["responses"]["409-worker_stopped"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putWorkerCeiling: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkerCeiling"];
+            };
+        };
+        responses: {
+            /** @description The worker with its new ceiling. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerItem"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_not_held-sso_required-worker_creator_or_admin_required-for-workers.manage"];
+            404: components["responses"]["404-organization_not_found-worker_not_found"];
             default: components["responses"]["Error"];
         };
     };
