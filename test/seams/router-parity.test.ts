@@ -97,6 +97,22 @@ describe.each(operations.map((op) => [`${op.method.toUpperCase()} ${op.path}`, o
  * number, an array and an empty string, undeclared and nested query values, headers in mixed case,
  * a cookie header, a parsed, absent or raw body. The results must be equal.
  */
+/**
+ * Equal as data, as toEqual reads it: the same values, arrays item by item, objects by their
+ * defined properties whatever their prototype (the library's cookies object has a class
+ * prototype, and structuredClone makes objects of another realm than the test's).
+ */
+function sameData(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((v, i) => sameData(v, (b as unknown[])[i]));
+  const defined = (o: object) => Object.entries(o).filter(([, v]) => v !== undefined);
+  const ea = defined(a);
+  const eb = new Map(defined(b));
+  return ea.length === eb.size && ea.every(([k, v]) => eb.has(k) && sameData(v, eb.get(k)));
+}
+
 describe.each(operations.map((op) => [`${op.method.toUpperCase()} ${op.path}`, op] as const))('parse %s', (_label, op) => {
   it('is parsed exactly as openapi-backend parses it', () => {
     const concrete = concretePaths(op.path, op.parameters);
@@ -121,6 +137,9 @@ describe.each(operations.map((op) => [`${op.method.toUpperCase()} ${op.path}`, o
               const request = () => ({ method: op.method.toUpperCase(), path: p, query: structuredClone(query), headers: { ...headers }, body: structuredClone(body) });
               const expected = pristine.router.parseRequest(request() as never, withOperation ? operation : undefined);
               const actual = fast.router.parseRequest(request() as never, withOperation ? operation : undefined);
+              // A plain comparison first (microseconds); jest's toEqual only when that differs: it
+              // was most of this file's time over ~2,000 comparisons per operation.
+              if (sameData(actual, expected)) continue;
               try {
                 expect(actual).toEqual(expected);
               } catch {
