@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import pino from 'pino';
 import { sql } from 'kysely';
 import yauzl from 'yauzl';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { SecretBox } from '../../src/lib/crypto';
 import { JobRunner } from '../../src/jobs';
 import { OrganizationExports } from '../../src/exports/job';
