@@ -342,6 +342,7 @@ function collectSecrets(label: string, value: unknown): void {
 }
 beforeAll(async () => {
   t = await createTestApp();
+  await installCommitFailure();
 }, 120_000);
 afterAll(async () => {
   await t.close();
@@ -375,15 +376,27 @@ function idsIn(value: unknown, into = new Set<string>()): Set<string> {
   return into;
 }
 
-/** Makes every audit insert fail at commit (a deferred constraint trigger), for one request. */
+/**
+ * A deferred constraint trigger on audit_logs that fails the commit while its switch is on, for
+ * failingAtCommit. Installed once: creating and dropping it around each request was four DDL
+ * statements per candidate, each invalidating every cached plan that reads audit_logs. The switch
+ * lives outside the public schema, so the snapshots and the table registry do not see it.
+ */
+async function installCommitFailure(): Promise<void> {
+  await sql`CREATE SCHEMA audit_test`.execute(t.db);
+  await sql`CREATE TABLE audit_test.switch (fail boolean NOT NULL)`.execute(t.db);
+  await sql`INSERT INTO audit_test.switch VALUES (false)`.execute(t.db);
+  await sql`CREATE FUNCTION audit_test.fail() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN IF (SELECT fail FROM audit_test.switch) THEN RAISE EXCEPTION ''forced failure at commit''; END IF; RETURN NULL; END'`.execute(t.db);
+  await sql`CREATE CONSTRAINT TRIGGER audit_test_fail AFTER INSERT ON audit_logs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION audit_test.fail()`.execute(t.db);
+}
+
+/** Makes every audit insert fail at commit, for one request. */
 async function failingAtCommit<T>(run: () => Promise<T>): Promise<T> {
-  await sql`CREATE FUNCTION audit_test_fail() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''forced failure at commit''; END'`.execute(t.db);
-  await sql`CREATE CONSTRAINT TRIGGER audit_test_fail AFTER INSERT ON audit_logs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION audit_test_fail()`.execute(t.db);
+  await sql`UPDATE audit_test.switch SET fail = true`.execute(t.db);
   try {
     return await run();
   } finally {
-    await sql`DROP TRIGGER audit_test_fail ON audit_logs`.execute(t.db);
-    await sql`DROP FUNCTION audit_test_fail()`.execute(t.db);
+    await sql`UPDATE audit_test.switch SET fail = false`.execute(t.db);
   }
 }
 
