@@ -12,7 +12,7 @@
  * connection shared by requests and the job runner (webhook deliveries, mail, audit streams,
  * concurrency), the request preloads and round trips, and one flow of each kind of principal and
  * owner of data (organizations and members, sign-in, service accounts, client-credentials tokens,
- * the authorization-code flow through the hosted pages, the MCP server, deletion and purge with
+ * the authorization-code and device flows through the hosted pages, the MCP server, deletion and purge with
  * the table registry). Each file here costs a data-dir load on top of its tests, so the set stays
  * small: `TEST_ALL_FILES=1` runs every file on PGlite.
  */
@@ -38,6 +38,7 @@ const PGLITE = [
   'test/api/auth.test.ts',
   'test/api/service-accounts.test.ts',
   'test/browser/oauth-chromium.test.ts',
+  'test/browser/oauth-device-chromium.test.ts',
   'test/api/mcp-server.test.ts',
 ];
 const pgliteSet = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES !== '1';

@@ -18,7 +18,7 @@ const DISCOVERY = '/.well-known/openid-configuration';
 
 export const oauthFront: Front = {
   name: 'oauth',
-  ownBodyPaths: ['/oauth/token', '/oauth/token/introspection', '/oauth/token/revocation', '/oauth/device/auth', '/oauth/reg'],
+  ownBodyPaths: ['/oauth/token', '/oauth/token/introspection', '/oauth/token/revocation', '/oauth/device/auth', '/oauth/device', '/oauth/reg'],
   // The sign-in and consent forms (./interactions.ts) parse their own small urlencoded bodies.
   ownBodyPrefixes: ['/oauth/interaction/', '/oauth/auth/'],
   mount: (tools) => oauthRouter(tools),

@@ -1,20 +1,22 @@
 import { Router, urlencoded, type NextFunction, type Request, type Response } from 'express';
 import type * as OidcProvider from 'oidc-provider';
 import type { FrontTools } from '../contract/fronts';
-import { PERMISSION_CATALOGUE, type Permission } from '../access/permissions';
+import { PERMISSION_CATALOGUE } from '../access/permissions';
 import { signIn } from '../auth/service';
 import * as mfa from '../mfa/challenges';
 import * as authorizations from '../authorizations/service';
-import type { ConsentClient, OrganizationChoice } from '../authorizations/service';
+import type { ConsentClient } from '../authorizations/service';
 import { AppError } from '../lib/errors';
 import { deriveKey, hmacBase64url, safeEqual } from '../lib/crypto';
-import { html, page, PAGE_CSP, PAGE_HEADERS, type Html } from '../pages/layout';
+import { PAGE_CSP, PAGE_HEADERS } from '../pages/layout';
 import { templateContext } from '../mail/queue';
 import type { ClientKind } from './clients';
 import { keyOf } from './records';
 import { apiResource, OFFLINE_ACCESS } from './resources';
 import { OFFLINE_ASKED, type Provider } from './provider';
 import { INTERACTION_PATH } from './interaction-path';
+import { formatUserCode } from './device-pages';
+import { consentPage, messagePage, secondFactorPage, signInPage, type ConsentView } from './interaction-pages';
 
 /**
  * The authorization server's own pages (docs/oauth.md#sign-in-and-consent-authorization-code): oidc-provider sends a
@@ -224,9 +226,14 @@ export function interactionsRouter(tools: FrontTools, current: () => Promise<{ p
     if (interaction.params[OFFLINE_ASKED] === 'true' && grantTypes.includes('refresh_token')) asked.push(OFFLINE_ACCESS);
     const scopes = [...new Set(asked.filter((s) => (s in PERMISSION_CATALOGUE || s === OFFLINE_ACCESS) && (client.type !== 'organization' || allowed.has(s))))];
     const resource = typeof interaction.params.resource === 'string' ? interaction.params.resource : apiResource(deps.settings.publicBaseUrl);
-    const redirectUri = String(interaction.params.redirect_uri ?? '');
     const choices = await authorizations.organizationChoices(deps, proven.userId, client, proven.secondFactor);
-    return { client, registeredBy, scopes, resource, redirectHost: hostOf(redirectUri), choices };
+    // The device flow (RFC 8628) has no redirect: the device polls; the page repeats its user code.
+    const deviceCode = (interaction as { deviceCode?: string }).deviceCode;
+    if (deviceCode) {
+      const code = await provider.DeviceCode.find(deviceCode, { ignoreExpiration: true });
+      return { client, registeredBy, scopes, resource, redirectHost: null, userCode: code ? formatUserCode(code.userCode) : null, choices };
+    }
+    return { client, registeredBy, scopes, resource, redirectHost: hostOf(String(interaction.params.redirect_uri ?? '')), userCode: null, choices };
   }
 
   return router;
@@ -234,15 +241,6 @@ export function interactionsRouter(tools: FrontTools, current: () => Promise<{ p
 
 /** A request these pages cannot go on with (another browser's interaction, a forged form): a page saying so. */
 class Refused extends Error {}
-
-interface ConsentView {
-  client: ConsentClient;
-  registeredBy: string | null;
-  scopes: string[];
-  resource: string;
-  redirectHost: string;
-  choices: OrganizationChoice[];
-}
 
 function expiryOf(interaction: OidcProvider.Interaction): Date {
   return new Date((interaction.exp ?? Math.floor(Date.now() / 1000) + 3600) * 1000);
@@ -268,87 +266,4 @@ function hostOf(uri: string): string {
 
 function isLibraryError(err: unknown): boolean {
   return err instanceof Error && typeof (err as { error?: unknown }).error === 'string' && typeof (err as { status?: unknown }).status === 'number';
-}
-
-// ---- Pages ----------------------------------------------------------------------------------------
-
-function messagePage(title: string, line: string, productName: string): string {
-  return page(title, html`<h1>${title}</h1><p class="error" role="alert">${line}</p>`, productName);
-}
-
-function signInPage(p: { uid: string; csrf: string; productName: string; email?: string; error?: string }): string {
-  const error: Html | null = p.error ? html`<p class="error" role="alert">${p.error}</p>` : null;
-  return page(
-    'Sign in',
-    html`<h1>Sign in to ${p.productName}</h1>
-<p>An application asks to act for you. Sign in first; you will see what it asks before anything is shared.</p>
-${error}
-<form method="post" action="${INTERACTION_PATH}/${p.uid}/sign-in">
-<input type="hidden" name="csrf" value="${p.csrf}">
-<label for="email">E-mail</label>
-<input id="email" name="email" type="email" required maxlength="320" autocomplete="username" value="${p.email ?? ''}">
-<label for="password">Password</label>
-<input id="password" name="password" type="password" required maxlength="256" autocomplete="current-password">
-<button type="submit">Sign in</button>
-</form>`,
-    p.productName,
-  );
-}
-
-function secondFactorPage(p: { uid: string; csrf: string; productName: string; challenge: string; error?: string }): string {
-  const error: Html | null = p.error ? html`<p class="error" role="alert">${p.error}</p>` : null;
-  return page(
-    'Second factor',
-    html`<h1>Confirm it is you</h1>
-<p>Enter the 6-digit code of your authenticator app, or one of your recovery codes.</p>
-${error}
-<form method="post" action="${INTERACTION_PATH}/${p.uid}/second-factor">
-<input type="hidden" name="csrf" value="${p.csrf}">
-<input type="hidden" name="challenge" value="${p.challenge}">
-<label for="code">Code</label>
-<input id="code" name="code" type="text" required maxlength="64" inputmode="numeric" autocomplete="one-time-code">
-<button type="submit">Continue</button>
-</form>`,
-    p.productName,
-  );
-}
-
-const SCOPE_WORDS: Record<string, string> = { [OFFLINE_ACCESS]: 'Keep access while you are away (it can renew its access without asking you again).' };
-
-function scopeWords(scope: string): string {
-  return SCOPE_WORDS[scope] ?? PERMISSION_CATALOGUE[scope as Permission]?.description ?? scope;
-}
-
-function consentPage(p: ConsentView & { uid: string; csrf: string; productName: string; error?: string }): string {
-  const error: Html | null = p.error ? html`<p class="error" role="alert">${p.error}</p>` : null;
-  const origin =
-    p.client.type === 'organization'
-      ? html`<p class="muted">Registered by ${p.registeredBy ?? 'an organization'}.</p>`
-      : html`<p class="muted">This application describes itself at <strong>${p.client.clientId}</strong>; its name is its own claim, not checked by ${p.productName}.</p>`;
-  const open = p.choices.filter((c) => c.refused === null);
-  const closed = p.choices.filter((c) => c.refused !== null);
-  const choices =
-    open.length === 0
-      ? html`<p class="error" role="alert">None of your organizations can authorize this application.</p>`
-      : html`<fieldset><legend>For which organization</legend>${open.map(
-          (c, i) => html`<div class="choice"><input type="radio" id="org-${c.organizationId}" name="organizationId" value="${c.organizationId}"${i === 0 ? html` checked` : null} required><label for="org-${c.organizationId}">${c.name}</label></div>`,
-        )}</fieldset>`;
-  const refused = closed.length ? html`<p class="muted">Not available: ${closed.map((c, i) => html`${i ? '; ' : ''}${c.name} (${c.refused})`)}</p>` : null;
-  return page(
-    'Authorize',
-    html`<h1>${p.client.name} wants to act for you</h1>
-${origin}
-<p>It will receive your answer at <strong>${p.redirectHost}</strong>.</p>
-${error}
-<p>It asks to:</p>
-<ul>${p.scopes.map((s) => html`<li>${scopeWords(s)}</li>`)}</ul>
-<form method="post" action="${INTERACTION_PATH}/${p.uid}/consent">
-<input type="hidden" name="csrf" value="${p.csrf}">
-${choices}
-${refused}
-${open.length ? html`<button type="submit" name="decision" value="approve">Allow</button>` : null}
-<button type="submit" name="decision" value="deny" class="secondary" formnovalidate>Deny</button>
-</form>`,
-    p.productName,
-  );
 }

@@ -11,6 +11,9 @@ import { apiResource, OFFLINE_ACCESS, protectedResources } from './resources';
 import { INTERACTION_PATH } from './interaction-path';
 import { keyOf } from './records';
 import { findGrantAuthorization, revokeForGrant, useGrant } from '../authorizations/service';
+import { templateContext } from '../mail/queue';
+import { devicePages, prefillFromLink } from './device-pages';
+import { DEVICE_CODE_GRANT, devicePolling } from './device-polling';
 
 // oidc-provider (Koa inside, ESM) loads when the authorization server first serves a request.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -40,7 +43,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
   const scopes = [...PERMISSION_KEYS, OFFLINE_ACCESS];
 
   const configuration: Configuration = {
-    adapter: recordsAdapter({ db: deps.db, secrets: deps.secrets, findClient: (id) => findClient(deps.db, id), onGrantRevoked: (grantKey) => revokeForGrant(deps, grantKey) }),
+    adapter: recordsAdapter({ db: deps.db, secrets: deps.secrets, findClient: async (id) => withDeviceGrant(await findClient(deps.db, id), oauth.deviceFlow), onGrantRevoked: (grantKey) => revokeForGrant(deps, grantKey) }),
     jwks: { keys: keys.jwks as NonNullable<Configuration['jwks']>['keys'] },
     cookies: { keys: [deriveKey(settings.secretKey!, 'oauth-cookies').toString('base64url')] },
     scopes,
@@ -77,6 +80,8 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
       userinfo: { enabled: false },
       rpInitiatedLogout: { enabled: false },
       clientCredentials: { enabled: true },
+      // RFC 8628 (OAUTH_DEVICE_FLOW): codes of 8 letters without vowels or look-alikes, shown as XXXX-XXXX; our pages (./device-pages.ts).
+      deviceFlow: { enabled: oauth.deviceFlow, charset: 'base-20', mask: '****-****', ...devicePages(deps.db, templateContext(settings.mail).productName) },
       introspection: {
         enabled: true,
         // RFC 7662 for confidential clients, of their own tokens only (another client's: active false).
@@ -143,6 +148,8 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
 
   const Provider = oidcProvider().default;
   const provider = new Provider(settings.publicBaseUrl, configuration);
+  provider.use(prefillFromLink);
+  provider.use(devicePolling(deps));
   provider.use(async (ctx, next) => {
     if (ctx.method === 'GET' && ctx.path === '/auth') {
       const scope = ctx.query.scope;
@@ -161,4 +168,10 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
     return verifyClientSecret(db, { clientId: this.clientId, kind }, actual, clock.now());
   } as unknown as OidcProvider.Client['compareClientSecret'];
   return provider;
+}
+
+/** Organization clients may use the device flow while it is on (docs/oauth.md#device-flow); other clients as they are. */
+function withDeviceGrant<T extends { client_kind?: string; grant_types?: readonly string[] }>(metadata: T | undefined, deviceFlow: boolean): T | undefined {
+  if (!metadata || !deviceFlow || metadata.client_kind !== 'organization') return metadata;
+  return { ...metadata, grant_types: [...(metadata.grant_types ?? []), DEVICE_CODE_GRANT] };
 }

@@ -30,6 +30,9 @@ export interface OAuthRecordsTable {
   user_code_key: string | null;
   expires_at: NullableTimestamp;
   consumed_at: NullableTimestamp;
+  /** A device code's last poll at the token endpoint, and the interval it must keep (seconds). */
+  polled_at: NullableTimestamp;
+  poll_interval: number | null;
 }
 
 /** An organization's own OAuth client (`oac_`, docs/oauth.md#organization-clients). */

@@ -28,6 +28,7 @@ legend{font-weight:600;padding:0 4px}
 .choice input{width:auto;margin:0}
 .choice label{margin:0;font-weight:400}
 button.secondary{margin-top:8px;background:#fff;color:#1f4fd1;border:1px solid #1f4fd1}
+.code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:26px;letter-spacing:3px;text-align:center;text-transform:uppercase}
 `.trim();
 
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');

@@ -43,6 +43,7 @@ import * as orgLifecycle from './20261213_0300_org_lifecycle';
 import * as auditStreamsLock from './20261213_0400_audit_streams_lock';
 import * as workerCeiling from './20261214_0100_worker_ceiling';
 import * as orgExports from './20261214_0200_org_exports';
+import * as oauthDevicePolls from './20261214_0500_oauth_device_polls';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -94,6 +95,7 @@ const migrations: Record<string, Migration> = {
   '20261213_0400_audit_streams_lock': auditStreamsLock,
   '20261214_0100_worker_ceiling': workerCeiling,
   '20261214_0200_org_exports': orgExports,
+  '20261214_0500_oauth_device_polls': oauthDevicePolls,
 };
 
 export const migrationProvider: MigrationProvider = {
