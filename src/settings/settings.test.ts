@@ -1,4 +1,4 @@
-import { loadSettings, SettingsError } from './settings';
+import { loadSettings, SettingsError } from '.';
 
 describe('loadSettings', () => {
   it('has defaults that need no configuration', () => {
