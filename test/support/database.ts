@@ -19,8 +19,15 @@ async function adminQuery(text: string): Promise<void> {
   }
 }
 
-/** A fresh, migrated database for one test file: a copy of the run's template. Never a mock. */
-/** A scratch database copied from the migrated template; `max` bounds the server pool (default as the service's). */
+/** The names of a run's test databases start with this (the run is its template's suffix). */
+export function testDatabasePrefix(template: string): string {
+  return `cp_t_${template.replace(/^cp_tpl_/, '')}_`;
+}
+
+/**
+ * A fresh, migrated database for one test file: a copy of the run's template. Never a mock.
+ * `max` bounds the server pool (default as the service's).
+ */
 export async function createTestDatabase(options: { max?: number } = {}): Promise<TestDatabase> {
   if (testDbKind() === 'pglite') {
     const dump = process.env.TEST_PGLITE_DUMP;
@@ -29,7 +36,7 @@ export async function createTestDatabase(options: { max?: number } = {}): Promis
   }
   const template = process.env.TEST_PG_TEMPLATE;
   if (!template) throw new Error('TEST_PG_TEMPLATE is not set; run tests through jest (global-setup)');
-  const name = `cp_t_${randomBytes(6).toString('hex')}`;
+  const name = `${testDatabasePrefix(template)}${randomBytes(6).toString('hex')}`;
   // Two workers copying the same template at once can collide; the copy is quick, so retry.
   for (let attempt = 0; ; attempt++) {
     try {
@@ -47,9 +54,9 @@ export async function createTestDatabase(options: { max?: number } = {}): Promis
   return {
     ...database,
     name,
-    close: async () => {
-      await database.close();
-      await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    },
+    // Dropped with the run's others by the global teardown, not here: every DROP DATABASE forces
+    // an immediate checkpoint, which wrote out the other worker's dirty pages in the middle of its
+    // tests, once per test file.
+    close: () => database.close(),
   };
 }
