@@ -4,6 +4,7 @@ import * as sessions from './sessions';
 import { updateProfile } from './profile';
 import { declineSignUp, deleteAccount } from './deletion';
 import { confirmEmailChange, requestEmailChange } from './email-change';
+import { exportMyData } from './export';
 
 type AccountOperations =
   | 'listMySessions'
@@ -13,10 +14,18 @@ type AccountOperations =
   | 'deleteMe'
   | 'declineEmailVerification'
   | 'requestEmailChange'
-  | 'confirmEmailChange';
+  | 'confirmEmailChange'
+  | 'exportMyData';
 
 /** The caller's own account (docs/accounts.md#the-callers-own-account): sessions, profile, e-mail change, deletion. */
 export const accountHandlers: HandlerMap<AccountOperations> = {
+  exportMyData: async (ctx) => ({
+    status: 200,
+    body: undefined as never,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'content-disposition': 'attachment; filename="my-data.json"', 'cache-control': 'no-store' },
+    stream: await exportMyData(ctx.deps, principalOf(ctx)),
+  }),
+
   listMySessions: async (ctx) => ({ status: 200, body: { items: await sessions.listMySessions(ctx.deps, principalOf(ctx)) } }),
 
   revokeMySession: async (ctx) => {

@@ -233,6 +233,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export your own data (session only, fresh)
+         * @description The caller's own data as one JSON document, streamed: profile, memberships, sessions, second factors (when they were set up and used; never a secret, code or key), OAuth authorizations and invitations to their address. Needs a session authenticated within `FRESH_SESSION_MAX_AGE` (403 `fresh_session_required`).
+         */
+        get: operations["exportMyData"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me/sessions/{sessionId}": {
         parameters: {
             query?: never;
@@ -4064,6 +4084,77 @@ export interface components {
              * @enum {string|null}
              */
             secondFactor: "totp" | "passkey" | "recovery_code" | null;
+        };
+        /**
+         * @example {
+         *       "version": 1,
+         *       "exportedAt": "2026-12-14T09:00:00.000Z",
+         *       "profile": {
+         *         "id": "usr_01m5qbd6arezqa9gzc1d7e7efx",
+         *         "email": "ada@example.com",
+         *         "name": "Ada",
+         *         "image": null,
+         *         "emailVerifiedAt": "2026-11-02T09:15:00.000Z",
+         *         "isPlatformAdmin": false,
+         *         "createdAt": "2026-11-02T09:14:03.000Z",
+         *         "updatedAt": "2026-11-02T09:15:00.000Z"
+         *       },
+         *       "memberships": [
+         *         {
+         *           "id": "om_01m5zvjhhrebha7y5r3map2at2",
+         *           "organizationId": "org_01m5dmffprft3rsd2w0ppkh7ar",
+         *           "organizationName": "Acme",
+         *           "role": "owner",
+         *           "createdAt": "2026-11-02T09:14:10.000Z",
+         *           "suspendedAt": null,
+         *           "removedAt": null
+         *         }
+         *       ],
+         *       "sessions": [],
+         *       "totp": [],
+         *       "passkeys": [],
+         *       "recoveryCodes": [],
+         *       "authorizations": [],
+         *       "invitations": []
+         *     }
+         */
+        MyDataExport: {
+            /** @constant */
+            version: 1;
+            /** Format: date-time */
+            exportedAt: string;
+            /** @description The account as stored. */
+            profile: {
+                [key: string]: unknown;
+            };
+            /** @description Every membership, ended ones included (`removedAt`). */
+            memberships: {
+                [key: string]: unknown;
+            }[];
+            /** @description Every session kept, revoked and expired ones included (never its token). */
+            sessions: {
+                [key: string]: unknown;
+            }[];
+            /** @description The authenticator app enrolment, when there is one (never its secret). */
+            totp: {
+                [key: string]: unknown;
+            }[];
+            /** @description Passkeys (never the public key or credential id). */
+            passkeys: {
+                [key: string]: unknown;
+            }[];
+            /** @description When each recovery code was made and used (never the code). */
+            recoveryCodes: {
+                [key: string]: unknown;
+            }[];
+            /** @description OAuth clients the user authorized, in each organization. */
+            authorizations: {
+                [key: string]: unknown;
+            }[];
+            /** @description Invitations sent to the user's address. */
+            invitations: {
+                [key: string]: unknown;
+            }[];
         };
         /** @description The token of a link a message carried (`?token=` of the link). */
         LinkToken: string;
@@ -8806,6 +8897,26 @@ export interface components {
             };
         };
         /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
+         */
+        "403-email_not_verified-fresh_session_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "fresh_session_required";
+                    message: string;
+                };
+            };
+        };
+        /**
          * @description Not found in the caller's organization. `error` is one of:
          *
          *     - `session_not_found`: The caller has no live session with this id.
@@ -8930,26 +9041,6 @@ export interface components {
                     error: "forbidden";
                     /** @enum {string} */
                     reason: "email_not_verified";
-                    message: string;
-                };
-            };
-        };
-        /**
-         * @description Not permitted. `reason` is one of:
-         *
-         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
-         *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
-         */
-        "403-email_not_verified-fresh_session_required": {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": {
-                    /** @constant */
-                    error: "forbidden";
-                    /** @enum {string} */
-                    reason: "email_not_verified" | "fresh_session_required";
                     message: string;
                 };
             };
@@ -12253,6 +12344,29 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
+            default: components["responses"]["Error"];
+        };
+    };
+    exportMyData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's data. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MyDataExport"];
+                };
+            };
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-fresh_session_required"];
             default: components["responses"]["Error"];
         };
     };

@@ -41,6 +41,9 @@ export const errorAnswers = {
   "/v1/me/sessions": {
     get: [{"status":401,"error":"unauthorized"}],
   },
+  "/v1/me/export": {
+    get: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","fresh_session_required"]}],
+  },
   "/v1/me/sessions/{sessionId}": {
     delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":404,"error":"session_not_found"}],
   },

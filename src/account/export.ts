@@ -1,0 +1,76 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { StreamBody } from '../contract';
+import type { AppDeps } from '../domain/deps';
+import type { Principal } from '../domain/principal';
+import { requireFreshSession } from '../access/role-permissions';
+import { userIdOf } from '../access/roles';
+import type { Db } from '../db/schema';
+import { Unauthorized } from '../lib/errors';
+
+/**
+ * GET /v1/me/export (docs/accounts.md#exporting-your-own-data): the caller's own data as one JSON
+ * document — profile, memberships, sessions, second factors (never a secret, a code or a key),
+ * OAuth authorizations, invitations to their address. Session only and fresh, like the other
+ * operations that hand out everything at once. Each section is one query
+ * (a person's rows are few), sent as it is read, so the answer starts before the last query.
+ */
+const SECTIONS: Array<[string, (db: Db, userId: string) => Promise<string>]> = [
+  ['memberships', (db, userId) => jsonArray(db, sql`
+    SELECT m.id, m.organization_id AS "organizationId", o.name AS "organizationName", m.role, m.created_at AS "createdAt", m.suspended_at AS "suspendedAt", m.removed_at AS "removedAt"
+    FROM members m JOIN organizations o ON o.id = m.organization_id WHERE m.user_id = ${userId} ORDER BY m.created_at, m.id`)],
+  ['sessions', (db, userId) => jsonArray(db, sql`
+    SELECT id, created_at AS "createdAt", last_used_at AS "lastUsedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt", authenticated_at AS "authenticatedAt",
+      auth_method AS "authMethod", second_factor AS "secondFactor", ip, user_agent AS "userAgent", active_organization_id AS "activeOrganizationId"
+    FROM sessions WHERE user_id = ${userId} ORDER BY created_at, id`)],
+  ['totp', (db, userId) => jsonArray(db, sql`SELECT created_at AS "createdAt", confirmed_at AS "confirmedAt" FROM user_totp WHERE user_id = ${userId}`)],
+  ['passkeys', (db, userId) => jsonArray(db, sql`
+    SELECT id, name, transports, created_at AS "createdAt", last_used_at AS "lastUsedAt" FROM passkeys WHERE user_id = ${userId} ORDER BY created_at, id`)],
+  ['recoveryCodes', (db, userId) => jsonArray(db, sql`SELECT created_at AS "createdAt", used_at AS "usedAt" FROM user_recovery_codes WHERE user_id = ${userId} ORDER BY created_at`)],
+  ['authorizations', (db, userId) => jsonArray(db, sql`
+    SELECT a.id, a.organization_id AS "organizationId", a.client_id AS "clientId", a.client_name AS "clientName", a.scopes, a.resource,
+      a.created_at AS "createdAt", a.last_used_at AS "lastUsedAt", a.expires_at AS "expiresAt", a.revoked_at AS "revokedAt"
+    FROM oauth_authorizations a JOIN members m ON m.id = a.member_id WHERE m.user_id = ${userId} ORDER BY a.created_at, a.id`)],
+  ['invitations', (db, userId) => jsonArray(db, sql`
+    SELECT i.id, i.organization_id AS "organizationId", o.name AS "organizationName", i.role, i.status, i.created_at AS "createdAt", i.expires_at AS "expiresAt",
+      i.accepted_at AS "acceptedAt", i.cancelled_at AS "cancelledAt"
+    FROM invitations i JOIN organizations o ON o.id = i.organization_id JOIN users u ON u.email_normalized = i.email_normalized
+    WHERE u.id = ${userId} ORDER BY i.created_at, i.id`)],
+];
+
+/** Rows as one JSON array text (timestamps as the API writes them: Date's ISO 8601 in UTC). */
+async function jsonArray(db: Db, query: RawBuilder<unknown>): Promise<string> {
+  const { rows } = await query.execute(db);
+  return JSON.stringify(rows);
+}
+
+export async function exportMyData(deps: AppDeps, principal: Principal): Promise<StreamBody> {
+  requireFreshSession(principal, deps.clock.now(), deps.settings.freshSessionMaxAgeMs);
+  const userId = userIdOf(principal);
+  const profile = await deps.db
+    .selectFrom('users')
+    .select(['id', 'email', 'name', 'image', 'email_verified_at', 'is_platform_admin', 'created_at', 'updated_at'])
+    .where('id', '=', userId)
+    .executeTakeFirst();
+  if (!profile) throw new Unauthorized();
+  const head = {
+    version: 1,
+    exportedAt: deps.clock.now().toISOString(),
+    profile: {
+      id: profile.id,
+      email: profile.email,
+      name: profile.name,
+      image: profile.image,
+      emailVerifiedAt: profile.email_verified_at?.toISOString() ?? null,
+      isPlatformAdmin: profile.is_platform_admin,
+      createdAt: profile.created_at.toISOString(),
+      updatedAt: profile.updated_at.toISOString(),
+    },
+  };
+  const db = deps.db;
+  async function* stream(): StreamBody {
+    yield JSON.stringify(head).slice(0, -1);
+    for (const [name, read] of SECTIONS) yield `,${JSON.stringify(name)}:${await read(db, userId)}`;
+    yield '}\n';
+  }
+  return stream();
+}
