@@ -1,5 +1,6 @@
 import { PERMISSION_CATALOGUE, type Permission } from '../access/permissions';
 import type { ConsentClient, OrganizationChoice } from '../authorizations/service';
+import { AppError, Forbidden } from '../lib/errors';
 import { html, page, type Html } from '../pages/layout';
 import { OFFLINE_ACCESS } from './resources';
 import { INTERACTION_PATH } from './interaction-path';
@@ -24,6 +25,14 @@ export interface ConsentView {
 }
 
 const errorLine = (error: string | undefined): Html | null => (error ? html`<p class="error" role="alert">${error}</p>` : null);
+
+/** A sign-in refusal of the API in words for a person on this page (the API's message may name an API route). */
+export function signInRefusal(err: AppError): string {
+  if (err instanceof Forbidden && err.reason === 'sso_required') {
+    return 'Your organization requires single sign-on for this e-mail address. This page cannot sign you in through your identity provider yet, so you cannot authorize an application with this address here.';
+  }
+  return err.message;
+}
 
 export function messagePage(title: string, line: string, productName: string): string {
   return page(title, html`<h1>${title}</h1><p class="error" role="alert">${line}</p>`, productName);

@@ -16,7 +16,7 @@ import { apiResource, OFFLINE_ACCESS } from './resources';
 import { OFFLINE_ASKED, type Provider } from './provider';
 import { INTERACTION_PATH } from './interaction-path';
 import { formatUserCode } from './device-pages';
-import { consentPage, messagePage, secondFactorPage, signInPage, type ConsentView } from './interaction-pages';
+import { consentPage, messagePage, secondFactorPage, signInPage, signInRefusal, type ConsentView } from './interaction-pages';
 
 /**
  * The authorization server's own pages (docs/oauth.md#sign-in-and-consent-authorization-code): oidc-provider sends a
@@ -130,7 +130,7 @@ export function interactionsRouter(tools: FrontTools, current: () => Promise<{ p
     try {
       result = await signIn(tools.requestDeps(req, null), { email, password }, origin(req));
     } catch (err) {
-      if (err instanceof AppError && err.status < 500) return again(err.message, err.status);
+      if (err instanceof AppError && err.status < 500) return again(signInRefusal(err), err.status);
       throw err;
     }
     if ('mfaRequired' in result && result.challenge) {
