@@ -52,6 +52,9 @@ const pgliteSet = process.env.TEST_DB === 'pglite' && process.env.TEST_ALL_FILES
  */
 const SEAMS = ['test/seams/dispatch-parity.test.ts', 'test/seams/router-parity.test.ts', 'test/seams/validator-parity.test.ts'];
 const seamsOnly = process.env.TEST_SEAMS === '1';
+// CI runs the seams inside the server-Postgres run (TEST_WITH_SEAMS=1, .ci/run): two workers pack them
+// among the other files instead of running three files on two workers after it.
+const withSeams = process.env.TEST_WITH_SEAMS === '1' && process.env.TEST_DB === 'pg';
 /**
  * The unit tier (`npm run test:unit`, TEST_UNIT=1): parsers, canonical forms and other pure code,
  * in milliseconds with no database (no global setup). `npm test` runs these files too.
@@ -72,10 +75,12 @@ module.exports = {
   // The client package is tested from its source (what `npm run build` compiles to dist/).
   moduleNameMapper: { '^@org-control-plane/client$': '<rootDir>/packages/client/src/index.ts' },
   testMatch: unitOnly ? UNIT : seamsOnly ? SEAMS.map((file) => `<rootDir>/${file}`) : pgliteSet ? PGLITE.map((file) => `<rootDir>/${file}`) : ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
-  testPathIgnorePatterns: ['/node_modules/', ...(seamsOnly ? [] : SEAMS.map(pattern))],
+  testPathIgnorePatterns: ['/node_modules/', ...(seamsOnly || withSeams ? [] : SEAMS.map(pattern))],
   // The seams use no database: no template to migrate for them.
   ...(seamsOnly || unitOnly ? {} : { globalSetup: '<rootDir>/test/support/global-setup.ts', globalTeardown: '<rootDir>/test/support/global-teardown.ts' }),
   maxWorkers: 2,
+  // Longest files first, also without cached timings (test/support/sequencer.cjs).
+  testSequencer: '<rootDir>/test/support/sequencer.cjs',
   // Hooks share this bound: building a test app (a migrated database, the contract, the first
   // validators) can take seconds on a loaded 2-core machine; a test that hangs still fails, later.
   testTimeout: 120_000,
