@@ -5,6 +5,7 @@ import { sha256Hex } from '../lib/crypto';
 import { permissionsOfRole, sortedPermissions } from '../access/role-permissions';
 import { verifyServiceAccountSecret } from '../service-accounts/service';
 import { organizationUnlocked } from '../principal/organization-lock';
+import { findRegisteredClient } from './registered-clients';
 
 /**
  * The clients the authorization server knows (docs/oauth.md#clients), looked up by client_id on
@@ -16,13 +17,15 @@ import { organizationUnlocked } from '../principal/organization-lock';
  *   redirect URIs as registered;
  * - a worker (`wrk_`, docs/workers-and-usage.md#workers-as-oauth-clients): confidential, its secret
  *   its host token, its scopes its ceiling ∩ its creator's permissions now; unknown while stopped
- *   or while its creator is removed or suspended.
+ *   or while its creator is removed or suspended;
+ * - a dynamically registered client (`oac_` too, of no organization, ./registered-clients.ts):
+ *   public, as it registered. (Metadata-document clients are the library's, ./outside-clients.ts.)
  *
  * Secrets are stored hashed, so the library cannot compare them: a client's metadata carries a
  * random per-process placeholder the library never sees presented, and `verifyClientSecret`
  * (installed as the library's compareClientSecret, ./provider.ts) checks the real one.
  */
-export type ClientKind = 'service_account' | 'organization' | 'worker';
+export type ClientKind = 'service_account' | 'organization' | 'worker' | 'dynamic' | 'metadata_document';
 
 /** Metadata fields of ours on a client (oidc-provider's `extraClientMetadata`). */
 export const EXTRA_CLIENT_METADATA = ['client_kind', 'organization_id', 'member_id'] as const;
@@ -36,11 +39,17 @@ export interface OAuthClientMetadata extends AdapterPayload {
   member_id?: string;
 }
 
-export async function findClient(db: Db, clientId: string): Promise<OAuthClientMetadata | undefined> {
+export async function findClient(db: Db, clientId: string, now: Date): Promise<AdapterPayload | undefined> {
   if (clientId.startsWith('svc_')) return serviceAccountClient(db, clientId);
-  if (clientId.startsWith('oac_')) return organizationClient(db, clientId);
+  if (clientId.startsWith('oac_')) return (await organizationClient(db, clientId)) ?? registeredClient(db, clientId, now);
   if (clientId.startsWith('wrk_')) return workerClient(db, clientId);
   return undefined;
+}
+
+async function registeredClient(db: Db, clientId: string, now: Date): Promise<AdapterPayload | undefined> {
+  const metadata = await findRegisteredClient(db, clientId, now);
+  if (!metadata) return undefined;
+  return { ...metadata, client_id: clientId, client_kind: 'dynamic', token_endpoint_auth_method: 'none' };
 }
 
 async function serviceAccountClient(db: Db, clientId: string): Promise<OAuthClientMetadata | undefined> {

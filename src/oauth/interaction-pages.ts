@@ -83,7 +83,9 @@ function scopeWords(scope: string): string {
 export function clientOrigin(client: { type: ConsentClient['type']; clientId: string }, registeredBy: string | null, productName: string): Html {
   return client.type === 'organization'
     ? html`<p class="muted">Registered by ${registeredBy ?? 'an organization'}.</p>`
-    : html`<p class="muted">This application describes itself at <strong>${client.clientId}</strong>; its name is its own claim, not checked by ${productName}.</p>`;
+    : client.type === 'dynamic'
+      ? html`<p class="muted">This application registered itself (client <strong>${client.clientId}</strong>); its name is its own claim, not checked by ${productName}.</p>`
+      : html`<p class="muted">This application describes itself at <strong>${client.clientId}</strong>; its name is its own claim, not checked by ${productName}.</p>`;
 }
 
 export function consentPage(p: ConsentView & { uid: string; csrf: string; productName: string; error?: string }): string {

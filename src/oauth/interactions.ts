@@ -214,7 +214,9 @@ export function interactionsRouter(tools: FrontTools, current: () => Promise<{ p
     const client: ConsentClient =
       metadata.client_kind === 'organization'
         ? { clientId, type: 'organization', name: metadata.client_name ?? clientId, organizationId: metadata.organization_id ?? null }
-        : { clientId, type: 'metadata_document', name: metadata.client_name ?? new URL(clientId).host, organizationId: null };
+        : metadata.client_kind === 'dynamic'
+          ? { clientId, type: 'dynamic', name: metadata.client_name ?? clientId, organizationId: null }
+          : { clientId, type: 'metadata_document', name: metadata.client_name ?? new URL(clientId).host, organizationId: null };
     let registeredBy: string | null = null;
     if (client.organizationId) {
       const org = await deps.db.selectFrom('organizations').select('name').where('id', '=', client.organizationId).executeTakeFirst();

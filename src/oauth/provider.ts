@@ -6,6 +6,8 @@ import { lazy } from '../lib/lazy';
 import { PERMISSION_KEYS } from '../access/permissions';
 import { EXTRA_CLIENT_METADATA, findClient, verifyClientSecret, type ClientKind } from './clients';
 import { recordsAdapter } from './records';
+import { outsideClientMetadata, outsideClientsConfiguration, registrationClosed } from './outside-clients';
+import { saveRegisteredClient, touchRegisteredClient } from './registered-clients';
 import { SIGNING_ALG, type SigningKeys } from './keys';
 import { apiResource, OFFLINE_ACCESS, protectedResources } from './resources';
 import { INTERACTION_PATH } from './interaction-path';
@@ -41,15 +43,24 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
   const resource = apiResource(settings.publicBaseUrl);
   const resources = new Set(protectedResources(settings.publicBaseUrl));
   const scopes = [...PERMISSION_KEYS, OFFLINE_ACCESS];
+  const outside = outsideClientsConfiguration(deps);
 
   const configuration: Configuration = {
-    adapter: recordsAdapter({ db: deps.db, secrets: deps.secrets, findClient: async (id) => withDeviceGrant(await findClient(deps.db, id), oauth.deviceFlow), onGrantRevoked: (grantKey) => revokeForGrant(deps, grantKey) }),
+    adapter: recordsAdapter({
+      db: deps.db,
+      secrets: deps.secrets,
+      findClient: async (id) => withDeviceGrant(await findClient(deps.db, id, deps.clock.now()), oauth.deviceFlow),
+      saveClient: (id, payload) => saveRegisteredClient(deps.db, id, payload, deps.clock.now()),
+      onGrantRevoked: (grantKey) => revokeForGrant(deps, grantKey),
+    }),
     jwks: { keys: keys.jwks as NonNullable<Configuration['jwks']>['keys'] },
     cookies: { keys: [deriveKey(settings.secretKey!, 'oauth-cookies').toString('base64url')] },
     scopes,
     claims: { openid: ['sub'] },
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
-    extraClientMetadata: { properties: [...EXTRA_CLIENT_METADATA] },
+    extraClientMetadata: { properties: [...EXTRA_CLIENT_METADATA], validator: outsideClientMetadata },
+    fetch: outside.fetch,
+    fetchResponseBodyLimits: outside.fetchResponseBodyLimits,
     responseTypes: ['code'],
     // OpenID Connect drops offline_access without prompt=consent; OAuth 2.1 clients (MCP) ask for it
     // plainly. The front copies the ask here before the library reads the request (see below).
@@ -82,6 +93,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
       clientCredentials: { enabled: true },
       // RFC 8628 (OAUTH_DEVICE_FLOW): codes of 8 letters without vowels or look-alikes, shown as XXXX-XXXX; our pages (./device-pages.ts).
       deviceFlow: { enabled: oauth.deviceFlow, charset: 'base-20', mask: '****-****', ...devicePages(deps.db, templateContext(settings.mail).productName) },
+      ...outside.features,
       introspection: {
         enabled: true,
         // RFC 7662 for confidential clients, of their own tokens only (another client's: active false).
@@ -120,6 +132,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
             if (!authorization || authorization.member_id !== (token as { accountId?: string }).accountId) throw new (oidcProvider().errors.InvalidGrant)('the authorization was revoked');
             jwt.payload.org_id = authorization.organization_id;
             jwt.payload.authorization_id = authorization.id;
+            if (metadata?.client_kind === 'dynamic' && token.clientId) await touchRegisteredClient(deps.db, token.clientId, deps.clock.now());
             return;
           }
           if (!metadata?.organization_id) throw new Error('access token for a client without an organization');
@@ -150,6 +163,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
   const provider = new Provider(settings.publicBaseUrl, configuration);
   provider.use(prefillFromLink);
   provider.use(devicePolling(deps));
+  provider.use(registrationClosed(deps));
   provider.use(async (ctx, next) => {
     if (ctx.method === 'GET' && ctx.path === '/auth') {
       const scope = ctx.query.scope;

@@ -11,8 +11,8 @@ import { sha256Hex } from '../lib/crypto';
  * device user code) go through hashes too. Expired rows are not answered; `pruneExpiredRecords`
  * removes them.
  *
- * Clients are not records: `Client` lookups go to `findClient` (service accounts and organization
- * clients, ./clients.ts).
+ * Clients are not records: `Client` lookups go to `findClient` (service accounts, organization and
+ * registered clients, ./clients.ts) and a registration's upsert to `saveClient`.
  */
 export const keyOf = (model: string, id: string) => sha256Hex(`${model}:${id}`);
 
@@ -22,8 +22,10 @@ const MAX_ID_LENGTH = 512;
 export interface RecordsDeps {
   db: Db;
   secrets: SecretBox;
-  /** A client's metadata by client_id, or undefined (service accounts, organization clients). */
+  /** A client's metadata by client_id, or undefined (service accounts, organization and registered clients). */
   findClient(id: string): Promise<AdapterPayload | undefined>;
+  /** A client dynamic registration made (the library's `Client` upsert). */
+  saveClient(id: string, payload: AdapterPayload): Promise<void>;
   /** The library ended a grant (reuse of a rotated refresh token or of a code, a revoked refresh token). */
   onGrantRevoked?(grantKey: string): Promise<void>;
 }
@@ -44,6 +46,7 @@ export function recordsAdapter(deps: RecordsDeps): new (model: string) => Adapte
     constructor(private readonly model: string) {}
 
     async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+      if (this.model === 'Client') return deps.saveClient(id, payload);
       const row = {
         id: keyOf(this.model, id),
         model: this.model,

@@ -51,8 +51,21 @@ export interface OAuthClientsTable {
   updated_at: Timestamp;
 }
 
+/** A client registered through dynamic registration (docs/oauth.md#dynamic-registration): public, of no organization. */
+export interface OAuthRegisteredClientsTable {
+  id: string;
+  /** Its `client_name`, the client's own claim. */
+  name: string | null;
+  /** The registration as the authorization server validated it (no secret: registered clients are public). */
+  metadata: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+  /** Registration or the last token issued to it; 30 days later the client is no longer known. */
+  last_used_at: Timestamp;
+}
+
 export interface OAuthTables {
   oauth_signing_keys: OAuthSigningKeysTable;
   oauth_records: OAuthRecordsTable;
   oauth_clients: OAuthClientsTable;
+  oauth_registered_clients: OAuthRegisteredClientsTable;
 }

@@ -71,6 +71,8 @@ export interface OutboundOptions {
   allowedNetworks?: readonly string[];
   /** DNS resolution (tests resolve names of their own); Node's dns.lookup by default. */
   lookup?: LookupFunction;
+  /** Authorities trusted instead of Node's store (tests' own HTTPS servers); in production NODE_EXTRA_CA_CERTS adds one to the store. */
+  ca?: string;
 }
 
 /** One client per process: a connection pool whose every connection went through the policy. */
@@ -78,7 +80,7 @@ export function createOutbound(options: OutboundOptions = {}): Outbound {
   const policy = new EgressPolicy(options.allowedNetworks ?? []);
   const lookup = checkedLookup(policy, options.lookup ?? (dns.lookup as LookupFunction));
   let agent: Agent | undefined;
-  const dispatcher = () => (agent ??= new (undici().Agent)({ connect: { lookup } }));
+  const dispatcher = () => (agent ??= new (undici().Agent)({ connect: { lookup, ...(options.ca ? { ca: options.ca } : {}) } }));
 
   return {
     policy,

@@ -44,6 +44,7 @@ import * as auditStreamsLock from './20261213_0400_audit_streams_lock';
 import * as workerCeiling from './20261214_0100_worker_ceiling';
 import * as orgExports from './20261214_0200_org_exports';
 import * as oauthDevicePolls from './20261214_0500_oauth_device_polls';
+import * as oauthRegisteredClients from './20261214_0900_oauth_registered_clients';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -96,6 +97,7 @@ const migrations: Record<string, Migration> = {
   '20261214_0100_worker_ceiling': workerCeiling,
   '20261214_0200_org_exports': orgExports,
   '20261214_0500_oauth_device_polls': oauthDevicePolls,
+  '20261214_0900_oauth_registered_clients': oauthRegisteredClients,
 };
 
 export const migrationProvider: MigrationProvider = {
