@@ -8,7 +8,7 @@ import { SECRET_KEY, type BenchContext } from '../lib/context';
 import { cpuExtras, measureRounds, type LoadOptions, type Measurement } from '../lib/load';
 import type { Target } from '../lib/procs';
 import { check, type ScenarioResult } from '../lib/report';
-import { seedOrganization } from '../seed/org';
+import { seedOrganization, type OrgSeedOptions, type SeededOrg } from '../seed/org';
 
 const CONNECTIONS = 32;
 const ROUNDS = 4;
@@ -21,6 +21,23 @@ async function json(res: Response, what: string): Promise<Record<string, unknown
   return body;
 }
 
+/** The start both scenarios share: the warm-up, a seeded organization (then ANALYZE) and the result to fill. */
+async function prepare(ctx: BenchContext, seed: OrgSeedOptions, head: { id: string; title: string; setup: (warmup: number) => string[] }): Promise<{ warmup: number; org: SeededOrg; result: ScenarioResult }> {
+  const warmup = ctx.smoke ? ctx.warmup : Math.max(ctx.warmup, WARMUP_SECONDS);
+  const org = await seedOrganization(ctx.scratch.database.db, seed);
+  await ctx.scratch.analyze();
+  return { warmup, org, result: { id: head.id, title: head.title, setup: head.setup(warmup), rows: [], checks: [], notes: [] } };
+}
+
+/** The loads measured in alternating rounds, each row with its CPU figures, added to the result; the rows by label. */
+async function measure(result: ScenarioResult, loads: LoadOptions[]): Promise<Record<string, Measurement>> {
+  const rows: Record<string, Measurement> = {};
+  for (const m of await measureRounds(loads, ROUNDS)) rows[m.label] = m;
+  for (const m of Object.values(rows)) m.extra = { ...m.extra, ...cpuExtras(m) };
+  result.rows.push(...Object.values(rows));
+  return rows;
+}
+
 /**
  * Scenario 16: GET /v1/org with an OAuth access token (RFC 9068 JWT) against the same request with
  * a session token, same caller, same process, alternating rounds. The token is a person's token
@@ -30,21 +47,15 @@ async function json(res: Response, what: string): Promise<Record<string, unknown
  * signature check and its one principal statement instead of the session's.
  */
 export async function scenarioAccessToken(ctx: BenchContext): Promise<ScenarioResult> {
-  const warmup = ctx.smoke ? ctx.warmup : Math.max(ctx.warmup, WARMUP_SECONDS);
-  const org = await seedOrganization(ctx.scratch.database.db, { name: 'Bench Org tokens', members: 50, teams: 20 });
-  await ctx.scratch.analyze();
-  const result: ScenarioResult = {
+  const { warmup, org, result } = await prepare(ctx, { name: 'Bench Org tokens', members: 50, teams: 20 }, {
     id: '16',
     title: 'GET /v1/org (access token vs session token)',
-    setup: [
+    setup: (warmup) => [
       `${CONNECTIONS} connections; warmed up ${warmup} s per load, then measured ${ctx.duration} s in ${ROUNDS} alternating rounds; one service process, the two loads differ only in the Authorization header`,
       'organization of 50 members and 20 teams seeded through the stores, then ANALYZE; the caller (an admin) is in all 20 teams',
       "access token: the caller's, through an organization client registered with POST /v1/oauth-clients, under an authorization row (the consent step's store), RS256-signed with the service's signing key, 1 h lifetime",
     ],
-    rows: [],
-    checks: [],
-    notes: [],
-  };
+  });
   let service: Target | undefined;
   try {
     service = await ctx.startService('s16-service');
@@ -87,10 +98,7 @@ export async function scenarioAccessToken(ctx: BenchContext): Promise<ScenarioRe
     if (bySession !== byToken) throw new Error(`GET /v1/org answers the access token with another body than the session: ${byToken} vs ${bySession}`);
 
     const load = (label: string, headers: Record<string, string>): LoadOptions => ({ label, url: service!.url, path: '/v1/org', headers, connections: CONNECTIONS, duration: ctx.duration, warmup, targets: [service!] });
-    const rows: Record<string, Measurement> = {};
-    for (const m of await measureRounds([load('session token', session), load('access token', bearer)], ROUNDS)) rows[m.label] = m;
-    for (const m of Object.values(rows)) m.extra = { ...m.extra, ...cpuExtras(m) };
-    result.rows.push(...Object.values(rows));
+    const rows = await measure(result, [load('session token', session), load('access token', bearer)]);
     const bySessionRow = rows['session token']!;
     const byTokenRow = rows['access token']!;
     result.checks.push(
@@ -113,21 +121,15 @@ export async function scenarioAccessToken(ctx: BenchContext): Promise<ScenarioRe
  * access token (resource `<issuer>/v1`, the same claims).
  */
 export async function scenarioClientCredentials(ctx: BenchContext): Promise<ScenarioResult> {
-  const warmup = ctx.smoke ? ctx.warmup : Math.max(ctx.warmup, WARMUP_SECONDS);
-  const org = await seedOrganization(ctx.scratch.database.db, { name: 'Bench Org robots', members: 5, teams: 1 });
-  await ctx.scratch.analyze();
-  const result: ScenarioResult = {
+  const { warmup, org, result } = await prepare(ctx, { name: 'Bench Org robots', members: 5, teams: 1 }, {
     id: '17',
     title: 'POST /oauth/token client_credentials (service vs bare oidc-provider)',
-    setup: [
+    setup: (warmup) => [
       `${CONNECTIONS} connections; each target warmed up ${warmup} s, then measured ${ctx.duration} s in ${ROUNDS} alternating rounds (one target loaded at a time)`,
       'service: a service account (POST /v1/service-accounts) and its client secret; client_secret_basic, scope teams.read',
       'bare-oidc-provider: oidc-provider alone (node:http, in-memory adapter, one static client with the same id and secret, the same resource and JWT claims)',
     ],
-    rows: [],
-    checks: [],
-    notes: [],
-  };
+  });
   const targets: Record<string, Target> = {};
   try {
     const service = await ctx.startService('s17-service');
@@ -151,10 +153,7 @@ export async function scenarioClientCredentials(ctx: BenchContext): Promise<Scen
       if (typeof token.access_token !== 'string' || token.scope !== 'teams.read') throw new Error(`${label}: token answer ${JSON.stringify(token)}`);
       loads.push({ label, url: target.url, path: '/oauth/token', method: 'POST', headers, body, connections: CONNECTIONS, duration: ctx.duration, warmup, targets: [target] });
     }
-    const rows: Record<string, Measurement> = {};
-    for (const m of await measureRounds(loads, ROUNDS)) rows[m.label] = m;
-    for (const m of Object.values(rows)) m.extra = { ...m.extra, ...cpuExtras(m) };
-    result.rows.push(...Object.values(rows));
+    const rows = await measure(result, loads);
     const ours = rows['service']!;
     const bare = rows['bare-oidc-provider']!;
     result.checks.push(

@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
-import type { Db } from '../db/schema';
+import { sql, type ExpressionBuilder } from 'kysely';
+import type { DB, Db } from '../db/schema';
 import type { PurgeStep } from './registry';
 
 /** The organization's lifecycle columns, read under a row lock by deletion and restore. */
@@ -106,14 +106,21 @@ export async function claimLifecycleJobs(db: Db, input: { now: Date; leaseUntil:
   }));
 }
 
+/**
+ * The organization's row while this process holds its lease on the scheduled deletion: the
+ * condition of every write the deletion job makes to it (none once restored or taken over).
+ */
+function heldForDeletion(organizationId: string, token: string) {
+  return (eb: ExpressionBuilder<DB, 'organizations'>) =>
+    eb.and([eb('id', '=', organizationId), eb('lifecycle_lease_token', '=', token), eb('deletion_scheduled_at', 'is not', null)]);
+}
+
 /** Keeps the lease while work goes on; false when it was lost (restored, or taken over after expiry). */
 export async function extendLease(db: Db, organizationId: string, token: string, until: Date): Promise<boolean> {
   const row = await db
     .updateTable('organizations')
     .set({ lifecycle_lease_until: until })
-    .where('id', '=', organizationId)
-    .where('lifecycle_lease_token', '=', token)
-    .where('deletion_scheduled_at', 'is not', null)
+    .where(heldForDeletion(organizationId, token))
     .returning('id')
     .executeTakeFirst();
   return row !== undefined;
@@ -147,9 +154,7 @@ export async function advanceNotices(db: Db, organizationId: string, token: stri
   const row = await db
     .updateTable('organizations')
     .set({ deletion_notices_after: after, deletion_notices_done_at: done })
-    .where('id', '=', organizationId)
-    .where('lifecycle_lease_token', '=', token)
-    .where('deletion_scheduled_at', 'is not', null)
+    .where(heldForDeletion(organizationId, token))
     .returning('id')
     .executeTakeFirst();
   return row !== undefined;
@@ -194,9 +199,7 @@ export async function insertTombstone(db: Db, row: { organizationId: string; nam
 export async function deleteOrganizationRow(db: Db, organizationId: string, token: string): Promise<boolean> {
   const row = await db
     .deleteFrom('organizations')
-    .where('id', '=', organizationId)
-    .where('lifecycle_lease_token', '=', token)
-    .where('deletion_scheduled_at', 'is not', null)
+    .where(heldForDeletion(organizationId, token))
     .returning('id')
     .executeTakeFirst();
   return row !== undefined;

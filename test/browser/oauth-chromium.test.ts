@@ -94,6 +94,18 @@ async function approve(page: Page) {
   return new URL(page.url());
 }
 
+/** An organization, its client, and a fresh page at the consent step once `signInAs` (by default the owner) signed in. */
+async function atConsent(orgName: string, clientScopes: string[], scope: string, signInAs = async (owner: OrgOwner) => owner.email) {
+  const owner = await createOrganization(t, orgName);
+  const clientId = await organizationClient(owner, clientScopes);
+  const config = await configFor(clientId);
+  const flow = await start(config, scope);
+  const page = await newPage();
+  await page.goto(flow.url.href);
+  await signIn(page, await signInAs(owner));
+  return { owner, config, flow, page };
+}
+
 describe('authorization code with PKCE, through our sign-in and consent pages', () => {
   it('a member signs in, sees the client and scopes truthfully, picks the organization and approves; the client gets a token for the API', async () => {
     const owner = await createOrganization(t, 'Acme <Labs>');
@@ -140,13 +152,7 @@ describe('authorization code with PKCE, through our sign-in and consent pages', 
   }, 60_000);
 
   it('the member revokes the authorization from their list: its tokens stop on the next request', async () => {
-    const owner = await createOrganization(t, 'Revokers');
-    const clientId = await organizationClient(owner, ['members.read', 'offline_access']);
-    const config = await configFor(clientId);
-    const flow = await start(config, 'members.read offline_access');
-    const page = await newPage();
-    await page.goto(flow.url.href);
-    await signIn(page, owner.email);
+    const { owner, config, flow, page } = await atConsent('Revokers', ['members.read', 'offline_access'], 'members.read offline_access');
     const back = await approve(page);
     await page.close();
     const tokens = await oauth.authorizationCodeGrant(config, back, { pkceCodeVerifier: flow.verifier, expectedState: flow.state }, { resource: `${origin}/v1` });
@@ -157,13 +163,7 @@ describe('authorization code with PKCE, through our sign-in and consent pages', 
   }, 60_000);
 
   it('a mixed-up issuer in the answer is refused by the client (RFC 9207); a code without its verifier is refused', async () => {
-    const owner = await createOrganization(t, 'Mixup');
-    const clientId = await organizationClient(owner, ['members.read']);
-    const config = await configFor(clientId);
-    const flow = await start(config, 'members.read');
-    const page = await newPage();
-    await page.goto(flow.url.href);
-    await signIn(page, owner.email);
+    const { config, flow, page } = await atConsent('Mixup', ['members.read'], 'members.read');
     const back = await approve(page);
     await page.close();
     const forged = new URL(back);
@@ -178,13 +178,7 @@ describe('authorization code with PKCE, through our sign-in and consent pages', 
   }, 60_000);
 
   it('denying answers access_denied to the client', async () => {
-    const owner = await createOrganization(t, 'Deniers');
-    const clientId = await organizationClient(owner, ['members.read']);
-    const config = await configFor(clientId);
-    const flow = await start(config, 'members.read');
-    const page = await newPage();
-    await page.goto(flow.url.href);
-    await signIn(page, owner.email);
+    const { config, flow, page } = await atConsent('Deniers', ['members.read'], 'members.read');
     await Promise.all([page.waitForNavigation(), page.click('button[value=deny]')]);
     const back = new URL(page.url());
     await page.close();
@@ -193,15 +187,11 @@ describe('authorization code with PKCE, through our sign-in and consent pages', 
   }, 60_000);
 
   it("offers only the client's own organization, and explains an organization whose rules refuse the sign-in", async () => {
-    const owner = await createOrganization(t, 'Strict');
-    const clientId = await organizationClient(owner, ['members.read']);
-    const member = await addMember(t, owner.organizationId, 'member');
-    await t.db.insertInto('organization_auth_policies').values({ organization_id: owner.organizationId, require_mfa: true, updated_at: t.clock.now() }).execute();
-    const config = await configFor(clientId);
-    const flow = await start(config, 'members.read');
-    const page = await newPage();
-    await page.goto(flow.url.href);
-    await signIn(page, member.email);
+    const { page } = await atConsent('Strict', ['members.read'], 'members.read', async (owner) => {
+      const member = await addMember(t, owner.organizationId, 'member');
+      await t.db.insertInto('organization_auth_policies').values({ organization_id: owner.organizationId, require_mfa: true, updated_at: t.clock.now() }).execute();
+      return member.email;
+    });
     await shoot(page, 'oauth-consent-refused');
     const body = await text(page);
     expect(body).toContain('None of your organizations can authorize this application');
