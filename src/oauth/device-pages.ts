@@ -3,6 +3,7 @@ import type { Db } from '../db/schema';
 import { html, page, PAGE_HEADERS, type Html } from '../pages/layout';
 import type { ClientKind } from './clients';
 import { clientOrigin } from './interaction-pages';
+import { CODE_NOT_FOUND } from './device-guesses';
 
 /**
  * The device flow's own pages (RFC 8628 §3.3; docs/oauth.md#device-flow), rendered by oidc-provider's
@@ -80,6 +81,7 @@ export function devicePages(db: Db, productName: string) {
       // A refused POST that came without the library's session (no cookie: another site's form, or
       // cookies off): no token can be kept for it, so nothing is saved (the library would fail on
       // a session it never stored) and the form asks again by GET, which starts one.
+      if (err?.name === 'NotFoundError') ctx.state[CODE_NOT_FOUND] = true;
       const session = ctx.oidc.session as unknown as { exp?: number; touched?: boolean } | undefined;
       const sessionless = err !== undefined && session !== undefined && typeof session.exp !== 'number';
       if (sessionless) session.touched = false;

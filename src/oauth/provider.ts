@@ -16,6 +16,7 @@ import { findGrantAuthorization, revokeForGrant, useGrant } from '../authorizati
 import { templateContext } from '../mail/queue';
 import { devicePages, prefillFromLink } from './device-pages';
 import { DEVICE_CODE_GRANT, devicePolling } from './device-polling';
+import { limitCodeGuesses } from './device-guesses';
 
 // oidc-provider (Koa inside, ESM) loads when the authorization server first serves a request.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -162,6 +163,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
   const Provider = oidcProvider().default;
   const provider = new Provider(settings.publicBaseUrl, configuration);
   provider.use(prefillFromLink);
+  provider.use(limitCodeGuesses(deps, templateContext(settings.mail).productName));
   provider.use(devicePolling(deps));
   provider.use(registrationClosed(deps));
   provider.use(async (ctx, next) => {

@@ -58,3 +58,38 @@ describe('OAUTH_DEVICE_FLOW=off', () => {
     expect(authorize.headers.get('location')).toMatch(/\/oauth\/interaction\//);
   });
 });
+
+describe('guessing user codes', () => {
+  let t: OAuthTestApp;
+  beforeAll(async () => {
+    t = await startOAuthApp({ env: { RATE_LIMIT_SIGN_IN_IP: '2/15m' } });
+  });
+  afterAll(() => t.close());
+
+  it('wrong codes count as failed sign-ins from the address: once its window is used up the code page answers 429', async () => {
+    const cookies = new Map<string, string>();
+    let xsrf = '';
+    const read = async (res: Response) => {
+      for (const line of res.headers.getSetCookie()) {
+        const [pair] = line.split(';');
+        const at = pair!.indexOf('=');
+        cookies.set(pair!.slice(0, at), pair!.slice(at + 1));
+      }
+      const body = await res.text();
+      xsrf = /name="xsrf" value="([^"]*)"/.exec(body)?.[1] ?? '';
+      return body;
+    };
+    const cookie = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const post = async (userCode: string) => {
+      const res = await fetch(`${t.base}/oauth/device`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie() }, body: new URLSearchParams({ xsrf, user_code: userCode }) });
+      return { status: res.status, body: await read(res) };
+    };
+    await read(await fetch(`${t.base}/oauth/device`));
+    expect(xsrf).not.toBe('');
+    expect(await post('BCDF-GHJK')).toMatchObject({ status: 200, body: expect.stringContaining('This code is not one we issued') });
+    expect(await post('BCDF-GHJL')).toMatchObject({ status: 200, body: expect.stringContaining('This code is not one we issued') });
+    const limited = await post('BCDF-GHJM');
+    expect(limited.status).toBe(429);
+    expect(limited.body).toContain('Too many wrong codes came from your network');
+  });
+});
