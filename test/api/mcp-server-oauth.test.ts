@@ -5,7 +5,7 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import { createOutbound } from '../../src/outbound';
 import { startOAuthApp, type OAuthTestApp } from '../support/oauth';
 import { authorizeAsPerson, pageText } from '../support/oauth-person';
-import { bearer, createOrganization, type OrgOwner } from '../support/factories';
+import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { startClientMetadataServer, type ClientMetadataServer } from '../fakes/client-metadata-server';
 
 /**
@@ -94,7 +94,7 @@ describe('an MCP client authorizes through the service and uses its tools', () =
     expect(claims).toMatchObject({ aud: `${t.base}/mcp`, client_id: provider.info!.client_id });
 
     const tools = await client.listTools();
-    expect(tools.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['listTeams', 'listMembers']));
+    expect(tools.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['listTeams', 'listMembers', 'listAuditLogs', 'listWebhooks']));
     const members = await client.callTool({ name: 'listMembers', arguments: {} });
     expect(members.isError).toBeFalsy();
     expect(JSON.stringify(members.structuredContent)).toContain(owner.memberId);
@@ -102,6 +102,25 @@ describe('an MCP client authorizes through the service and uses its tools', () =
 
     const mine = await t.http.get('/v1/me/authorizations').set(...bearer(owner.token));
     expect(mine.body.items).toEqual(expect.arrayContaining([expect.objectContaining({ client: { id: provider.info!.client_id, name: 'Desk assistant', type: 'dynamic' }, resource: `${t.base}/mcp` })]));
+  });
+
+  it("a plain member's client gets the member's tools only, and nothing once the member is removed", async () => {
+    const member = await addMember(t, owner.organizationId, 'member');
+    const provider = new TestClientProvider();
+    const { client } = await authorizeAndConnect(provider, member.email);
+    const names = (await client.listTools()).tools.map((tool) => tool.name);
+    // A member reads teams; the audit log and the webhooks are the admins' (the owner's client lists them).
+    expect(names).toContain('listTeams');
+    expect(names).not.toContain('listAuditLogs');
+    expect(names).not.toContain('listWebhooks');
+    const refused = await client.callTool({ name: 'listAuditLogs', arguments: {} });
+    expect(refused.isError).toBe(true);
+    await client.close();
+
+    await t.http.delete(`/v1/members/${member.memberId}`).set(...bearer(owner.token)).expect(204);
+    // The same token, on its next request: refused as a credential (the authorization went with the membership).
+    const res = await t.http.post('/mcp').set(...bearer(provider.saved!.access_token)).set('accept', 'application/json, text/event-stream').send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(res.status).toBe(401);
   });
 
   it('with a Client ID Metadata Document: no registration, the URL is the client_id, the document is its claim', async () => {
