@@ -9,6 +9,7 @@ import type { AdminOrganizationRow } from './store';
 import { changed, recordChange } from '../audit';
 
 type Schemas = components['schemas'];
+type Listed = Schemas['AdminOrganization'] | Schemas['AdminPurgedOrganization'];
 
 function toAdminOrganization(row: AdminOrganizationRow): Schemas['AdminOrganization'] {
   const owner =
@@ -23,16 +24,43 @@ function toAdminOrganization(row: AdminOrganizationRow): Schemas['AdminOrganizat
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
     memberCount: Number(row.member_count),
+    state: row.deletion_scheduled_at ? 'deletion_scheduled' : 'active',
+    deletionScheduledAt: row.deletion_scheduled_at?.toISOString() ?? null,
+    purgeAt: row.purge_at?.toISOString() ?? null,
+  };
+}
+
+function toPurgedOrganization(row: store.TombstoneRow): Schemas['AdminPurgedOrganization'] {
+  return {
+    id: row.id,
+    state: 'purged',
+    nameSha256: row.name_sha256,
+    deletedAt: row.deleted_at.toISOString(),
+    deletedByUserId: row.deleted_by_user_id,
+    purgedAt: row.created_at.toISOString(),
   };
 }
 
 /** The platform administrators' routes (`x-platform-admin` in the contract: the router lets no one else in). */
-export async function listOrganizations(deps: AppDeps, page: PageRequest) {
+/**
+ * Every organization, newest first, or those of one `state`: `active`, `deletion_scheduled`
+ * (locked, awaiting their purge), `purged` (the tombstones a purge leaves: no name, its SHA-256).
+ */
+export async function listOrganizations(deps: AppDeps, query: PageRequest & { state?: 'active' | 'deletion_scheduled' | 'purged' }) {
+  const { state } = query;
+  if (state === 'purged') {
+    return deps.cursors.page(
+      'admin-tombstones',
+      query,
+      async (after, take) => positioned(await store.listTombstones(deps.db, after, take)),
+      (row): Listed => toPurgedOrganization(row),
+    );
+  }
   return deps.cursors.page(
     'admin-organizations',
-    page,
-    async (after, take) => positioned(await store.listOrganizations(deps.db, after, take)),
-    (row) => toAdminOrganization(row),
+    query,
+    async (after, take) => positioned(await store.listOrganizations(deps.db, after, take, state)),
+    (row): Listed => toAdminOrganization(row),
   );
 }
 

@@ -34,6 +34,9 @@ describe('GET /v1/admin/organizations', () => {
         createdAt: expect.any(String),
         updatedAt: expect.any(String),
         memberCount: 2,
+        state: 'active',
+        deletionScheduledAt: null,
+        purgeAt: null,
       },
     ]);
     const page2 = await t.http.get('/v1/admin/organizations').query({ limit: 1, cursor: page1.body.nextCursor }).set(...bearer(root.token));

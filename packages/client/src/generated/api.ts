@@ -2730,7 +2730,7 @@ export interface paths {
         };
         /**
          * List all organizations (platform admin, session only)
-         * @description Every organization on the platform, newest first. Others get 403 `platform_admin_required`.
+         * @description Every organization on the platform, newest first, or only those of one `state`: `active`, `deletion_scheduled` (locked until `purgeAt`), `purged` (tombstones, most recently purged first: the id, the name's SHA-256, who deleted it and when). Others get 403 `platform_admin_required`.
          */
         get: operations["adminListOrganizations"];
         put?: never;
@@ -7000,6 +7000,28 @@ export interface components {
             updatedAt: components["schemas"]["Timestamp"];
             /** @description Active members who are people (service accounts take no seat). */
             memberCount: number;
+            /**
+             * @description `deletion_scheduled`: locked by its owner's deletion until `purgeAt`.
+             * @enum {string}
+             */
+            state?: "active" | "deletion_scheduled";
+            /** Format: date-time */
+            deletionScheduledAt?: string | null;
+            /** Format: date-time */
+            purgeAt?: string | null;
+        };
+        /** @description What remains of a purged organization (its tombstone). */
+        AdminPurgedOrganization: {
+            id: components["schemas"]["OrganizationId"];
+            /** @constant */
+            state: "purged";
+            /** @description Hex SHA-256 of the organization's name (the name itself is gone). */
+            nameSha256: string;
+            /** Format: date-time */
+            deletedAt: string;
+            deletedByUserId: string | null;
+            /** Format: date-time */
+            purgedAt: string;
         };
         /**
          * @example {
@@ -7017,14 +7039,17 @@ export interface components {
          *           },
          *           "createdAt": "2026-11-02T09:14:03.000Z",
          *           "updatedAt": "2026-11-03T16:42:10.000Z",
-         *           "memberCount": 3
+         *           "memberCount": 3,
+         *           "state": "active",
+         *           "deletionScheduledAt": null,
+         *           "purgeAt": null
          *         }
          *       ],
          *       "nextCursor": null
          *     }
          */
         AdminOrganizationList: {
-            items: components["schemas"]["AdminOrganization"][];
+            items: (components["schemas"]["AdminOrganization"] | components["schemas"]["AdminPurgedOrganization"])[];
             nextCursor: components["schemas"]["NextCursor"];
         };
         /**
@@ -17841,6 +17866,8 @@ export interface operations {
     adminListOrganizations: {
         parameters: {
             query?: {
+                /** @example deletion_scheduled */
+                state?: "active" | "deletion_scheduled" | "purged";
                 /**
                  * @description Page size.
                  * @example 20
