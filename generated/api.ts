@@ -2641,6 +2641,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workers/{id}/delegations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Let a worker act for you (session only)
+         * @description The calling member delegates to a worker of their organization: the worker may exchange the answered `subjectToken` (RFC 8693 token exchange, with its own client credentials) for access tokens acting as the member, with `act` naming the worker, at most these scopes, its ceiling and the member's own permissions. Listed and revoked with the member's authorizations (`GET|DELETE /v1/me/authorizations`); a new delegation to the same worker replaces the last. Keys the member lacks are 403 `permission_not_held`; a stopped worker is 409 `worker_stopped`. Audited as `oauth_authorization.created`.
+         */
+        post: operations["createWorkerDelegation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/billing": {
         parameters: {
             query?: never;
@@ -6702,6 +6725,116 @@ export interface components {
             ok: components["schemas"]["OkTrue"];
             accepted: number;
         };
+        /**
+         * @example {
+         *       "scopes": [
+         *         "members.read",
+         *         "teams.read"
+         *       ],
+         *       "expiresIn": 3600
+         *     }
+         */
+        CreateDelegationBody: {
+            /** @description What the worker may do for the member (permission keys the member holds). */
+            scopes: components["schemas"]["PermissionKeys"];
+            /**
+             * @description Seconds the delegation (and its subject token) lives.
+             * @default 3600
+             */
+            expiresIn: number;
+        };
+        /**
+         * Format: typeid
+         * @example oag_01m9d3hq3ffz0tvxbd0p1b7k2c
+         */
+        OAuthAuthorizationId: string;
+        /**
+         * @description A member's authorization of an OAuth client: what they approved on the consent page, or a delegation to a worker (client type `worker`). Tokens issued under it work until it is revoked or expires.
+         * @example {
+         *       "id": "oag_01m9d3hq3ffz0tvxbd0p1b7k2c",
+         *       "client": {
+         *         "id": "oac_01m9d3c0h8e4gs9c3p9w5r1t2y",
+         *         "name": "Deploy bot",
+         *         "type": "organization"
+         *       },
+         *       "organizationId": "org_01m5szp33rez9snxs07t6nd2jv",
+         *       "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *       "scopes": [
+         *         "members.read",
+         *         "offline_access"
+         *       ],
+         *       "resource": "https://api.example.com/v1",
+         *       "createdAt": "2026-12-01T09:14:03.000Z",
+         *       "lastUsedAt": "2026-12-04T08:01:55.000Z",
+         *       "expiresAt": "2027-01-03T08:01:55.000Z"
+         *     }
+         */
+        OAuthAuthorization: {
+            id: components["schemas"]["OAuthAuthorizationId"];
+            client: {
+                /** @description The client's `client_id`: an organization client's `oac_` id, the URL of a client's metadata document, a dynamically registered client's id, or, for a delegation, the worker's `wrk_` id. */
+                id: string;
+                /** @description The name shown at consent. A metadata document's or a dynamically registered client's name is that client's own claim. */
+                name: string;
+                /** @enum {string} */
+                type: "organization" | "metadata_document" | "dynamic" | "worker";
+            };
+            organizationId: components["schemas"]["OrganizationId"];
+            /**
+             * Format: typeid
+             * @description The member who authorized the client (the member its tokens act as).
+             */
+            memberId: string;
+            /** @description What the member approved (permission keys, and `offline_access` when the client may refresh). */
+            scopes: string[];
+            /**
+             * Format: uri
+             * @description The resource (RFC 8707) the client's tokens are for.
+             */
+            resource: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When a token was last issued under it (its creation until then).
+             */
+            lastUsedAt: string;
+            /**
+             * Format: date-time
+             * @description When it ends unless a token is issued under it before (the refresh-token lifetime after its last use).
+             */
+            expiresAt: string;
+        };
+        /**
+         * @example {
+         *       "ok": true,
+         *       "item": {
+         *         "id": "oag_01m9d3hq3ffz0tvxbd0p1b7k2c",
+         *         "client": {
+         *           "id": "wrk_01m65mh8z0f2jap12hafb7qt8z",
+         *           "name": "build-runner-1",
+         *           "type": "worker"
+         *         },
+         *         "organizationId": "org_01m5szp33rez9snxs07t6nd2jv",
+         *         "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
+         *         "scopes": [
+         *           "members.read",
+         *           "teams.read"
+         *         ],
+         *         "resource": "https://api.example.com/v1",
+         *         "createdAt": "2026-12-01T09:14:03.000Z",
+         *         "lastUsedAt": "2026-12-01T09:14:03.000Z",
+         *         "expiresAt": "2026-12-01T10:14:03.000Z"
+         *       },
+         *       "subjectToken": "eyJhbGciOiJSUzI1NiIsInR5cCI6ImF0K2p3dCJ9.eyJzdWIiOiJvbV8wMW01enZqaGhyZWJoYTd5NXIzbWFwMmF0MiJ9.c2lnbmF0dXJl"
+         *     }
+         */
+        DelegationCreated: {
+            ok: components["schemas"]["OkTrue"];
+            item: components["schemas"]["OAuthAuthorization"];
+            /** @description Shown once: the RFC 8693 `subject_token` the worker exchanges at the token endpoint (`subject_token_type` `urn:ietf:params:oauth:token-type:access_token`). It names the worker as the only allowed actor (`may_act`), is for the token endpoint only (refused on the API) and lives as long as the delegation. */
+            subjectToken: string;
+        };
         /** @description Each limit, or null for unlimited. */
         PlanLimits: {
             /** @description People (seats); service accounts are members but count under `serviceAccounts`. */
@@ -7153,68 +7286,6 @@ export interface components {
             };
         };
         /**
-         * Format: typeid
-         * @example oag_01m9d3hq3ffz0tvxbd0p1b7k2c
-         */
-        OAuthAuthorizationId: string;
-        /**
-         * @description A member's authorization of an OAuth client: what they approved on the consent page. Tokens issued under it work until it is revoked or expires.
-         * @example {
-         *       "id": "oag_01m9d3hq3ffz0tvxbd0p1b7k2c",
-         *       "client": {
-         *         "id": "oac_01m9d3c0h8e4gs9c3p9w5r1t2y",
-         *         "name": "Deploy bot",
-         *         "type": "organization"
-         *       },
-         *       "organizationId": "org_01m5szp33rez9snxs07t6nd2jv",
-         *       "memberId": "om_01m5zvjhhrebha7y5r3map2at2",
-         *       "scopes": [
-         *         "members.read",
-         *         "offline_access"
-         *       ],
-         *       "resource": "https://api.example.com/v1",
-         *       "createdAt": "2026-12-01T09:14:03.000Z",
-         *       "lastUsedAt": "2026-12-04T08:01:55.000Z",
-         *       "expiresAt": "2027-01-03T08:01:55.000Z"
-         *     }
-         */
-        OAuthAuthorization: {
-            id: components["schemas"]["OAuthAuthorizationId"];
-            client: {
-                /** @description The client's `client_id`: an organization client's `oac_` id, the URL of a client's metadata document, or a dynamically registered client's id. */
-                id: string;
-                /** @description The name shown at consent. A metadata document's or a dynamically registered client's name is that client's own claim. */
-                name: string;
-                /** @enum {string} */
-                type: "organization" | "metadata_document" | "dynamic";
-            };
-            organizationId: components["schemas"]["OrganizationId"];
-            /**
-             * Format: typeid
-             * @description The member who authorized the client (the member its tokens act as).
-             */
-            memberId: string;
-            /** @description What the member approved (permission keys, and `offline_access` when the client may refresh). */
-            scopes: string[];
-            /**
-             * Format: uri
-             * @description The resource (RFC 8707) the client's tokens are for.
-             */
-            resource: string;
-            /** Format: date-time */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @description When a token was last issued under it (its creation until then).
-             */
-            lastUsedAt: string;
-            /**
-             * Format: date-time
-             * @description When it ends unless a token is issued under it before (the refresh-token lifetime after its last use).
-             */
-            expiresAt: string;
-        };
-        /**
          * @example {
          *       "items": [
          *         {
@@ -7560,7 +7631,7 @@ export interface components {
          * @example aud_01m5sz6d58egktbnryj3vz17wx
          */
         AuditEntryId: string;
-        /** @description Who made the change: a member's session (`id` is the user), a person's API key (`id` is the key, `memberId` its creator), a service account (`id` is the service account, `memberId` its member, `apiKeyId` the key it acted through), a SCIM token, a worker, or the service itself (`system`). A change made with an OAuth access token names the token's client (`clientId`), beside the member or service account it acted as. */
+        /** @description Who made the change: a member's session (`id` is the user), a person's API key (`id` is the key, `memberId` its creator), a service account (`id` is the service account, `memberId` its member, `apiKeyId` the key it acted through), a SCIM token, a worker, or the service itself (`system`). A change made with an OAuth access token names the token's client (`clientId`), beside the member or service account it acted as, and, when a worker acted for the member through a delegation, that worker (`act`). */
         AuditActor: {
             /** @enum {string} */
             type: "member" | "api_key" | "service_account" | "scim" | "worker" | "system";
@@ -7569,6 +7640,11 @@ export interface components {
             apiKeyId?: components["schemas"]["ApiKeyId"];
             /** @description The OAuth `client_id` of the access token the change was made with. */
             clientId?: string;
+            /** @description The actor of a token exchanged for the member (RFC 8693 `act`): the worker that acted for them through a delegation. */
+            act?: {
+                /** @description The worker's id. */
+                sub: string;
+            };
         };
         AuditTarget: {
             /** @description The kind of resource changed (`team`, `member`, `marketplace`, `organization`, ...). */
@@ -11090,6 +11166,29 @@ export interface components {
                     error: "forbidden";
                     /** @enum {string} */
                     reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_not_held" | "sso_required" | "worker_creator_or_admin_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
+         *     - `permission_not_held`: A role or key cannot be given permissions its giver does not hold.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_not_held-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_not_held" | "sso_required";
                     message: string;
                 };
             };
@@ -17739,6 +17838,39 @@ export interface operations {
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_not_held-sso_required-worker_creator_or_admin_required-for-workers.manage"];
             404: components["responses"]["404-organization_not_found-worker_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createWorkerDelegation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example wrk_01m65mh8z0f2jap12hafb7qt8z */
+                id: components["schemas"]["WorkerId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateDelegationBody"];
+            };
+        };
+        responses: {
+            /** @description The delegation and its subject token. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelegationCreated"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-permission_not_held-sso_required"];
+            404: components["responses"]["404-organization_not_found-worker_not_found"];
+            409: components["responses"]["409-worker_stopped"];
             default: components["responses"]["Error"];
         };
     };

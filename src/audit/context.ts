@@ -24,12 +24,15 @@ export function actorOf(principal: AnyPrincipal | null): Actor {
       return { type: 'api_key', id: p.apiKeyId, memberId: p.membership?.memberId ?? null };
     case 'session':
       return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null };
-    case 'accessToken':
+    case 'accessToken': {
       // The member acting (a person, or a service account: its member has no user) and the client it authorized (docs/oauth.md#access-tokens-at-the-api).
       // A worker's own token: the worker, which has no member (docs/audit.md#the-actor).
       if (p.worker && !p.worker.delegated) return { type: 'worker', id: p.worker.id, memberId: null, ...(p.clientId ? { clientId: p.clientId } : {}) };
-      if (p.serviceAccountId !== null) return { type: 'service_account', id: p.serviceAccountId, memberId: p.membership?.memberId ?? null, ...(p.clientId ? { clientId: p.clientId } : {}) };
-      return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null, ...(p.clientId ? { clientId: p.clientId } : {}) };
+      // A token exchanged for the member names the worker acting for them (`act`).
+      const via = { ...(p.clientId ? { clientId: p.clientId } : {}), ...(p.worker?.delegated ? { act: { sub: p.worker.id } } : {}) };
+      if (p.serviceAccountId !== null) return { type: 'service_account', id: p.serviceAccountId, memberId: p.membership?.memberId ?? null, ...via };
+      return { type: 'member', id: p.userId, memberId: p.membership?.memberId ?? null, ...via };
+    }
     case 'worker':
       return { type: 'worker', id: p.workerId, memberId: null };
     case 'scim':

@@ -13,6 +13,7 @@ export const ENTRY_COLUMNS = [
   'actor_member_id',
   'actor_api_key_id',
   'actor_client_id',
+  'actor_act_sub',
   'target_type',
   'target_id',
   'changes',
@@ -40,10 +41,11 @@ export function toEntry(row: EntryRow): AuditEntry {
   };
 }
 
-/** The stored actor; `apiKeyId` and `clientId` only when set, so the entries before them hash as they did. */
+/** The stored actor; `apiKeyId`, `clientId` and `act` only when set, so the entries before them hash as they did. */
 function actorOf(row: EntryRow): AuditEntry['actor'] {
   const actor: AuditEntry['actor'] = { type: row.actor_type as ActorType, id: row.actor_id, memberId: row.actor_member_id };
   if (row.actor_api_key_id !== null) actor.apiKeyId = row.actor_api_key_id;
   if (row.actor_client_id !== null) actor.clientId = row.actor_client_id;
+  if (row.actor_act_sub !== null) actor.act = { sub: row.actor_act_sub };
   return actor;
 }

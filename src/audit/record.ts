@@ -117,8 +117,8 @@ function auditCtes(p: PreparedEntry, event: RawBuilder<unknown>, after: string |
         SET seq = h.seq + 1, prev_hash = h.hash, hash = encode(sha256(convert_to(h.hash || ${p.canonical}::text, 'UTF8')), 'hex'), last_at = excluded.last_at
       RETURNING seq, prev_hash, hash
     ), audit_entry AS (
-      INSERT INTO audit_logs (id, organization_id, seq, action, actor_type, actor_id, actor_member_id, actor_api_key_id, actor_client_id, target_type, target_id, changes, request_id, ip, user_agent, created_at, prev_hash, hash)
-      SELECT ${entry.id}, ${p.organizationId}, audit_head.seq, ${entry.action}, ${entry.actor.type}, ${entry.actor.id}, ${entry.actor.memberId}, ${entry.actor.apiKeyId ?? null}, ${entry.actor.clientId ?? null},
+      INSERT INTO audit_logs (id, organization_id, seq, action, actor_type, actor_id, actor_member_id, actor_api_key_id, actor_client_id, actor_act_sub, target_type, target_id, changes, request_id, ip, user_agent, created_at, prev_hash, hash)
+      SELECT ${entry.id}, ${p.organizationId}, audit_head.seq, ${entry.action}, ${entry.actor.type}, ${entry.actor.id}, ${entry.actor.memberId}, ${entry.actor.apiKeyId ?? null}, ${entry.actor.clientId ?? null}, ${entry.actor.act?.sub ?? null},
         ${entry.target.type}, ${entry.target.id}, ${JSON.stringify(entry.changes)}::jsonb, ${entry.requestId}, ${entry.ip}, ${entry.userAgent},
         ${p.createdAt}::timestamptz, audit_head.prev_hash, audit_head.hash
       FROM audit_head LEFT JOIN event_announced ON true

@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 import type { Json, Timestamp } from '../db/columns';
 
 /** One audit entry (src/audit/record.ts writes it; nothing updates it). */
@@ -15,6 +15,8 @@ export interface AuditLogsTable {
   actor_api_key_id: string | null;
   /** The OAuth client of the access token the change was made with (null otherwise). */
   actor_client_id: string | null;
+  /** The actor of a token exchanged for a member (`act.sub`: the worker); null otherwise. */
+  actor_act_sub: ColumnType<string | null, string | null | undefined, string | null>;
   target_type: string;
   target_id: string | null;
   changes: Json<Record<string, unknown>>;

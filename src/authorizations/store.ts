@@ -67,6 +67,8 @@ export interface NewAuthorization {
   resource: string;
   grantKey: string | null;
   expiresAt: Date;
+  /** A delegation's subject token, hashed. */
+  subjectTokenHash?: string;
 }
 
 export async function insert(db: Db, row: NewAuthorization, now: Date): Promise<AuthorizationRow> {
@@ -82,6 +84,7 @@ export async function insert(db: Db, row: NewAuthorization, now: Date): Promise<
       scopes: row.scopes,
       resource: row.resource,
       grant_key: row.grantKey,
+      subject_token_hash: row.subjectTokenHash ?? null,
       created_at: now,
       last_used_at: now,
       expires_at: row.expiresAt,
@@ -154,4 +157,39 @@ export async function memberState(db: Db, memberId: string) {
 
 export async function userState(db: Db, userId: string) {
   return db.selectFrom('users').select(['id', 'email', 'email_verified_at as emailVerifiedAt']).where('id', '=', userId).executeTakeFirst();
+}
+
+/**
+ * Ends the member's unrevoked delegations to a worker (live or expired), so a new one takes their
+ * place under the one-per-member-client-resource index; their rows.
+ */
+export async function revokeDelegationsTo(db: Db, memberId: string, workerId: string, now: Date): Promise<AuthorizationRow[]> {
+  return db
+    .updateTable('oauth_authorizations')
+    .set({ revoked_at: now })
+    .where('member_id', '=', memberId)
+    .where('client_id', '=', workerId)
+    .where('client_type', '=', 'worker')
+    .where('revoked_at', 'is', null)
+    .returningAll()
+    .execute();
+}
+
+/**
+ * The live delegation a subject token belongs to: found by id and the token's hash, its member still active and the organization not locked; with the member's role.
+ */
+export async function findDelegationForExchange(db: Db, where: { id: string; subjectTokenHash: string }, now: Date) {
+  return db
+    .selectFrom('oauth_authorizations as a')
+    .innerJoin('members as m', 'm.id', 'a.member_id')
+    .select(['a.id', 'a.organization_id', 'a.member_id', 'a.client_id', 'a.scopes', 'a.expires_at'])
+    .where('a.id', '=', where.id)
+    .where('a.subject_token_hash', '=', where.subjectTokenHash)
+    .where('a.client_type', '=', 'worker')
+    .where('a.revoked_at', 'is', null)
+    .where('a.expires_at', '>', now)
+    .where('m.removed_at', 'is', null)
+    .where('m.suspended_at', 'is', null)
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('organizations as o').select('o.id').whereRef('o.id', '=', 'a.organization_id').where('o.deletion_scheduled_at', 'is not', null))))
+    .executeTakeFirst();
 }

@@ -3,7 +3,7 @@ import type { Timestamp } from '../db/columns';
 
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
-export type AuthorizationClientType = 'organization' | 'metadata_document' | 'dynamic';
+export type AuthorizationClientType = 'organization' | 'metadata_document' | 'dynamic' | 'worker';
 
 /** A member's authorization of an OAuth client (`oag_`, docs/oauth.md#authorizations). */
 export interface OAuthAuthorizationsTable {
@@ -18,6 +18,8 @@ export interface OAuthAuthorizationsTable {
   resource: string;
   /** SHA-256 of `Grant:<grant id>`, as oauth_records keys the grant's tokens. */
   grant_key: string | null;
+  /** A delegation's (client type `worker`): SHA-256 of the subject token it answered; null otherwise. */
+  subject_token_hash: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   last_used_at: Timestamp;
   expires_at: Timestamp;

@@ -21,6 +21,8 @@ export interface Actor {
   apiKeyId?: string;
   /** The OAuth client of an access token the change was made with; absent otherwise (so other entries hash as before). */
   clientId?: string;
+  /** RFC 8693's actor of a token exchanged for the member (the worker acting for them); absent otherwise (so other entries hash as before). */
+  act?: { sub: string };
 }
 
 /**

@@ -27,6 +27,9 @@ import { findRegisteredClient } from './registered-clients';
  */
 export type ClientKind = 'service_account' | 'organization' | 'worker' | 'dynamic' | 'metadata_document';
 
+/** RFC 8693's grant type: workers may use it (./token-exchange.ts). */
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+
 /** Metadata fields of ours on a client (oidc-provider's `extraClientMetadata`). */
 export const EXTRA_CLIENT_METADATA = ['client_kind', 'organization_id', 'member_id'] as const;
 
@@ -98,7 +101,7 @@ async function workerClient(db: Db, clientId: string): Promise<OAuthClientMetada
     client_secret: PLACEHOLDER_SECRET,
     client_kind: 'worker',
     organization_id: row.organization_id,
-    grant_types: ['client_credentials'],
+    grant_types: ['client_credentials', TOKEN_EXCHANGE],
     response_types: [],
     redirect_uris: [],
     token_endpoint_auth_method: 'client_secret_basic',

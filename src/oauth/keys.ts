@@ -16,7 +16,7 @@ import type { SecretBox } from '../lib/crypto';
  * not know (read again at once, at most once a second, so a flood of forged kids costs one query a
  * second).
  */
-export const SIGNING_ALG = 'RS256';
+export const SIGNING_ALG = 'RS256' as const;
 const REFRESH_MS = 30_000;
 const UNKNOWN_KID_RELOAD_MS = 1_000;
 /** Clock skew allowed on top of a retired key's last token. */

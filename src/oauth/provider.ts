@@ -17,6 +17,7 @@ import { templateContext } from '../mail/queue';
 import { devicePages, prefillFromLink } from './device-pages';
 import { DEVICE_CODE_GRANT, devicePolling } from './device-polling';
 import { limitCodeGuesses } from './device-guesses';
+import { exchangedOf, TOKEN_EXCHANGE, TOKEN_EXCHANGE_PARAMS, tokenExchangeGrant } from './token-exchange';
 
 // oidc-provider (Koa inside, ESM) loads when the authorization server first serves a request.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -45,6 +46,17 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
   const resources = new Set(protectedResources(settings.publicBaseUrl));
   const scopes = [...PERMISSION_KEYS, OFFLINE_ACCESS];
   const outside = outsideClientsConfiguration(deps);
+  // A resource server of ours (RFC 8707): JWT access tokens for its audience; an unknown one is invalid_target.
+  const resourceServerInfo = (identifier: string): OidcProvider.ResourceServer => {
+    if (!resources.has(identifier)) throw new (oidcProvider().errors.InvalidTarget)();
+    return {
+      scope: PERMISSION_KEYS.join(' '),
+      audience: identifier,
+      accessTokenTTL: oauth.accessTokenTtlSeconds,
+      accessTokenFormat: 'jwt' as const,
+      jwt: { sign: { alg: SIGNING_ALG } },
+    };
+  };
 
   const configuration: Configuration = {
     adapter: recordsAdapter({
@@ -108,16 +120,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
         enabled: true,
         defaultResource: () => resource,
         useGrantedResource: () => true,
-        getResourceServerInfo: (_ctx: KoaContextWithOIDC, identifier: string) => {
-          if (!resources.has(identifier)) throw new (oidcProvider().errors.InvalidTarget)();
-          return {
-            scope: PERMISSION_KEYS.join(' '),
-            audience: identifier,
-            accessTokenTTL: oauth.accessTokenTtlSeconds,
-            accessTokenFormat: 'jwt',
-            jwt: { sign: { alg: SIGNING_ALG } },
-          };
-        },
+        getResourceServerInfo: (_ctx: KoaContextWithOIDC, identifier: string) => resourceServerInfo(identifier),
       },
     },
     formats: {
@@ -134,6 +137,15 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
             jwt.payload.org_id = authorization.organization_id;
             jwt.payload.authorization_id = authorization.id;
             if (metadata?.client_kind === 'dynamic' && token.clientId) await touchRegisteredClient(deps.db, token.clientId, deps.clock.now());
+            return;
+          }
+          // A token a worker exchanged for a member (./token-exchange.ts): the member, the worker as actor, the delegation.
+          const exchanged = exchangedOf(token);
+          if (exchanged) {
+            jwt.payload.sub = exchanged.memberId;
+            jwt.payload.act = { sub: exchanged.actor };
+            jwt.payload.org_id = exchanged.organizationId;
+            jwt.payload.authorization_id = exchanged.authorizationId;
             return;
           }
           if (!metadata?.organization_id) throw new Error('access token for a client without an organization');
@@ -166,6 +178,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
   provider.use(limitCodeGuesses(deps, templateContext(settings.mail).productName));
   provider.use(devicePolling(deps));
   provider.use(registrationClosed(deps));
+  provider.registerGrantType(TOKEN_EXCHANGE, tokenExchangeGrant(deps, oidcProvider().errors, resourceServerInfo, resource, oauth.accessTokenTtlSeconds), TOKEN_EXCHANGE_PARAMS);
   provider.use(async (ctx, next) => {
     if (ctx.method === 'GET' && ctx.path === '/auth') {
       const scope = ctx.query.scope;

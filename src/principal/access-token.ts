@@ -44,6 +44,12 @@ interface TokenRow {
   authorizationClientId: string | null;
   authorizationClientType: string | null;
   maxScopes: string[] | null;
+  /** A delegated token's actor (`act.sub`): the worker, while it runs and its creator is active, with its ceiling and the creator's role. */
+  actorWorkerId: string | null;
+  actorCeiling: string[] | null;
+  actorCreatorRole: string | null;
+  actorCreatorRoleBuiltIn: boolean | null;
+  actorCreatorRolePermissions: string[] | null;
 }
 
 /** The one statement of a token's request (test/api/principal-round-trips.test.ts counts it). */
@@ -59,6 +65,10 @@ function tokenState(db: Db, claims: AccessTokenClaims, now: Date): Promise<Token
       join.on('a.id', '=', claims.authorization_id ?? '').onRef('a.member_id', '=', 'm.id').on('a.revoked_at', 'is', null).on('a.expires_at', '>', now),
     )
     .leftJoin('organization_oauth_policies as p', 'p.organization_id', 'm.organization_id')
+    // A token a worker exchanged for the member: the worker (running, of the organization) and its creator (active) now.
+    .leftJoin('workers as w', (join) => join.on('w.id', '=', claims.act?.sub ?? '').onRef('w.organization_id', '=', 'm.organization_id').on('w.stopped_at', 'is', null))
+    .leftJoin('members as wc', (join) => join.onRef('wc.id', '=', 'w.created_by_member_id').on('wc.removed_at', 'is', null).on('wc.suspended_at', 'is', null))
+    .leftJoin('organization_roles as wr', (join) => join.onRef('wr.organization_id', '=', 'wc.organization_id').onRef('wr.key', '=', 'wc.role'))
     .select([
       'm.organization_id as organizationId',
       'm.id as memberId',
@@ -73,6 +83,11 @@ function tokenState(db: Db, claims: AccessTokenClaims, now: Date): Promise<Token
       'a.client_id as authorizationClientId',
       'a.client_type as authorizationClientType',
       'p.max_scopes as maxScopes',
+      'w.id as actorWorkerId',
+      'w.ceiling as actorCeiling',
+      'wc.role as actorCreatorRole',
+      'wr.built_in as actorCreatorRoleBuiltIn',
+      'wr.permissions as actorCreatorRolePermissions',
     ])
     .where('m.id', '=', claims.sub)
     .where('m.organization_id', '=', claims.org_id)
@@ -97,6 +112,7 @@ export async function principalFromClaims(db: Db, claims: AccessTokenClaims, now
   const serviceAccountClient = row.serviceAccountId !== null && claims.client_id === row.serviceAccountId && claims.authorization_id === undefined;
   // A member's token (authorization code, device flow) holds while its authorization does, for the client it names.
   const authorized = claims.authorization_id !== undefined && row.authorizationId === claims.authorization_id && row.authorizationClientId === claims.client_id;
+  if (claims.act !== undefined) return delegated(row, claims, authorized);
   const organizationClient = authorized && row.oauthClientId !== null && claims.client_id === row.oauthClientId;
   const outsideClient = authorized && (row.authorizationClientType === 'metadata_document' || row.authorizationClientType === 'dynamic');
   if (!serviceAccountClient && !organizationClient && !outsideClient) return null;
@@ -105,6 +121,26 @@ export async function principalFromClaims(db: Db, claims: AccessTokenClaims, now
   const allowedByClient = serviceAccountClient ? null : organizationClient ? new Set(row.oauthClientScopes ?? []) : row.maxScopes ? new Set(row.maxScopes) : null;
   const rolePermissions = permissionsOfRole({ key: row.role, builtIn: row.roleBuiltIn ?? false, permissions: row.rolePermissions });
   const permissions = new Set(claims.scope.filter((key) => rolePermissions.has(key) && (allowedByClient === null || allowedByClient.has(key))));
+  return tokenPrincipal(row, claims, permissions);
+}
+
+/**
+ * A token a worker exchanged for the member (docs/workers-and-usage.md#delegations-and-token-exchange):
+ * it holds while the delegation (its authorization, of this member and this worker) is live, the
+ * worker runs and its creator is active; it may do its scope ∩ the member's permissions now ∩ the
+ * worker's ceiling now ∩ the creator's permissions now.
+ */
+function delegated(row: TokenRow, claims: AccessTokenClaims, authorized: boolean): Principal | null {
+  const actor = claims.act!.sub;
+  if (!authorized || row.authorizationClientType !== 'worker' || actor !== claims.client_id || row.actorWorkerId !== actor || row.actorCreatorRole === null) return null;
+  const member = permissionsOfRole({ key: row.role, builtIn: row.roleBuiltIn ?? false, permissions: row.rolePermissions });
+  const creator = permissionsOfRole({ key: row.actorCreatorRole, builtIn: row.actorCreatorRoleBuiltIn ?? false, permissions: row.actorCreatorRolePermissions });
+  const ceiling = new Set(row.actorCeiling ?? []);
+  const permissions = new Set(claims.scope.filter((key) => member.has(key) && ceiling.has(key) && creator.has(key)));
+  return { ...tokenPrincipal(row, claims, permissions), worker: { id: actor, delegated: true } };
+}
+
+function tokenPrincipal(row: TokenRow, claims: AccessTokenClaims, permissions: Set<string>): Principal {
   return {
     kind: 'accessToken',
     userId: row.userId,

@@ -3,6 +3,7 @@ import { membershipOf, workerClaimOf, workerOf } from '../access/roles';
 import * as workers from './service';
 import * as lifecycle from './lifecycle';
 import { setWorkerCeiling } from './ceiling';
+import { delegateToWorker } from './delegations';
 
 export const workerHandlers: HandlerMap<
   | 'createWorker'
@@ -18,6 +19,7 @@ export const workerHandlers: HandlerMap<
   | 'startWorker'
   | 'rotateWorkerToken'
   | 'putWorkerCeiling'
+  | 'createWorkerDelegation'
 > = {
   createWorker: async (ctx) => {
     const created = await workers.createWorker(ctx.deps, membershipOf(ctx), ctx.body);
@@ -62,6 +64,8 @@ export const workerHandlers: HandlerMap<
   rotateWorkerToken: async (ctx) => ({ status: 200, body: { ok: true, hostToken: await lifecycle.rotateToken(ctx.deps, membershipOf(ctx), ctx.params.id) } }),
 
   putWorkerCeiling: async (ctx) => ({ status: 200, body: { ok: true, item: await setWorkerCeiling(ctx.deps, membershipOf(ctx), ctx.params.id, ctx.body) } }),
+
+  createWorkerDelegation: async (ctx) => ({ status: 201, body: { ok: true, ...(await delegateToWorker(ctx.deps, membershipOf(ctx), ctx.params.id, ctx.body)) } }),
 };
 
 /** The heartbeat checks its worker token in the statement that records it (src/workers/service.ts). */

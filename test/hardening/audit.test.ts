@@ -97,6 +97,11 @@ const REQUESTS: Record<string, Builder> = {
   createRole: async (_t, _w, op) => ({
     req: { label: 'a custom role', method: op.method, url: op.path, body: { key: `auditor-${Date.now().toString(36)}`, name: 'Auditor', permissions: ['audit.read'] } },
   }),
+  createWorkerDelegation: async (t, w, op) => {
+    // The service's signing key is made on first use (docs/oauth.md#signing-keys), not by this change: have it before.
+    await t.http.get('/.well-known/oauth-authorization-server');
+    return { req: { label: 'the owner delegates to a worker', method: op.method, url: urlFor(op, w), body: { scopes: ['members.read'], expiresIn: 600 } } };
+  },
   changeMemberRole: async (_t, w, op) => ({ req: { label: 'make the target an admin', method: op.method, url: urlFor(op, w), body: { role: 'admin' } } }),
   setActiveOrganization: async (_t, w, op) => ({ req: { label: 'switch to the world organization', method: op.method, url: op.path, body: { organizationId: w.owner.organizationId } } }),
   grantMarketplaceAccess: grantBody,
@@ -336,7 +341,7 @@ function collectSecrets(label: string, value: unknown): void {
   for (const [k, v] of Object.entries(value)) {
     // A role's `key` is its public identifier (docs/people-and-roles.md#roles-and-permissions), not a secret.
     if (k === 'key' && /^(create|update)Role /.test(label)) continue;
-    if (typeof v === 'string' && /^(key|token|hostToken|secret|apiKey|clientSecret|password)$/.test(k) && v.length >= 8) handedOut[`${label}.${k}`] = v;
+    if (typeof v === 'string' && /^(key|token|hostToken|secret|apiKey|clientSecret|subjectToken|password)$/.test(k) && v.length >= 8) handedOut[`${label}.${k}`] = v;
     else if (v && typeof v === 'object') collectSecrets(label, v);
   }
 }

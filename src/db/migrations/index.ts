@@ -45,6 +45,7 @@ import * as workerCeiling from './20261214_0100_worker_ceiling';
 import * as orgExports from './20261214_0200_org_exports';
 import * as oauthDevicePolls from './20261214_0500_oauth_device_polls';
 import * as oauthRegisteredClients from './20261214_0900_oauth_registered_clients';
+import * as delegations from './20261214_1000_delegations';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -98,6 +99,7 @@ const migrations: Record<string, Migration> = {
   '20261214_0200_org_exports': orgExports,
   '20261214_0500_oauth_device_polls': oauthDevicePolls,
   '20261214_0900_oauth_registered_clients': oauthRegisteredClients,
+  '20261214_1000_delegations': delegations,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -395,6 +395,9 @@ export const errorAnswers = {
   "/v1/workers/{id}/ceiling": {
     put: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","organization_deleted","permission_not_held","sso_required","worker_creator_or_admin_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"worker_not_found"}],
   },
+  "/v1/workers/{id}/delegations": {
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","organization_deleted","permission_not_held","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":404,"error":"worker_not_found"},{"status":409,"error":"worker_stopped"}],
+  },
   "/v1/billing": {
     get: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","organization_deleted","sso_required"]},{"status":404,"error":"organization_not_found"}],
   },

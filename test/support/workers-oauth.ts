@@ -1,0 +1,50 @@
+import * as oauth from 'openid-client';
+import { bearer } from './factories';
+import { discover, type OAuthTestApp } from './oauth';
+
+/**
+ * Workers as OAuth clients in tests (docs/workers-and-usage.md#workers-as-oauth-clients): a worker
+ * with a ceiling made through the API, its openid-client configuration (client secret: its host
+ * token), delegations, and RFC 8693 token exchange through openid-client's generic grant.
+ */
+export interface TestWorker {
+  id: string;
+  hostToken: string;
+}
+
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+
+export async function workerWithCeiling(t: OAuthTestApp, creatorToken: string, scopes: string[], name = 'agent'): Promise<TestWorker> {
+  const created = await t.http.post('/v1/workers').set(...bearer(creatorToken)).send({ name });
+  if (created.status !== 201) throw new Error(`create worker: ${created.status} ${JSON.stringify(created.body)}`);
+  const put = await t.http.put(`/v1/workers/${created.body.item.id}/ceiling`).set(...bearer(creatorToken)).send({ scopes });
+  if (put.status !== 200) throw new Error(`set ceiling: ${put.status} ${JSON.stringify(put.body)}`);
+  return { id: created.body.item.id, hostToken: created.body.hostToken };
+}
+
+export async function delegate(t: OAuthTestApp, memberToken: string, workerId: string, scopes: string[], expiresIn?: number): Promise<{ id: string; subjectToken: string }> {
+  const res = await t.http
+    .post(`/v1/workers/${workerId}/delegations`)
+    .set(...bearer(memberToken))
+    .send({ scopes, ...(expiresIn ? { expiresIn } : {}) });
+  if (res.status !== 201) throw new Error(`delegate: ${res.status} ${JSON.stringify(res.body)}`);
+  return { id: res.body.item.id, subjectToken: res.body.subjectToken };
+}
+
+/** RFC 8693 token exchange by the worker, authenticated with its host token. */
+export async function exchange(t: OAuthTestApp, worker: TestWorker, subjectToken: string, extra: Record<string, string> = {}) {
+  const config = await discover(t, worker.id, worker.hostToken);
+  return oauth.genericGrantRequest(config, TOKEN_EXCHANGE, { subject_token: subjectToken, subject_token_type: ACCESS_TOKEN_TYPE, ...extra });
+}
+
+/** The OAuth error of a refused exchange: `{error, error_description}` as openid-client reports them. */
+export async function exchangeRefusal(t: OAuthTestApp, worker: TestWorker, subjectToken: string, extra: Record<string, string> = {}) {
+  try {
+    await exchange(t, worker, subjectToken, extra);
+  } catch (err) {
+    const e = err as { error?: string; error_description?: string };
+    return { error: e.error, error_description: e.error_description };
+  }
+  throw new Error('the exchange was not refused');
+}
