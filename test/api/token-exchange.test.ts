@@ -1,7 +1,7 @@
 import * as oauth from 'openid-client';
 import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { addMember, bearer, createOrganization, type OrgMember, type OrgOwner } from '../support/factories';
-import type { ManualClock } from '../../src/lib/clock';
+import type { ManualClock } from '../support/clock';
 import { discover, startOAuthApp, type OAuthTestApp } from '../support/oauth';
 import { ACCESS_TOKEN_TYPE, delegate, exchange, exchangeRefusal, workerWithCeiling, type TestWorker } from '../support/workers-oauth';
 
