@@ -117,6 +117,8 @@ export const KNOWN_GOOD: Partial<Record<string, Hand>> = {
   createServiceAccount: async (k, op) => at(op, k, { body: { name: unique('robot'), role: 'member' } }),
   createRole: async (k, op) => at(op, k, { body: { key: `kg-${randomBytes(3).toString('hex')}`, name: unique('role'), permissions: ['members.read'] } }),
   putOAuthPolicy: body({ thirdPartyClients: 'allow', allowList: [], maxScopes: ['members.read'] }),
+  // A delegation's keys must be catalogue keys the member holds.
+  createWorkerDelegation: body({ scopes: ['members.read'], expiresIn: 600 }),
 
   // Resources: bodies whose fields must agree with each other or with the resource.
   updateMarketplace: async (k, op) => at(op, k, { body: { name: unique('Market') } }),
