@@ -245,6 +245,16 @@ describe('organization exports', () => {
   });
 });
 
+describe('one at a time', () => {
+  it('refuses all but one of concurrent requests (409 export_in_progress)', async () => {
+    const owner = await createOrganization(t, 'Racing Co');
+    const answers = await Promise.all([0, 1, 2, 3].map(() => requestExport(owner.token)));
+    expect(answers.map((r) => r.status).sort()).toEqual([202, 409, 409, 409]);
+    expect(answers.filter((r) => r.status === 409).map((r) => r.body.error)).toEqual(['export_in_progress', 'export_in_progress', 'export_in_progress']);
+    expect((await t.http.get('/v1/org/exports').set(...bearer(owner.token))).body.items).toHaveLength(1);
+  });
+});
+
 describe('a failed or interrupted build', () => {
   it('leaves nothing half-written: failed, no chunk, not downloadable; a new request works', async () => {
     const owner: OrgOwner = await createOrganization(t, 'Broken Co');
