@@ -17,7 +17,9 @@ export const memberHandlers: HandlerMap<'listMembers' | 'changeMemberRole' | 're
   },
 
   removeMember: async (ctx) => {
-    await members.removeMember(ctx.deps, membershipOf(ctx), ctx.params.memberId);
+    // A worker's own token borrows its creator's membership; it never "leaves" for them (docs/workers-and-usage.md#workers-as-oauth-clients).
+    const worker = principalOf(ctx).worker;
+    await members.removeMember(ctx.deps, membershipOf(ctx), ctx.params.memberId, { mayLeave: !worker || worker.delegated });
     return { status: 204, body: undefined };
   },
 };

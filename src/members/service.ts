@@ -133,8 +133,8 @@ export async function transferOwnership(deps: AppDeps, principal: Principal, mem
  * membership ends (sessions lose the organization, grants to the member stop counting because
  * they join active members), the member's API keys are revoked and their team memberships go.
  */
-export async function removeMember(deps: AppDeps, membership: Membership, memberId: string): Promise<void> {
-  const leaving = memberId === membership.memberId;
+export async function removeMember(deps: AppDeps, membership: Membership, memberId: string, options: { mayLeave: boolean } = { mayLeave: true }): Promise<void> {
+  const leaving = options.mayLeave && memberId === membership.memberId;
   if (!leaving) authorize(membership, 'members.remove');
   await removeFromOrganization(deps, membership.organizationId, memberId, leaving ? 'member.left' : 'member.removed', leaving ? null : membership.permissions);
 }

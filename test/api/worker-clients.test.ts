@@ -152,6 +152,16 @@ describe('client_credentials for a worker', () => {
     expect(await refusedClient({ id: worker.id, hostToken: rotated.body.hostToken })).toBe('invalid_client');
   });
 
+  it("cannot make its creator leave: removing them needs members.remove, as for anyone", async () => {
+    const creator = await addMember(t, owner.organizationId, 'member');
+    const worker = await createWorker(creator.token);
+    await setCeiling(creator.token, worker.id, ['members.read']);
+    const tokens = await workerToken(worker);
+    const res = await t.http.delete(`/v1/members/${creator.memberId}`).set(...bearer(tokens.access_token));
+    expect(res.status).toBe(403);
+    expect((await t.http.get('/v1/members').set(...bearer(creator.token))).status).toBe(200);
+  });
+
   it('a deleted worker ends its tokens', async () => {
     const worker = await createWorker(admin.token);
     await setCeiling(admin.token, worker.id, ['members.read']);
