@@ -1,7 +1,9 @@
 import type { HandlerMap } from '../contract';
+import { positioned } from '../lib/pagination';
 import { rotateSigningKey } from './keys';
+import { listRegisteredClients, toRegisteredClient } from './registered-clients';
 
-export const oauthHandlers: HandlerMap<'adminRotateOAuthKeys'> = {
+export const oauthHandlers: HandlerMap<'adminRotateOAuthKeys' | 'adminListOAuthClients'> = {
   adminRotateOAuthKeys: async (ctx) => {
     const { deps } = ctx;
     const rotated = await rotateSigningKey(deps.db, deps.secrets, deps.clock.now(), deps.settings.oauth.accessTokenTtlSeconds);
@@ -10,5 +12,12 @@ export const oauthHandlers: HandlerMap<'adminRotateOAuthKeys'> = {
       status: 200,
       body: { ok: true, item: { signingKeyId: rotated.kid, retiredKeyIds: rotated.retired, retiredKeysVerifyUntil: rotated.verifyUntil.toISOString() } },
     };
+  },
+
+  adminListOAuthClients: async (ctx) => {
+    const { deps } = ctx;
+    const now = deps.clock.now();
+    const body = await deps.cursors.page('admin-oauth-clients', ctx.query, async (after, take) => positioned(await listRegisteredClients(deps.db, now, after, take)), (row) => toRegisteredClient(row));
+    return { status: 200, body };
   },
 };

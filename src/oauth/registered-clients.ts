@@ -1,5 +1,6 @@
 import type { AdapterPayload } from 'oidc-provider';
 import type { Db } from '../db/schema';
+import { before, type Position } from '../lib/pagination';
 
 /**
  * Dynamically registered clients (RFC 7591, docs/oauth.md#dynamic-registration) in
@@ -39,4 +40,36 @@ export async function touchRegisteredClient(db: Db, id: string, now: Date): Prom
 export async function pruneRegisteredClients(db: Db, now: Date): Promise<number> {
   const result = await db.deleteFrom('oauth_registered_clients').where('last_used_at', '<=', new Date(now.getTime() - UNUSED_MS)).executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+export interface RegisteredClientRow {
+  id: string;
+  name: string | null;
+  metadata: unknown;
+  created_at: Date;
+  last_used_at: Date;
+}
+
+/** A page of the clients still known (used within `UNUSED_DAYS`), newest first: the platform admins' list. */
+export async function listRegisteredClients(db: Db, now: Date, after: Position | null, take: number): Promise<RegisteredClientRow[]> {
+  let query = db
+    .selectFrom('oauth_registered_clients')
+    .select(['id', 'name', 'metadata', 'created_at', 'last_used_at'])
+    .where('last_used_at', '>', new Date(now.getTime() - UNUSED_MS));
+  if (after) query = query.where(before('created_at', 'id', after));
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(take).execute();
+}
+
+/** A registered client as the contract's `RegisteredOAuthClient`. */
+export function toRegisteredClient(row: RegisteredClientRow) {
+  const metadata = (typeof row.metadata === 'string' ? JSON.parse(row.metadata) : row.metadata) as { redirect_uris?: unknown };
+  const redirectUris = Array.isArray(metadata.redirect_uris) ? metadata.redirect_uris.filter((uri): uri is string => typeof uri === 'string') : [];
+  return {
+    id: row.id,
+    name: row.name,
+    redirectUris,
+    createdAt: row.created_at.toISOString(),
+    lastUsedAt: row.last_used_at.toISOString(),
+    expiresAt: new Date(row.last_used_at.getTime() + UNUSED_MS).toISOString(),
+  };
 }

@@ -111,6 +111,28 @@ describe('dynamic client registration (OAUTH_DCR=open)', () => {
     expect(notJson.body.error).toBe('invalid_request');
   });
 
+  it('platform admins list the registered clients (GET /v1/admin/oauth-clients), newest first and paged; others get 403', async () => {
+    const first = await register({ client_name: 'Listed one', redirect_uris: ['http://127.0.0.1:9/one'] });
+    const second = await register({ client_name: 'Listed two' });
+    const admin = await createOrganization(t, 'Platform');
+    const outsider = await createOrganization(t, 'Tenant');
+    await t.db.updateTable('users').set({ is_platform_admin: true }).where('id', '=', admin.userId).execute();
+
+    const page = await t.http.get('/v1/admin/oauth-clients').query({ limit: 1 }).set(...bearer(admin.token)).expect(200);
+    expect(page.body.items).toEqual([
+      { id: second.clientMetadata().client_id, name: 'Listed two', redirectUris: [REDIRECT], createdAt: expect.any(String), lastUsedAt: expect.any(String), expiresAt: expect.any(String) },
+    ]);
+    expect(Date.parse(page.body.items[0].expiresAt) - Date.parse(page.body.items[0].lastUsedAt)).toBe(30 * 86_400_000);
+    const next = await t.http.get('/v1/admin/oauth-clients').query({ limit: 1, cursor: page.body.nextCursor }).set(...bearer(admin.token)).expect(200);
+    expect(next.body.items.map((c: { id: string; redirectUris: string[] }) => [c.id, c.redirectUris])).toEqual([[first.clientMetadata().client_id, ['http://127.0.0.1:9/one']]]);
+    // Nothing of the registration beyond the listed fields (never a secret: these clients have none).
+    expect(Object.keys(next.body.items[0]).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'redirectUris']);
+
+    const refused = await t.http.get('/v1/admin/oauth-clients').set(...bearer(outsider.token));
+    expect(refused.status).toBe(403);
+    expect(refused.body.reason).toBe('platform_admin_required');
+  });
+
   it('a client unused for 30 days is no longer known', async () => {
     const config = await register({ client_name: 'Forgotten' });
     clock.advance(31 * 86_400_000);

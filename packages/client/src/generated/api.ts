@@ -2827,6 +2827,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/oauth-clients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List dynamically registered OAuth clients (platform admin, session only)
+         * @description The clients that registered themselves at the authorization server's registration endpoint (open only when the server allows dynamic registration), newest first, with their claimed name, redirect URIs and when each is forgotten unless used. They belong to no organization; an organization's admins see and revoke their members' authorizations of them. Others get 403 `platform_admin_required`.
+         */
+        get: operations["adminListOAuthClients"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me/authorizations": {
         parameters: {
             query?: never;
@@ -7286,6 +7306,44 @@ export interface components {
             };
         };
         /**
+         * Format: typeid
+         * @description An organization's OAuth client, prefix `oac`; its OAuth `client_id`.
+         * @example oac_01m9a7k2vzf3s8c1r0e5hq4n6d
+         */
+        OAuthClientId: string;
+        /** @description A client that registered itself through dynamic client registration (RFC 7591). It belongs to no organization and is public (no secret); its name and redirect URIs are its own claim. It is forgotten 30 days after its last use. */
+        RegisteredOAuthClient: {
+            id: components["schemas"]["OAuthClientId"];
+            /** @description The `client_name` it registered, if any. */
+            name: string | null;
+            redirectUris: string[];
+            createdAt: components["schemas"]["Timestamp"];
+            lastUsedAt: components["schemas"]["Timestamp"];
+            /** @description When it is forgotten unless a token is issued to it before. */
+            expiresAt: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "oac_01m9d3c0h8e4gs9c3p9w5r1t2y",
+         *           "name": "Desk assistant",
+         *           "redirectUris": [
+         *             "http://127.0.0.1:33418/callback"
+         *           ],
+         *           "createdAt": "2026-11-02T09:14:03.000Z",
+         *           "lastUsedAt": "2026-11-20T16:42:10.000Z",
+         *           "expiresAt": "2026-12-20T16:42:10.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        RegisteredOAuthClientList: {
+            items: components["schemas"]["RegisteredOAuthClient"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
+        /**
          * @example {
          *       "items": [
          *         {
@@ -7351,12 +7409,6 @@ export interface components {
             ok: components["schemas"]["OkTrue"];
             item: components["schemas"]["OAuthPolicy"];
         };
-        /**
-         * Format: typeid
-         * @description An organization's OAuth client, prefix `oac`; its OAuth `client_id`.
-         * @example oac_01m9a7k2vzf3s8c1r0e5hq4n6d
-         */
-        OAuthClientId: string;
         /**
          * @description `confidential`: a server that keeps a client secret (shown once, when it is created) and authenticates with it at the token endpoint. `public`: an app that cannot keep a secret (a CLI, a desktop or single-page app); it authenticates with PKCE alone.
          * @enum {string}
@@ -18128,6 +18180,41 @@ export interface operations {
                     "application/json": components["schemas"]["KeyRotation"];
                 };
             };
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-platform_admin_required"];
+            default: components["responses"]["Error"];
+        };
+    };
+    adminListOAuthClients: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of registered clients. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegisteredOAuthClientList"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
             403: components["responses"]["403-email_not_verified-mfa_enrollment_required-platform_admin_required"];
             default: components["responses"]["Error"];

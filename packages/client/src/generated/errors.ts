@@ -422,6 +422,9 @@ export const errorAnswers = {
   "/v1/admin/oauth/rotate-keys": {
     post: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","platform_admin_required"]}],
   },
+  "/v1/admin/oauth-clients": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","platform_admin_required"]}],
+  },
   "/v1/me/authorizations": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified"]}],
   },
