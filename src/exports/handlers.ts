@@ -1,16 +1,16 @@
 import type { HandlerMap } from '../contract';
 import { membershipOf, principalOf } from '../access/roles';
-import * as exports from './service';
+import * as orgExports from './service';
 
 export const exportHandlers: HandlerMap<'createOrgExport' | 'listOrgExports' | 'getOrgExport' | 'downloadOrgExport'> = {
-  createOrgExport: async (ctx) => ({ status: 202, body: { ok: true, item: await exports.requestExport(ctx.deps, principalOf(ctx), membershipOf(ctx)) } }),
+  createOrgExport: async (ctx) => ({ status: 202, body: { ok: true, item: await orgExports.requestExport(ctx.deps, principalOf(ctx), membershipOf(ctx)) } }),
 
-  listOrgExports: async (ctx) => ({ status: 200, body: await exports.listExports(ctx.deps, membershipOf(ctx), ctx.query) }),
+  listOrgExports: async (ctx) => ({ status: 200, body: await orgExports.listExports(ctx.deps, membershipOf(ctx), ctx.query) }),
 
-  getOrgExport: async (ctx) => ({ status: 200, body: { ok: true, item: await exports.getExport(ctx.deps, membershipOf(ctx), ctx.params.exportId) } }),
+  getOrgExport: async (ctx) => ({ status: 200, body: { ok: true, item: await orgExports.getExport(ctx.deps, membershipOf(ctx), ctx.params.exportId) } }),
 
   downloadOrgExport: async (ctx) => {
-    const out = await exports.downloadExport(ctx.deps, membershipOf(ctx), ctx.params.exportId);
+    const out = await orgExports.downloadExport(ctx.deps, membershipOf(ctx), ctx.params.exportId);
     return {
       status: 200,
       body: undefined as never,
