@@ -93,7 +93,7 @@ export const EXPORT_FILES: readonly ExportEntry[] = [
   { table: 'directory_group_members', file: 'directory-group-members', key: ['team_id', 'directory_user_id'], columns: ['team_id', 'directory_user_id', 'organization_id', 'created_at'] },
   { table: 'directory_user_counts', skip: 'a counter the service keeps of directory-users' },
   { table: 'oauth_clients', file: 'oauth-clients', key: ['id'], columns: ['id', 'organization_id', 'name', 'type', 'redirect_uris', 'scopes', 'logo_url', 'created_by_member_id', 'created_at', 'updated_at'], withheld: ['secret_hash'] },
-  { table: 'oauth_authorizations', file: 'oauth-authorizations', key: ['id'], columns: ['id', 'organization_id', 'member_id', 'client_id', 'client_type', 'client_name', 'scopes', 'resource', 'created_at', 'last_used_at', 'expires_at', 'revoked_at'], withheld: ['grant_key'] },
+  { table: 'oauth_authorizations', file: 'oauth-authorizations', key: ['id'], columns: ['id', 'organization_id', 'member_id', 'client_id', 'client_type', 'client_name', 'scopes', 'resource', 'created_at', 'last_used_at', 'expires_at', 'revoked_at'], withheld: ['grant_key', 'subject_token_hash'] },
   { table: 'organization_oauth_policies', file: 'oauth-policy', key: ['organization_id'], columns: ['organization_id', 'third_party_clients', 'allow_list', 'max_scopes', 'updated_at'] },
   { table: 'organization_mcp_policies', file: 'mcp-policy', key: ['organization_id'], columns: ['organization_id', 'enabled', 'writes', 'updated_at'] },
   { table: 'organization_auth_policies', file: 'auth-policy', key: ['organization_id'], columns: ['organization_id', 'require_mfa', 'updated_at'] },
