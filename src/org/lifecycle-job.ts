@@ -33,7 +33,7 @@ const LEASE_MS = 5 * 60_000;
  * its next batch. The last transaction deletes the organization row and writes its tombstone.
  */
 export class OrganizationLifecycle implements JobKind<store.LifecycleJob> {
-  readonly name = 'org-lifecycle';
+  readonly name = 'organization-deletion';
   /** Nothing announces this work: the runner polls. */
   readonly channel = 'org_lifecycle';
   readonly concurrency = 2;
