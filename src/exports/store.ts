@@ -1,25 +1,12 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/schema';
 import { before, type Position } from '../lib/pagination';
-import type { ExportStatus } from './tables';
+import type { OrganizationExportsTable } from './tables';
 
 export const EXPORT_COLUMNS = ['id', 'organization_id', 'requested_by_member_id', 'requested_by_user_id', 'status', 'error', 'size', 'sha256', 'created_at', 'started_at', 'finished_at', 'expires_at', 'files_erased_at'] as const;
 
-export interface ExportRow {
-  id: string;
-  organization_id: string;
-  requested_by_member_id: string;
-  requested_by_user_id: string;
-  status: ExportStatus;
-  error: string | null;
-  size: string | null;
-  sha256: string | null;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-  expires_at: Date | null;
-  files_erased_at: Date | null;
-}
+/** An export as its routes read it: the table's columns but the lease and attempt counter. */
+export type ExportRow = Pick<Selectable<OrganizationExportsTable>, (typeof EXPORT_COLUMNS)[number]>;
 
 /** A new pending export; the partial unique index refuses a second one while one is pending or running (23505). */
 export async function insertExport(db: Db, row: { id: string; organizationId: string; memberId: string; userId: string; now: Date }): Promise<ExportRow> {
