@@ -8,6 +8,7 @@ import { revokedKeyOf } from '../oauth/revocations';
 import { apiResource, apiResourceMetadataUrl } from '../oauth/resources';
 import { organizationUnlocked } from './organization-lock';
 import { principalOfWorkerToken } from './worker-access-token';
+import { accessTokenPrincipal } from './token-principal';
 
 /**
  * An OAuth access token (docs/oauth.md#access-tokens-at-the-api) → the member it acts as, the
@@ -141,24 +142,7 @@ function delegated(row: TokenRow, claims: AccessTokenClaims, authorized: boolean
 }
 
 function tokenPrincipal(row: TokenRow, claims: AccessTokenClaims, permissions: Set<string>): Principal {
-  return {
-    kind: 'accessToken',
-    userId: row.userId,
-    serviceAccountId: row.serviceAccountId,
-    clientId: claims.client_id,
-    sessionId: null,
-    apiKeyId: null,
-    // Platform administration is a person's, from a session: a token never carries it.
-    isPlatformAdmin: false,
-    activeOrganizationId: row.organizationId,
-    authenticatedAt: null,
-    authMethod: null,
-    ssoConnectionId: null,
-    mfaMissing: false,
-    ssoMissing: false,
-    emailUnverified: false,
-    membership: { organizationId: row.organizationId, memberId: row.memberId, role: row.role, permissions },
-  };
+  return accessTokenPrincipal({ userId: row.userId, serviceAccountId: row.serviceAccountId, clientId: claims.client_id, organizationId: row.organizationId, memberId: row.memberId, role: row.role, permissions });
 }
 
 /**

@@ -5,6 +5,7 @@ import { permissionsOfRole } from '../access/role-permissions';
 import type { AccessTokenClaims } from '../oauth/verify';
 import { revokedKeyOf } from '../oauth/revocations';
 import { organizationUnlocked } from './organization-lock';
+import { accessTokenPrincipal } from './token-principal';
 
 /**
  * A worker's own client-credentials token (`sub` = `client_id` = the worker,
@@ -34,21 +35,7 @@ export async function principalOfWorkerToken(db: Db, claims: AccessTokenClaims):
   const ceiling = new Set(row.ceiling);
   const permissions = new Set(claims.scope.filter((key) => ceiling.has(key) && creator.has(key)));
   return {
-    kind: 'accessToken',
-    userId: null,
-    serviceAccountId: null,
-    clientId: claims.client_id,
+    ...accessTokenPrincipal({ userId: null, serviceAccountId: null, clientId: claims.client_id, organizationId: row.organizationId, memberId: row.creatorMemberId, role: row.role, permissions }),
     worker: { id: claims.sub, delegated: false },
-    sessionId: null,
-    apiKeyId: null,
-    isPlatformAdmin: false,
-    activeOrganizationId: row.organizationId,
-    authenticatedAt: null,
-    authMethod: null,
-    ssoConnectionId: null,
-    mfaMissing: false,
-    ssoMissing: false,
-    emailUnverified: false,
-    membership: { organizationId: row.organizationId, memberId: row.creatorMemberId, role: row.role, permissions },
   };
 }
