@@ -12,6 +12,7 @@ import { AuditCheckpoints } from '../audit/checkpoint-job';
 import { AuditStreamDeliveries } from '../audit-streams/delivery-job';
 import { OrganizationLifecycle } from '../org/lifecycle-job';
 import { OrganizationExports } from '../exports/job';
+import { oauthUpkeep } from '../oauth/upkeep';
 import { JobRunner, type JobKind } from './runner';
 import { listenForJobs } from './wakeup';
 
@@ -58,5 +59,7 @@ export function createJobRunner(setup: JobRunnerSetup): JobRunner {
     kinds.push(new OrganizationLifecycle({ db, clock, logger, secrets, settings }));
     kinds.push(new OrganizationExports({ db, clock, logger, secrets, publicBaseUrl: settings.publicBaseUrl, settings }));
   }
-  return new JobRunner({ clock, logger, kinds, wakeups: listenUrl ? (channels, wake) => listenForJobs(listenUrl, channels, wake, logger) : undefined });
+  // Every runner with work prunes what the authorization server left expired: deleting is idempotent,
+  // so replicas doing it at once only repeat a cheap statement.
+  return new JobRunner({ clock, logger, kinds, upkeep: [oauthUpkeep(db)], wakeups: listenUrl ? (channels, wake) => listenForJobs(listenUrl, channels, wake, logger) : undefined });
 }

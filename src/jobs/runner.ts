@@ -45,10 +45,19 @@ export interface JobKind<J extends { id: string } = { id: string }> {
   close?(): void;
 }
 
+/** Periodic upkeep that has no jobs of its own (pruning what expired), run with the kinds' `maintain`. */
+export interface Upkeep {
+  /** Names it in logs. */
+  readonly name: string;
+  /** Returns how many rows it touched. */
+  maintain(now: Date): Promise<number>;
+}
+
 export interface JobRunnerOptions {
   clock: Clock;
   logger: Logger;
   kinds: JobKind[];
+  upkeep?: Upkeep[];
   /**
    * Opens a wake-up source (LISTEN, src/jobs/wakeup.ts) when the runner starts; it calls `wake`
    * when jobs are committed. Without one the runner only polls (the embedded database, tests
@@ -137,6 +146,11 @@ export class JobRunner {
     this.lastMaintenance = now.getTime();
     let touched = 0;
     for (const s of this.states) touched += (await s.kind.maintain?.(now)) ?? 0;
+    for (const u of this.options.upkeep ?? []) {
+      const n = await u.maintain(now);
+      if (n > 0) this.options.logger.info({ upkeep: u.name, touched: n }, 'upkeep done');
+      touched += n;
+    }
     return touched;
   }
 

@@ -1,6 +1,8 @@
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { AppDeps } from '../domain/deps';
 import { newId } from '../lib/ids';
+import { RateLimited } from '../lib/errors';
+import * as limits from '../protection/rate-limit';
 import { OutboundError } from '../outbound';
 import type { ClientKind } from './clients';
 
@@ -107,18 +109,38 @@ function outboundFetch(deps: AppDeps): NonNullable<Configuration['fetch']> {
 }
 
 /**
- * With registration off the library has no registration route and Koa would answer a bare
- * "Not Found": a client that tries anyway gets an OAuth error saying why (404, no endpoint).
+ * The registration endpoint's gate. With registration off the library has no registration route
+ * and Koa would answer a bare "Not Found": a client that tries anyway gets an OAuth error saying
+ * why (404, no endpoint). With it open, every registration attempt counts against its address
+ * (`RATE_LIMIT_CLIENT_REGISTRATION_IP`, the address the service's own request handling trusts):
+ * a registration stores a client for 30 days, so an open endpoint must not let one caller fill the
+ * table. Past the limit: 429 with Retry-After and `temporarily_unavailable`, the OAuth error for
+ * "not now" (RFC 7591 defines none for it).
  */
-export function registrationClosed(deps: AppDeps) {
+export function registrationGate(deps: AppDeps) {
   return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
-    if (deps.settings.oauth.dynamicRegistration !== 'open' && ctx.path === '/reg') {
-      ctx.status = 404;
-      ctx.type = 'application/json';
-      ctx.set('cache-control', 'no-store');
-      ctx.body = { error: 'invalid_request', error_description: 'dynamic client registration is not enabled on this server' };
+    if (ctx.path !== '/reg') return next();
+    if (deps.settings.oauth.dynamicRegistration !== 'open') {
+      answer(ctx, 404, { error: 'invalid_request', error_description: 'dynamic client registration is not enabled on this server' });
       return;
+    }
+    if (ctx.method === 'POST') {
+      try {
+        await limits.consume(deps, 'clientRegistrationIp', (ctx.req as { ip?: string }).ip ?? '');
+      } catch (err) {
+        if (!(err instanceof RateLimited)) throw err;
+        ctx.set(err.headers());
+        answer(ctx, 429, { error: 'temporarily_unavailable', error_description: err.message });
+        return;
+      }
     }
     await next();
   };
+}
+
+function answer(ctx: KoaContextWithOIDC, status: number, body: { error: string; error_description: string }): void {
+  ctx.status = status;
+  ctx.type = 'application/json';
+  ctx.set('cache-control', 'no-store');
+  ctx.body = body;
 }

@@ -6,7 +6,7 @@ import { lazy } from '../lib/lazy';
 import { PERMISSION_KEYS } from '../access/permissions';
 import { EXTRA_CLIENT_METADATA, findClient, verifyClientSecret, type ClientKind } from './clients';
 import { recordsAdapter } from './records';
-import { outsideClientMetadata, outsideClientsConfiguration, registrationClosed } from './outside-clients';
+import { outsideClientMetadata, outsideClientsConfiguration, registrationGate } from './outside-clients';
 import { saveRegisteredClient, touchRegisteredClient } from './registered-clients';
 import { SIGNING_ALG, type SigningKeys } from './keys';
 import { apiResource, OFFLINE_ACCESS, protectedResources } from './resources';
@@ -177,7 +177,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
   provider.use(prefillFromLink);
   provider.use(limitCodeGuesses(deps, templateContext(settings.mail).productName));
   provider.use(devicePolling(deps));
-  provider.use(registrationClosed(deps));
+  provider.use(registrationGate(deps));
   provider.registerGrantType(TOKEN_EXCHANGE, tokenExchangeGrant(deps, oidcProvider().errors, resourceServerInfo, resource, oauth.accessTokenTtlSeconds), TOKEN_EXCHANGE_PARAMS);
   provider.use(async (ctx, next) => {
     if (ctx.method === 'GET' && ctx.path === '/auth') {

@@ -8,8 +8,8 @@ import { sha256Hex } from '../lib/crypto';
  * every step of a flow another began. The library names a record by model and id; an opaque
  * token's id is the token itself, so the row's key is SHA-256(model:id) and the payload (which
  * repeats the id) is sealed with SECRET_KEY. Its other lookups (by grant, by interaction uid, by
- * device user code) go through hashes too. Expired rows are not answered; `pruneExpiredRecords`
- * removes them.
+ * device user code) go through hashes too. Expired rows are not answered; the job runner's OAuth
+ * upkeep (./upkeep.ts) removes them.
  *
  * Clients are not records: `Client` lookups go to `findClient` (service accounts, organization and
  * registered clients, ./clients.ts) and a registration's upsert to `saveClient`.
@@ -99,8 +99,11 @@ export async function destroyGrantRecords(db: Db, grantKey: string): Promise<voi
   await db.deleteFrom('oauth_records').where((eb) => eb.or([eb('grant_key', '=', grantKey), eb('id', '=', grantKey)])).execute();
 }
 
-/** Removes records past their expiry (a job's or a test's call). */
-export async function pruneExpiredRecords(db: Db, now: Date): Promise<number> {
-  const result = await db.deleteFrom('oauth_records').where('expires_at', '<=', now).executeTakeFirst();
+/** Removes up to `batch` records past their expiry (the upkeep's call, ./upkeep.ts); returns how many went. */
+export async function pruneExpiredRecords(db: Db, now: Date, batch = 5000): Promise<number> {
+  const result = await db
+    .deleteFrom('oauth_records')
+    .where('id', 'in', (eb) => eb.selectFrom('oauth_records').select('id').where('expires_at', '<=', now).limit(batch))
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -36,7 +36,7 @@ export async function touchRegisteredClient(db: Db, id: string, now: Date): Prom
   await db.updateTable('oauth_registered_clients').set({ last_used_at: now }).where('id', '=', id).where('last_used_at', '<', new Date(now.getTime() - 60_000)).execute();
 }
 
-/** Removes clients unused for `UNUSED_DAYS` (a job's or a test's call). */
+/** Removes clients unused for `UNUSED_DAYS` (the job runner's OAuth upkeep, ./upkeep.ts). */
 export async function pruneRegisteredClients(db: Db, now: Date): Promise<number> {
   const result = await db.deleteFrom('oauth_registered_clients').where('last_used_at', '<=', new Date(now.getTime() - UNUSED_MS)).executeTakeFirst();
   return Number(result.numDeletedRows);

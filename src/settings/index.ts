@@ -131,6 +131,7 @@ export function loadSettings(env: Env = process.env): Settings {
       invitationOrg: rateLimit(env, 'RATE_LIMIT_INVITATION_ORG', '100/1h'),
       passwordResetEmail: rateLimit(env, 'RATE_LIMIT_PASSWORD_RESET_EMAIL', '5/1h'),
       passwordResetIp: rateLimit(env, 'RATE_LIMIT_PASSWORD_RESET_IP', '50/15m'),
+      clientRegistrationIp: rateLimit(env, 'RATE_LIMIT_CLIENT_REGISTRATION_IP', '20/1h'),
     },
     emailVerification: emailVerification(env),
     webauthn: webauthn(env, publicBaseUrl),

@@ -121,6 +121,8 @@ export interface RateLimitSettings {
   /** Password reset requests per address and per IP. */
   passwordResetEmail: RateLimitRule | null;
   passwordResetIp: RateLimitRule | null;
+  /** Dynamic client registrations per IP (`POST /oauth/reg` with OAUTH_DCR=open): each stores a client for 30 days. */
+  clientRegistrationIp: RateLimitRule | null;
 }
 
 export interface AuditSettings {

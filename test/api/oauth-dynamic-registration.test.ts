@@ -1,4 +1,8 @@
 import * as oauth from 'openid-client';
+import pino from 'pino';
+import { createJobRunner } from '../../src/jobs';
+import { SecretBox } from '../../src/lib/crypto';
+import { createOutbound } from '../../src/outbound';
 import { ManualClock } from '../support/clock';
 import { startOAuthApp, type OAuthTestApp } from '../support/oauth';
 import { authorizeAsPerson, pageText } from '../support/oauth-person';
@@ -9,7 +13,8 @@ import { bearer, createOrganization } from '../support/factories';
  * client (openid-client): registration at the metadata's registration_endpoint, then the whole
  * authorization code + PKCE flow of the registered public client through the hosted pages, and
  * the refusals: registration off (the default), a registrant claiming one of our fields, a client
- * unused for 30 days.
+ * unused for 30 days (and the job runner's upkeep removing it), too many registrations from one
+ * address.
  */
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const clock = new ManualClock(new Date());
@@ -139,6 +144,39 @@ describe('dynamic client registration (OAUTH_DCR=open)', () => {
     const res = await t.http.get('/oauth/auth').query({ client_id: config.clientMetadata().client_id, response_type: 'code', redirect_uri: REDIRECT, scope: 'members.read', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('invalid_client');
+
+    // The job runner's upkeep (any runner, whatever kinds it takes) removes the forgotten clients and
+    // the library's records past their expiry, and nothing live.
+    const now = clock.now();
+    const expired = () => t.db.selectFrom('oauth_records').select((eb) => eb.fn.countAll<string>().as('n')).where('expires_at', '<=', now).executeTakeFirstOrThrow();
+    const live = () => t.db.selectFrom('oauth_records').select((eb) => eb.fn.countAll<string>().as('n')).where((eb) => eb.or([eb('expires_at', '>', now), eb('expires_at', 'is', null)])).executeTakeFirstOrThrow();
+    expect(Number((await expired()).n)).toBeGreaterThan(0);
+    const liveBefore = Number((await live()).n);
+    const runner = createJobRunner({ db: t.db, clock, logger: pino({ level: 'silent' }), secrets: new SecretBox(t.settings.secretKey!), outbound: createOutbound({ allowedNetworks: [] }), settings: t.settings, kinds: { webhooks: false, mail: false } });
+    expect(await runner.maintain()).toBeGreaterThan(0);
+    const clients = await t.db.selectFrom('oauth_registered_clients').select('id').execute();
+    expect(clients.map((c) => c.id)).not.toContain(config.clientMetadata().client_id);
+    expect(Number((await expired()).n)).toBe(0);
+    expect(Number((await live()).n)).toBe(liveBefore);
+  });
+
+  it('registrations are limited per address (RATE_LIMIT_CLIENT_REGISTRATION_IP): past it 429 with Retry-After, and nothing is stored', async () => {
+    const limited = await startOAuthApp({ database: t.database, clock, env: { OAUTH_DCR: 'open', RATE_LIMIT_CLIENT_REGISTRATION_IP: '2/1h' } });
+    try {
+      // Every attempt counts, a refused one too: a caller cannot probe for free.
+      expect((await limited.http.post('/oauth/reg').send({ redirect_uris: ['not a url'] })).status).toBe(400);
+      const first = await oauth.dynamicClientRegistration(new URL(limited.base), { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }, oauth.None(), options);
+      expect(first.clientMetadata().client_id).toMatch(/^oac_/);
+      const before = await t.db.selectFrom('oauth_registered_clients').select('id').execute();
+      const res = await limited.http.post('/oauth/reg').send({ redirect_uris: [REDIRECT], client_name: 'One too many' });
+      expect(res.status).toBe(429);
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+      expect(res.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.stringMatching(/retry in \d+ s/) });
+      expect(await t.db.selectFrom('oauth_registered_clients').select('id').execute()).toHaveLength(before.length);
+      await expect(oauth.dynamicClientRegistration(new URL(limited.base), { redirect_uris: [REDIRECT] }, oauth.None(), options)).rejects.toThrow();
+    } finally {
+      await limited.close();
+    }
   });
 });
 
