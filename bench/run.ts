@@ -28,6 +28,8 @@ import { scenarioPeer } from './scenarios/s13-peer';
 import { scenarioMailQueued } from './scenarios/s14-mail-queued';
 import { scenarioObservability } from './scenarios/s15-observability';
 import { scenarioAccessToken, scenarioClientCredentials } from './scenarios/s16-oauth';
+import { scenarioTokens } from './scenarios/s18-tokens';
+import { scenarioJwtReads } from './scenarios/s19-jwt-reads';
 
 /** Every scenario with a long --duration stays well inside this (BENCH_HARD_LIMIT_MIN overrides). */
 const HARD_LIMIT_MS = Number(process.env.BENCH_HARD_LIMIT_MIN ?? 40) * 60_000;
@@ -84,6 +86,8 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['15', scenarioObservability],
   ['16', scenarioAccessToken],
   ['17', scenarioClientCredentials],
+  ['18', scenarioTokens],
+  ['19', scenarioJwtReads],
 ];
 
 async function main(): Promise<number> {

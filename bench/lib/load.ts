@@ -142,6 +142,8 @@ export interface LoopLoad {
   /** Seconds of measurement (split over the rounds by measureRounds). */
   duration: number;
   warmup?: number;
+  /** Processes whose memory and CPU are sampled while the loop runs (a loop that drives a server over HTTP). */
+  targets?: Target[];
 }
 
 function isLoop(load: LoadOptions | LoopLoad): load is LoopLoad {
@@ -187,7 +189,7 @@ export async function measureRounds(loads: (LoadOptions | LoopLoad)[], rounds: n
   const generatorCpuUs = loads.map(() => 0);
   for (let r = 0; r < rounds; r++) {
     for (const [i, load] of loads.entries()) {
-      const targets = isLoop(load) ? undefined : load.targets;
+      const targets = load.targets;
       const sampler = targets ? sampleProcesses(targets.map((t) => t.pid)) : null;
       const machineSampler = sampleMachine();
       const generatorStart = process.cpuUsage();

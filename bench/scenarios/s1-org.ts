@@ -113,7 +113,7 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
         check(`${members} members: service errors + non-2xx`, service.errors + service.non2xx, '<=', 0),
       );
       if (bare) {
-        result.checks.push(check(`${members} members: throughput service / bare-org`, service.rps / bare.rps, '>=', 0.6));
+        result.checks.push(check(`${members} members: throughput service / bare-org`, service.rps / bare.rps, '>=', 0.8));
         result.notes.push(
           `${members} members: p99 service / bare-org ${(service.p99 / bare.p99).toFixed(2)}; CPU per request service ${cpuMsPerRequest(service).toFixed(2)} ms, bare-org ${cpuMsPerRequest(bare).toFixed(2)} ms, express-org ${cpuMsPerRequest(express).toFixed(2)} ms`,
         );

@@ -25,7 +25,7 @@ const TARGETS = {
   orgVsActiveMember: 3,
   members: 3,
   teamCreate: 2,
-  invitation: 2,
+  invitation: 3,
 } as const;
 
 interface Side {
