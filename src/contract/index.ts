@@ -1,7 +1,7 @@
 import type { operations } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { AnyPrincipal } from '../domain/principal';
-import type { SessionLoader } from '../domain/principal';
+import type { AccessTokenLoader, SessionLoader } from '../domain/principal';
 
 export type OperationId = keyof operations;
 type Op<K extends OperationId> = operations[K];
@@ -66,6 +66,9 @@ export type StreamBody = AsyncIterable<string | Buffer>;
  * paths only; the server calls them without knowing their SQL.
  */
 export type SessionLoaders = Partial<Record<OperationId, SessionLoader>>;
+
+/** The same for an OAuth access token (the `oauthAccessToken` scheme): its check and the operation's data in one statement. */
+export type AccessTokenLoaders = Partial<Record<OperationId, AccessTokenLoader>>;
 
 /**
  * Operations that check their worker token inside the statement that does the work (one round

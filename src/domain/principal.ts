@@ -146,6 +146,13 @@ export function isUserPrincipal(principal: AnyPrincipal): principal is Principal
  */
 export type SessionLoader = (db: Db, token: string, now: Date, request: LoaderRequest) => Promise<Principal | null>;
 
+/**
+ * An access token's check that reads its operation's data in the same statement, as a session
+ * loader does for a session: null when the bearer value is no JWT; throws the token's 401 as the
+ * plain check does (src/principal/access-token.ts).
+ */
+export type AccessTokenLoader = (db: Db, token: string, now: Date, publicBaseUrl: string) => Promise<Principal | null>;
+
 /** What a session loader may read of the request: its query as sent (not yet validated). */
 export interface LoaderRequest {
   query: Record<string, unknown>;

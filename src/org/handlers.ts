@@ -1,4 +1,4 @@
-import type { HandlerMap, SessionLoaders } from '../contract';
+import type { AccessTokenLoaders, HandlerMap, SessionLoaders } from '../contract';
 import { membershipOf, principalOf, userIdOf } from '../access/roles';
 import * as org from './service';
 import * as lifecycle from './lifecycle';
@@ -24,3 +24,6 @@ export const orgHandlers: HandlerMap<'getOrg' | 'createOrg' | 'updateOrg' | 'del
 
 /** GET /v1/org reads its whole context in the session query (src/org/service.ts). */
 export const orgSessionLoaders: SessionLoaders = { getOrg: org.loadSessionWithOrganization };
+
+/** And in an access token's statement. */
+export const orgAccessTokenLoaders: AccessTokenLoaders = { getOrg: org.loadAccessTokenWithOrganization };

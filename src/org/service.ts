@@ -7,6 +7,7 @@ import { plainName } from '../lib/names';
 import { newId } from '../lib/ids';
 import { setSessionOrganization } from '../users/service';
 import { principalFromSessionWith } from '../principal/session';
+import { principalFromAccessTokenWith } from '../principal/access-token';
 import { RequestPreload } from '../principal/preload';
 import * as store from './store';
 import { addMember, findMember } from '../members/memberships';
@@ -83,7 +84,19 @@ export async function loadSessionWithOrganization(db: AppDeps['db'], token: stri
   return principal;
 }
 
-/** One round trip (none when the session loader already read it); 404 when the membership is gone. */
+/**
+ * The same for an OAuth access token (registered as its access-token loader): the token's one
+ * statement reads the context too. Throws the token's 401 as the plain check does.
+ */
+export async function loadAccessTokenWithOrganization(db: AppDeps['db'], token: string, now: Date, publicBaseUrl: string): Promise<Principal | null> {
+  const found = await principalFromAccessTokenWith(db, token, now, publicBaseUrl, store.organizationContextTokenPreload);
+  if (!found) return null;
+  const { principal, preloaded } = found;
+  if (principal.membership && preloaded) prefetched.keep(principal.membership, toContext(preloaded));
+  return principal;
+}
+
+/** One round trip (none when the session or access-token loader already read it); 404 when the membership is gone. */
 export async function getOrganizationContext(deps: AppDeps, membership: Membership) {
   const ready = prefetched.take(membership);
   if (ready) return ready;

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/schema';
 import { preparedAs } from '../db/connect';
 import type { SessionPreload } from '../principal/session';
+import type { AccessTokenPreload } from '../principal/access-token';
 import { isoTimestamp } from '../db/json-sql';
 import { memberJson } from '../members/member-json';
 
@@ -126,6 +127,18 @@ export const organizationContextPreload: SessionPreload<string> = {
   name: 'org_context',
   columns: CONTEXT_COLUMN,
   joins: CONTEXT_JOINS,
+  read: (row) => (row.org_context_json as string | null) ?? undefined,
+};
+
+/**
+ * The same answer read by an access token's check (src/principal/access-token.ts runs its one
+ * statement with this column and these joins): its member may be a service account (`sa`, joined
+ * by that statement), and the member's user is joined here.
+ */
+export const organizationContextTokenPreload: AccessTokenPreload<string> = {
+  name: 'org_context',
+  columns: ANY_MEMBER_CONTEXT_COLUMN,
+  joins: sql.join([sql.raw('LEFT JOIN users u ON u.id = m.user_id'), CONTEXT_JOINS], sql.raw('\n  ')),
   read: (row) => (row.org_context_json as string | null) ?? undefined,
 };
 

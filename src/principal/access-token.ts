@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../db/schema';
 import type { Principal } from '../domain/principal';
 import { Unauthorized } from '../lib/errors';
@@ -9,6 +10,7 @@ import { apiResource, apiResourceMetadataUrl } from '../oauth/resources';
 import { organizationUnlocked } from './organization-lock';
 import { principalOfWorkerToken } from './worker-access-token';
 import { accessTokenPrincipal } from './token-principal';
+import type { SessionPreload } from './session';
 
 /**
  * An OAuth access token (docs/oauth.md#access-tokens-at-the-api) → the member it acts as, the
@@ -53,52 +55,44 @@ interface TokenRow {
   actorCreatorRolePermissions: string[] | null;
 }
 
-/** The one statement of a token's request (test/api/principal-round-trips.test.ts counts it). */
-function tokenState(db: Db, claims: AccessTokenClaims, now: Date): Promise<TokenRow | undefined> {
-  return db
-    .selectFrom('members as m')
-    .modifyFront(preparedAs('access_token_principal'))
-    .leftJoin('organization_roles as r', (join) => join.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.key', '=', 'm.role'))
-    .leftJoin('service_accounts as s', 's.member_id', 'm.id')
-    .leftJoin('oauth_clients as c', (join) => join.on('c.id', '=', claims.client_id).onRef('c.organization_id', '=', 'm.organization_id'))
-    // The member's authorization the token was issued under, while live (revoking it ends the token here).
-    .leftJoin('oauth_authorizations as a', (join) =>
-      join.on('a.id', '=', claims.authorization_id ?? '').onRef('a.member_id', '=', 'm.id').on('a.revoked_at', 'is', null).on('a.expires_at', '>', now),
-    )
-    .leftJoin('organization_oauth_policies as p', 'p.organization_id', 'm.organization_id')
-    // A token a worker exchanged for the member: the worker (running, of the organization) and its creator (active) now.
-    .leftJoin('workers as w', (join) => join.on('w.id', '=', claims.act?.sub ?? '').onRef('w.organization_id', '=', 'm.organization_id').on('w.stopped_at', 'is', null))
-    .leftJoin('members as wc', (join) => join.onRef('wc.id', '=', 'w.created_by_member_id').on('wc.removed_at', 'is', null).on('wc.suspended_at', 'is', null))
-    .leftJoin('organization_roles as wr', (join) => join.onRef('wr.organization_id', '=', 'wc.organization_id').onRef('wr.key', '=', 'wc.role'))
-    .select([
-      'm.organization_id as organizationId',
-      'm.id as memberId',
-      'm.role as role',
-      'm.user_id as userId',
-      'r.built_in as roleBuiltIn',
-      'r.permissions as rolePermissions',
-      's.id as serviceAccountId',
-      'c.id as oauthClientId',
-      'c.scopes as oauthClientScopes',
-      'a.id as authorizationId',
-      'a.client_id as authorizationClientId',
-      'a.client_type as authorizationClientType',
-      'p.max_scopes as maxScopes',
-      'w.id as actorWorkerId',
-      'w.ceiling as actorCeiling',
-      'wc.role as actorCreatorRole',
-      'wr.built_in as actorCreatorRoleBuiltIn',
-      'wr.permissions as actorCreatorRolePermissions',
-    ])
-    .where('m.id', '=', claims.sub)
-    .where('m.organization_id', '=', claims.org_id)
-    .where('m.removed_at', 'is', null)
-    .where('m.suspended_at', 'is', null)
-    // Null for a person (no account row).
-    .where('s.disabled_at', 'is', null)
-    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('oauth_records as x').select('x.id').where('x.id', '=', revokedKeyOf(claims.jti)))))
-    .where(organizationUnlocked('m.organization_id'))
-    .executeTakeFirst();
+/**
+ * Data an operation reads in the same round trip as its token check (GET /v1/org): extra columns
+ * and joins added to the one token statement, as a session preload adds them to the session's
+ * (./session.ts). They may use `m` (the member the token acts as) and `sa` (its service account,
+ * null for a person).
+ */
+export type AccessTokenPreload<T> = SessionPreload<T>;
+
+/**
+ * The one statement of a token's request (test/api/principal-round-trips.test.ts counts it),
+ * written as SQL (no query builder on the hot path), with a preload's columns and joins when one is given.
+ */
+async function tokenState(db: Db, claims: AccessTokenClaims, now: Date, preload?: AccessTokenPreload<unknown>): Promise<(TokenRow & Record<string, unknown>) | undefined> {
+  const result = await sql<TokenRow & Record<string, unknown>>`${preparedAs(preload ? `token_${preload.name}` : 'access_token_principal')}
+    SELECT m.organization_id AS "organizationId", m.id AS "memberId", m.role AS "role", m.user_id AS "userId",
+      r.built_in AS "roleBuiltIn", r.permissions AS "rolePermissions", sa.id AS "serviceAccountId",
+      c.id AS "oauthClientId", c.scopes AS "oauthClientScopes",
+      a.id AS "authorizationId", a.client_id AS "authorizationClientId", a.client_type AS "authorizationClientType",
+      p.max_scopes AS "maxScopes", w.id AS "actorWorkerId", w.ceiling AS "actorCeiling", wc.role AS "actorCreatorRole",
+      wr.built_in AS "actorCreatorRoleBuiltIn", wr.permissions AS "actorCreatorRolePermissions" ${preload ? sql`, ${preload.columns}` : sql``}
+    FROM members m
+    LEFT JOIN organization_roles r ON r.organization_id = m.organization_id AND r.key = m.role
+    LEFT JOIN service_accounts sa ON sa.member_id = m.id
+    LEFT JOIN oauth_clients c ON c.id = ${claims.client_id} AND c.organization_id = m.organization_id
+    -- The member's authorization the token was issued under, while live (revoking it ends the token here).
+    LEFT JOIN oauth_authorizations a ON a.id = ${claims.authorization_id ?? ''} AND a.member_id = m.id AND a.revoked_at IS NULL AND a.expires_at > ${now}
+    LEFT JOIN organization_oauth_policies p ON p.organization_id = m.organization_id
+    -- A token a worker exchanged for the member: the worker (running, of the organization) and its creator (active) now.
+    LEFT JOIN workers w ON w.id = ${claims.act?.sub ?? ''} AND w.organization_id = m.organization_id AND w.stopped_at IS NULL
+    LEFT JOIN members wc ON wc.id = w.created_by_member_id AND wc.removed_at IS NULL AND wc.suspended_at IS NULL
+    LEFT JOIN organization_roles wr ON wr.organization_id = wc.organization_id AND wr.key = wc.role
+    ${preload ? preload.joins : sql``}
+    WHERE m.id = ${claims.sub} AND m.organization_id = ${claims.org_id} AND m.removed_at IS NULL AND m.suspended_at IS NULL
+      -- Null for a person (no account row).
+      AND sa.disabled_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM oauth_records x WHERE x.id = ${revokedKeyOf(claims.jti)})
+      AND ${organizationUnlocked('m.organization_id')}`.execute(db);
+  return result.rows[0];
 }
 
 /**
@@ -106,10 +100,20 @@ function tokenState(db: Db, claims: AccessTokenClaims, now: Date): Promise<Token
  * Used by the `/v1` scheme below and by introspection (src/oauth/structured-tokens.ts).
  */
 export async function principalFromClaims(db: Db, claims: AccessTokenClaims, now: Date): Promise<Principal | null> {
+  return (await principalAndPreload(db, claims, now)).principal;
+}
+
+/** The same, with an operation's data read in the same statement (none for a worker's own token, which names no member). */
+async function principalAndPreload<T>(db: Db, claims: AccessTokenClaims, now: Date, preload?: AccessTokenPreload<T>): Promise<{ principal: Principal | null; preloaded?: T }> {
   // A worker's own token names no member (docs/workers-and-usage.md#workers-as-oauth-clients).
-  if (claims.sub.startsWith('wrk_')) return principalOfWorkerToken(db, claims);
-  const row = await tokenState(db, claims, now);
-  if (!row) return null;
+  if (claims.sub.startsWith('wrk_')) return { principal: await principalOfWorkerToken(db, claims) };
+  const row = await tokenState(db, claims, now, preload);
+  if (!row) return { principal: null };
+  const principal = principalOfRow(row, claims);
+  return principal && preload ? { principal, preloaded: preload.read(row) } : { principal };
+}
+
+function principalOfRow(row: TokenRow, claims: AccessTokenClaims): Principal | null {
   const serviceAccountClient = row.serviceAccountId !== null && claims.client_id === row.serviceAccountId && claims.authorization_id === undefined;
   // A member's token (authorization code, device flow) holds while its authorization does, for the client it names.
   const authorized = claims.authorization_id !== undefined && row.authorizationId === claims.authorization_id && row.authorizationClientId === claims.client_id;
@@ -155,6 +159,21 @@ export async function principalFromAccessToken(db: Db, token: string, now: Date,
   const principal = await principalForResource(db, token, now, publicBaseUrl, apiResource(publicBaseUrl));
   if (!principal) throw new InvalidAccessToken(apiResourceMetadataUrl(publicBaseUrl));
   return principal;
+}
+
+/** The same check, with an operation's data read in the same statement (an access-token loader, src/contract `AccessTokenLoaders`). */
+export async function principalFromAccessTokenWith<T>(
+  db: Db,
+  token: string,
+  now: Date,
+  publicBaseUrl: string,
+  preload: AccessTokenPreload<T>,
+): Promise<{ principal: Principal; preloaded: T | undefined } | null> {
+  if (!looksLikeJwt(token)) return null;
+  const claims = await verifyAccessToken(db, token, now, { issuer: publicBaseUrl, audience: apiResource(publicBaseUrl) });
+  const found = claims ? await principalAndPreload(db, claims, now, preload) : { principal: null };
+  if (!found.principal) throw new InvalidAccessToken(apiResourceMetadataUrl(publicBaseUrl));
+  return { principal: found.principal, preloaded: found.preloaded };
 }
 
 /**

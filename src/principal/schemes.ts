@@ -1,5 +1,5 @@
 import type { Db } from '../db/schema';
-import type { AnyPrincipal, SessionLoader } from '../domain/principal';
+import type { AccessTokenLoader, AnyPrincipal, SessionLoader } from '../domain/principal';
 import type { Cursors } from '../lib/pagination';
 import { principalFromApiKey } from './api-key';
 import { principalFromSession } from './session';
@@ -21,6 +21,8 @@ export interface ResolveInput {
   now: Date;
   /** For `bearerAuth`: the operation's own session loader, which reads its data in the same query. */
   sessionLoader?: SessionLoader;
+  /** For `oauthAccessToken`: the operation's own access-token loader, which reads its data in the token's statement. */
+  accessTokenLoader?: AccessTokenLoader;
   /** The request's query as sent, for the session loader. */
   query?: Record<string, unknown>;
   /** The service's cursor codec, for the session loader. */
@@ -41,7 +43,8 @@ export const CREDENTIAL_RESOLVERS: Record<string, CredentialResolver> = {
   // A JWT is an access token (the scheme below), never a session token: no session query for it.
   bearerAuth: ({ db, secret, now, sessionLoader, query, cursors }) =>
     looksLikeJwt(secret) ? Promise.resolve(null) : sessionLoader ? sessionLoader(db, secret, now, { query: query ?? {}, cursors }) : principalFromSession(db, secret, now),
-  oauthAccessToken: ({ db, secret, now, publicBaseUrl }) => principalFromAccessToken(db, secret, now, publicBaseUrl),
+  oauthAccessToken: ({ db, secret, now, publicBaseUrl, accessTokenLoader }) =>
+    accessTokenLoader ? accessTokenLoader(db, secret, now, publicBaseUrl) : principalFromAccessToken(db, secret, now, publicBaseUrl),
   orgApiKey: ({ db, secret, now }) => principalFromApiKey(db, secret, now),
   workerToken: ({ db, secret, deferred }) => (deferred ? Promise.resolve(workerClaimFromToken(secret)) : principalFromWorkerToken(db, secret)),
   scimBearer: ({ db, secret, now }) => principalFromScimToken(db, secret, now),

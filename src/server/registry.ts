@@ -1,8 +1,8 @@
-import type { Handlers, OperationId, SessionLoaders } from '../contract';
+import type { AccessTokenLoaders, Handlers, OperationId, SessionLoaders } from '../contract';
 import type { Dialect, Front } from '../contract/fronts';
 import { systemHandlers } from '../system/handlers';
 import { authHandlers } from '../auth/handlers';
-import { orgHandlers, orgSessionLoaders } from '../org/handlers';
+import { orgAccessTokenLoaders, orgHandlers, orgSessionLoaders } from '../org/handlers';
 import { marketplaceHandlers } from '../marketplaces/handlers';
 import { pluginHandlers } from '../plugins/handlers';
 import { connectorHandlers } from '../connectors/handlers';
@@ -84,6 +84,9 @@ export const handlers: Handlers = {
 
 /** Session checks that read their operation's data in the same query, as each area declares them. */
 export const sessionLoaders: SessionLoaders = { ...orgSessionLoaders, ...memberSessionLoaders };
+
+/** Access-token checks that read their operation's data in the same statement. */
+export const accessTokenLoaders: AccessTokenLoaders = { ...orgAccessTokenLoaders };
 
 /** Operations that verify their worker token in their own statement, as each area declares them. */
 export const deferredCredentials: ReadonlySet<OperationId> = new Set<OperationId>([...workerDeferredCredentials]);

@@ -16,7 +16,7 @@ import { errorToResult, resultOf, validationDetails } from './errors';
 import { shapeForRoute } from './dialects';
 import { serializeBody } from '../lib/json-text';
 import { send } from './send';
-import { deferredCredentials, sessionLoaders } from './registry';
+import { accessTokenLoaders, deferredCredentials, sessionLoaders } from './registry';
 import { contextOfRequest } from '../audit';
 import { tracing } from '../observability/tracing';
 import type { HandlerContext, Handlers, HttpResult, OperationId } from '../contract';
@@ -77,7 +77,8 @@ export function createApi(deps: AppDeps, handlers: Handlers, options: RouterOpti
       if (!secret) return false;
       const operationId = c.operation?.operationId as OperationId;
       const sessionLoader = sessionLoaders[operationId];
-      return (await resolve({ db: deps.db, secret, now: deps.clock.now(), sessionLoader, query: c.request.query as Record<string, unknown>, cursors: deps.cursors, deferred: deferredCredentials.has(operationId), publicBaseUrl: deps.settings.publicBaseUrl })) ?? false;
+      const accessTokenLoader = accessTokenLoaders[operationId];
+      return (await resolve({ db: deps.db, secret, now: deps.clock.now(), sessionLoader, accessTokenLoader, query: c.request.query as Record<string, unknown>, cursors: deps.cursors, deferred: deferredCredentials.has(operationId), publicBaseUrl: deps.settings.publicBaseUrl })) ?? false;
     });
   }
 

@@ -1,6 +1,8 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, sign as cryptoSign, type JsonWebKey } from 'node:crypto';
 import * as oauth from 'openid-client';
 import { SignJWT, decodeJwt } from 'jose';
+import { SecretBox } from '../../src/lib/crypto';
+import { signingKeys } from '../../src/oauth/keys';
 import type { ManualClock } from '../support/clock';
 import { bearer, createOrganization, type OrgOwner } from '../support/factories';
 import { discover, serviceAccountClient, startOAuthApp, type OAuthTestApp, type ServiceAccountClient } from '../support/oauth';
@@ -24,16 +26,23 @@ async function tokenFor(client: ServiceAccountClient, scope?: string): Promise<s
   return tokens.access_token;
 }
 
+/** Both token checks: the plain one (GET /v1/teams) and the one that reads GET /v1/org's answer in its statement. */
+const PATHS = ['/v1/teams', '/v1/org'];
+
 async function expectRefused(token: string) {
-  const res = await t.http.get('/v1/teams').set(...bearer(token));
-  expect(res.status).toBe(401);
-  expect(res.body).toMatchObject({ error: 'unauthorized' });
-  expect(res.headers['www-authenticate']).toBe(`Bearer error="invalid_token", resource_metadata="${t.base}/.well-known/oauth-protected-resource/v1"`);
+  for (const path of PATHS) {
+    const res = await t.http.get(path).set(...bearer(token));
+    expect([path, res.status]).toEqual([path, 401]);
+    expect(res.body).toMatchObject({ error: 'unauthorized' });
+    expect(res.headers['www-authenticate']).toBe(`Bearer error="invalid_token", resource_metadata="${t.base}/.well-known/oauth-protected-resource/v1"`);
+  }
 }
 
 async function expectAccepted(token: string) {
-  const res = await t.http.get('/v1/teams').set(...bearer(token));
-  expect(res.status).toBe(200);
+  for (const path of PATHS) {
+    const res = await t.http.get(path).set(...bearer(token));
+    expect([path, res.status]).toEqual([path, 200]);
+  }
 }
 
 describe('401 on the next request', () => {
@@ -93,6 +102,35 @@ describe('401 on the next request', () => {
     const kidOfOurs = await new SignJWT({ ...real }).setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: jwks[0]!.kid }).sign(privateKey);
     await expectRefused(kidOfOurs);
     await expectRefused('eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.e30');
+  });
+
+  it('signed with our own key, refused for any defect of its header or claims, each alone', async () => {
+    const sa = await serviceAccountClient(t, owner);
+    const real = decodeJwt(await tokenFor(sa));
+    const jwk = (await signingKeys(t.db, new SecretBox(t.settings.secretKey!), t.clock.now())).jwks[0]!;
+    // Signed by hand (a JWT library refuses to write some of these defects), RS256 as RFC 7518 §3.3 has it.
+    const key = createPrivateKey({ key: jwk as JsonWebKey, format: 'jwk' });
+    const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const sign = async (claims: Record<string, unknown>, header: Record<string, unknown> = {}) => {
+      const input = `${part({ alg: 'RS256', typ: 'at+jwt', kid: jwk.kid, ...header })}.${part(claims)}`;
+      return `${input}.${cryptoSign('sha256', Buffer.from(input), key).toString('base64url')}`;
+    };
+    const now = Math.floor(t.clock.now().getTime() / 1000);
+    // The same claims re-signed are accepted, and an `aud` array holding ours too (RFC 7519 §4.1.3).
+    await expectAccepted(await sign({ ...real }));
+    await expectAccepted(await sign({ ...real, aud: ['https://elsewhere.example', `${t.base}/v1`] }));
+    await expectRefused(await sign({ ...real }, { typ: 'JWT' }));
+    await expectRefused(await sign({ ...real }, { crit: ['exp'] }));
+    await expectRefused(await sign({ ...real, aud: ['https://elsewhere.example'] }));
+    await expectRefused(await sign({ ...real, iss: 'https://elsewhere.example' }));
+    await expectRefused(await sign({ ...real, nbf: now + 600 }));
+    await expectRefused(await sign({ ...real, exp: String(now + 600) }));
+    await expectRefused(await sign({ ...real, exp: now }));
+    await expectRefused(await sign({ ...real, iat: undefined }));
+    await expectRefused(await sign({ ...real, jti: undefined }));
+    // A valid signature over other bytes: the payload swapped under a real header and signature.
+    const [head, , signature] = (await sign({ ...real })).split('.');
+    await expectRefused(`${head}.${Buffer.from(JSON.stringify({ ...real, scope: 'org.delete' })).toString('base64url')}.${signature}`);
   });
 
   it('introspection: active with the claims for its own confidential client, inactive for another client', async () => {

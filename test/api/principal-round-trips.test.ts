@@ -2,6 +2,7 @@ import type supertest from 'supertest';
 import { createTestApp, type TestApp } from '../support/app';
 import { addMember, bearer, createOrganization } from '../support/factories';
 import { countingApp } from '../support/statement-counter';
+import { organizationContext } from '../../src/org/store';
 
 let t: TestApp;
 let http: ReturnType<typeof supertest>;
@@ -57,6 +58,24 @@ describe('an OAuth access token costs one statement, as a session does', () => {
     // A refusal by scope is decided from the principal alone: one statement.
     expect(await statements(async () => (res = await http.post('/v1/teams').set(...bearer(token)).send({ name: 'No' })))).toBe(1);
     expect(res!.status).toBe(403);
+  });
+
+  it('GET /v1/org reads its answer in the token\'s one statement, the answer the plain read gives', async () => {
+    const owner = await createOrganization(t, 'Token org');
+    await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
+    const sa = await t.http.post('/v1/service-accounts').set(...bearer(owner.token)).send({ name: 'Reader', role: 'member' });
+    const secret = await t.http.post(`/v1/service-accounts/${sa.body.item.id}/secrets`).set(...bearer(owner.token)).send({});
+    const issued = await t.http.post('/oauth/token').auth(sa.body.item.id, secret.body.clientSecret).type('form').send({ grant_type: 'client_credentials', scope: 'teams.read' });
+    expect(issued.status).toBe(200);
+    const token = issued.body.access_token as string;
+    expect((await http.get('/v1/teams').set(...bearer(token))).status).toBe(200);
+
+    let res: supertest.Response | undefined;
+    expect(await statements(async () => (res = await http.get('/v1/org').set(...bearer(token))))).toBe(1);
+    expect(res!.status).toBe(200);
+    expect(res!.body.currentMember).toMatchObject({ id: sa.body.item.memberId, type: 'service_account' });
+    // The handler's own read, without the preload, answers the same.
+    expect(res!.body).toEqual(JSON.parse((await organizationContext(t.db, owner.organizationId, sa.body.item.memberId))!));
   });
 });
 
