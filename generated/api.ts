@@ -698,7 +698,7 @@ export interface paths {
         };
         /**
          * Get active organization
-         * @description Returns the active organization of the current session: its owner, the current member record, and the member's team memberships. Requires a signed-in session or an OAuth access token, whose organization and member it answers (an API key gets 401).
+         * @description Returns the active organization of the current session: its owner, the current member record, and the member's team memberships. Requires a signed-in session or an OAuth access token, whose organization and member it answers (an API key gets 401). A worker's own token (client credentials, `sub` the worker) acts for no member: 403 `org_member_required`.
          */
         get: operations["getOrg"];
         put?: never;
@@ -2059,6 +2059,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/mcp-connections/{connectionId}/access-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lend a connection's current credential to an agent acting for a member
+         * @description The credential broker. Only a delegated access token (one a worker exchanged for a member, carrying `act`) may ask; a session, an API key, or any other token is 403 `delegation_required` (people use connections through the service). Answers the current credential of a connection the member may use: their own account's OAuth access token on a per-member connection (refreshed by the service first when it has expired; 409 `needs_connection` when the member has not connected; 502 `mcp_oauth_error` when the refresh fails), their own API key, or a shared connection's API key. Never a refresh token or client secret. A connection the member may not use is 404 `connection_not_found`. Revoking the delegation, removing the member, stopping the worker answer 401 on the next request; a narrowed role or ceiling without `mcpConnections.use`, 403. Audited as `credential.issued` (the member, the worker as client and actor, the connection) and listed to the member by `GET /v1/me/mcp-connections/{connectionId}/uses`.
+         */
+        post: operations["issueMcpAccessToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/mcp-connections/{connectionId}/uses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Which agents used the caller's credential of a connection (session only)
+         * @description Every time the credential broker lent a credential of this connection to a worker acting for the caller: the worker (its id, and its name at the time), the OAuth client, and when; newest first, paged. Only the caller's own uses; a connection not in the organization is 404 `connection_not_found`.
+         */
+        get: operations["listMyMcpConnectionUses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/capabilities/suite-365/oauth-client": {
         parameters: {
             query?: never;
@@ -2411,6 +2457,8 @@ export interface paths {
         /**
          * LLM configuration for a worker (called by the worker)
          * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key; a missing or wrong token, or one of a worker whose creator is suspended or no longer a member, is 401). The enabled providers the worker's creator may use now, with their keys decrypted: the one place a key leaves the service. A revoked grant takes effect at once. A stopped worker is 409 `worker_stopped` (no key is given out) until a member starts it.
+         *
+         *     With a delegated access token instead (one this worker exchanged for a member, carrying `act`): the providers the *member* may use now, not the creator's. Any other access token, or one exchanged by another worker, is 403 `delegation_required`; a revoked delegation, a removed member or a stopped worker, 401.
          */
         get: operations["getWorkerLlmConfig"];
         put?: never;
@@ -6065,6 +6113,50 @@ export interface components {
             /** @description Send the member's browser here; the provider redirects back to the callback. */
             authorizeUrl: string;
         };
+        /**
+         * @description A connection's current credential, lent for a moment to a worker acting for a member: the member's OAuth access token (`tokenType: Bearer`), or an API key (`tokenType: api_key`, the member's own on a per-member connection or the shared one). Never a refresh token or a client secret. `expiresAt` is null when the credential has no known expiry.
+         * @example {
+         *       "accessToken": "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl",
+         *       "expiresAt": "2026-12-08T10:15:00.000Z",
+         *       "tokenType": "Bearer"
+         *     }
+         */
+        McpAccessToken: {
+            accessToken: string;
+            /** Format: date-time */
+            expiresAt: string | null;
+            /** @enum {string} */
+            tokenType: "Bearer" | "api_key";
+        };
+        /** @description A worker id (`wrk_…` as minted; the contract does not fix its format). */
+        WorkerId: string;
+        /** @description One credential the broker lent to an agent acting for the caller. */
+        McpConnectionUse: {
+            workerId: components["schemas"]["WorkerId"];
+            /** @description The worker's name when it borrowed the credential. */
+            workerName: string;
+            /** @description The OAuth client of the delegated token (the worker's id as a client). */
+            clientId: string;
+            /** Format: date-time */
+            at: string;
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "workerId": "wrk_01m65mh8z0f2jap12hafb7qt8z",
+         *           "workerName": "Research agent",
+         *           "clientId": "wrk_01m65mh8z0f2jap12hafb7qt8z",
+         *           "at": "2026-12-08T10:05:00.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        McpConnectionUseList: {
+            items: components["schemas"]["McpConnectionUse"][];
+            nextCursor: components["schemas"]["NextCursor"];
+        };
         /** @enum {string} */
         SuiteFeature: "chatSend";
         /** @description The organization's suite OAuth client; the secret is never returned. */
@@ -6451,8 +6543,6 @@ export interface components {
          * @example lpg_01m6215p3gff28fkebqt9nfnyn
          */
         LlmProviderGrantId: string;
-        /** @description A worker id (`wrk_…` as minted; the contract does not fix its format). */
-        WorkerId: string;
         WorkerLlmProvider: {
             id: components["schemas"]["LlmProviderId"];
             provider: components["schemas"]["LlmProviderKind"];
@@ -9387,10 +9477,11 @@ export interface components {
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_member_required`: The caller needs a member permission of the organization for this.
          *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required": {
+        "403-email_not_verified-mfa_enrollment_required-org_member_required-organization_deleted-sso_required": {
             headers: {
                 [name: string]: unknown;
             };
@@ -9399,7 +9490,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "sso_required";
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_member_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -10258,6 +10349,28 @@ export interface components {
          * @description Not permitted. `reason` is one of:
          *
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "sso_required";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `fresh_session_required`: Reauthenticate (POST /v1/auth/reauthenticate) and retry.
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
          *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
@@ -10859,13 +10972,14 @@ export interface components {
         /**
          * @description Not permitted. `reason` is one of:
          *
+         *     - `delegation_required`: Only an agent acting for a member (an access token a worker exchanged for the member, with `act`) may do this; sessions, API keys and other tokens may not.
          *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
          *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
-         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
          *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
+         *     - `permission_required`: The caller's role lacks the permission the message names.
          *     - `sso_required`: The organization requires single sign-on for this e-mail address.
          */
-        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-suite.manage": {
+        "403-delegation_required-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-mcpConnections.use": {
             headers: {
                 [name: string]: unknown;
             };
@@ -10874,7 +10988,7 @@ export interface components {
                     /** @constant */
                     error: "forbidden";
                     /** @enum {string} */
-                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
+                    reason: "delegation_required" | "email_not_verified" | "mfa_enrollment_required" | "organization_deleted" | "permission_required" | "sso_required";
                     message: string;
                 };
             };
@@ -10892,6 +11006,29 @@ export interface components {
                 "application/json": {
                     /** @enum {string} */
                     error: "needs_connection";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `email_not_verified`: Confirm the e-mail address first (the link in the message sent to it).
+         *     - `mfa_enrollment_required`: The organization requires a second factor: enrol one first.
+         *     - `org_admin_required`: The caller needs an admin permission of the organization for this.
+         *     - `organization_deleted`: The organization is scheduled for deletion: only its owner may export its data or restore it.
+         *     - `sso_required`: The organization requires single sign-on for this e-mail address.
+         */
+        "403-email_not_verified-mfa_enrollment_required-org_admin_required-organization_deleted-sso_required-for-suite.manage": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "email_not_verified" | "mfa_enrollment_required" | "org_admin_required" | "organization_deleted" | "sso_required";
                     message: string;
                 };
             };
@@ -11102,6 +11239,25 @@ export interface components {
                 "application/json": {
                     /** @enum {string} */
                     error: "grant_not_found" | "llm_provider_not_found" | "organization_not_found";
+                    message: string;
+                };
+            };
+        };
+        /**
+         * @description Not permitted. `reason` is one of:
+         *
+         *     - `delegation_required`: Only an agent acting for a member (an access token a worker exchanged for the member, with `act`) may do this; sessions, API keys and other tokens may not.
+         */
+        "403-delegation_required": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    error: "forbidden";
+                    /** @enum {string} */
+                    reason: "delegation_required";
                     message: string;
                 };
             };
@@ -13512,7 +13668,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401-unauthorized"];
-            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-organization_deleted-sso_required"];
+            403: components["responses"]["403-email_not_verified-mfa_enrollment_required-org_member_required-organization_deleted-sso_required"];
             404: components["responses"]["404-organization_not_found"];
             default: components["responses"]["Error"];
         };
@@ -16700,6 +16856,77 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    issueMcpAccessToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The credential, for the worker to use now. */
+            200: {
+                headers: {
+                    /** @description Always `no-store`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpAccessToken"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-delegation_required-email_not_verified-mfa_enrollment_required-organization_deleted-permission_required-sso_required-for-mcpConnections.use"];
+            404: components["responses"]["404-connection_not_found-organization_not_found"];
+            409: components["responses"]["409-needs_connection"];
+            502: components["responses"]["502-mcp_oauth_error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listMyMcpConnectionUses: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from a previous page's `nextCursor`; only valid for the same list.
+                 * @example WyJtZW1iZXJzIiwiMjAyNi0xMS0wMlQwOToxNDowMy4wMDBaIiwib21fMDFtNmU3cGJuOGViaGE3eTVyM21hcDJhdDIiXQ.tu1VnhBRJoOh3WP9ZDVMv2
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @example emc_01m60csz20fptvs5adgd2eyrhz */
+                connectionId: components["schemas"]["ConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of uses. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionUseList"];
+                };
+            };
+            400: components["responses"]["400-invalid_request"];
+            401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-email_not_verified"];
+            404: components["responses"]["404-connection_not_found-organization_not_found"];
+            default: components["responses"]["Error"];
+        };
+    };
     getSuiteOAuthClient: {
         parameters: {
             query?: never;
@@ -17477,6 +17704,7 @@ export interface operations {
             };
             400: components["responses"]["400-invalid_request"];
             401: components["responses"]["401-unauthorized"];
+            403: components["responses"]["403-delegation_required"];
             409: components["responses"]["409-worker_stopped"];
             default: components["responses"]["Error"];
         };

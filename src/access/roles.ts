@@ -75,3 +75,24 @@ export function requireSession(principal: Principal): void {
 export function requirePlatformAdmin(principal: Principal): void {
   if (!principal.isPlatformAdmin) throw new Forbidden('platform_admin_required', 'This action needs a platform admin.');
 }
+
+/**
+ * The worker acting for the member of a delegated token (an access token a worker exchanged for
+ * the member, carrying `act`: docs/workers-and-usage.md#the-credential-broker). A session, an API
+ * key, a member's or service account's token, and a worker's own token are 403 `delegation_required`.
+ */
+export function delegatedWorkerOf(principal: Principal): string {
+  if (principal.kind !== 'accessToken' || !principal.worker?.delegated) {
+    throw new Forbidden('delegation_required', "Only an agent acting for a member may do this: use an access token a worker exchanged for the member (RFC 8693 token exchange, with act).");
+  }
+  return principal.worker.id;
+}
+
+/**
+ * The caller made the resource (`createdBy`, its creator's member id): creators may always change
+ * what they made. A worker's own token borrows its creator's membership but is not its creator
+ * (docs/workers-and-usage.md#workers-as-oauth-clients): it needs the permission like anyone else.
+ */
+export function isCreator(membership: Membership, createdBy: string | null): boolean {
+  return membership.borrowed !== true && createdBy === membership.memberId;
+}

@@ -261,6 +261,7 @@ export async function refreshAccount(
       now: deps.clock.now(),
     });
     account.secrets = secrets;
+    account.row = { ...account.row, access_expires_at: tokens.expiresAt };
     return tokens.accessToken;
   });
 }

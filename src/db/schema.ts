@@ -22,6 +22,7 @@ import type { OAuthTables } from '../oauth/tables';
 import type { McpServerTables } from '../mcp-server/tables';
 import type { AuthorizationTables } from '../authorizations/tables';
 import type { ExportTables } from '../exports/tables';
+import type { McpBrokerTables } from '../mcp/tables';
 
 /**
  * Row types of the database, as Kysely sees them. These describe tables, not API shapes: every
@@ -167,7 +168,7 @@ export interface FoundationTables {
 }
 
 // Each area's tables join here (one line per area).
-export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & AuditStreamTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables & UserTables & ServiceAccountTables & OAuthTables & McpServerTables & AuthorizationTables & ExportTables;
+export type DB = FoundationTables & PeopleTables & PluginSystemTables & WorkerTables & TelemetryTables & ProtectionTables & ConnectedAccountTables & AuditTables & AuditStreamTables & PlanTables & WebhookTables & ResourceTables & ScimTables & RoleTables & SsoTables & MailTables & MfaTables & UserTables & ServiceAccountTables & OAuthTables & McpServerTables & AuthorizationTables & ExportTables & McpBrokerTables;
 
 /** What every store function takes: the database or the transaction its service opened. */
 export type Db = Kysely<DB> | Transaction<DB>;

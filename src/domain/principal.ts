@@ -26,6 +26,13 @@ export interface Membership {
    * an API key's scope. Read through src/access only.
    */
   permissions: PermissionSet;
+  /**
+   * A worker's own access token acting with its creator's membership
+   * (docs/workers-and-usage.md#workers-as-oauth-clients): it has the creator's permissions
+   * (narrowed), never the creator's own standing as a person: it is not the creator of what they
+   * made, nor the member `GET /v1/org` describes. Absent for every other credential.
+   */
+  borrowed?: true;
 }
 
 /**

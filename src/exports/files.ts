@@ -67,6 +67,7 @@ export const EXPORT_FILES: readonly ExportEntry[] = [
   grant('mcp_connection_grants', 'mcp-connection-grants', 'connection_id'),
   { table: 'connected_accounts', file: 'connected-accounts', key: ['id'], columns: ['id', 'organization_id', 'member_id', 'provider', 'connection_id', 'auth_kind', 'access_expires_at', 'scopes', 'external_user_id', 'external_display_name', 'created_at', 'updated_at'], withheld: ['secrets_sealed'] },
   { table: 'oauth_states', skip: TRANSIENT },
+  { table: 'mcp_connection_uses', file: 'mcp-connection-uses', key: ['id'], columns: ['id', 'organization_id', 'connection_id', 'member_id', 'worker_id', 'worker_name', 'client_id', 'used_at'] },
   { table: 'templates', file: 'templates', key: ['id'], columns: ['id', 'organization_id', 'name', 'description', 'kind', 'content', 'version', 'created_by_member_id', 'created_at', 'updated_at'] },
   { table: 'llm_providers', file: 'llm-providers', key: ['id'], columns: ['id', 'organization_id', 'name', 'provider', 'base_url', 'api_version', 'models', 'default_model', 'enabled', 'key_hint', 'key_updated_at', 'created_by_member_id', 'created_at', 'updated_at'], withheld: ['api_key_sealed'] },
   grant('llm_provider_grants', 'llm-provider-grants', 'llm_provider_id'),

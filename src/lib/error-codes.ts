@@ -46,6 +46,7 @@ export const ERROR_CODES = {
   email_managed_by_identity_provider: { status: 403, description: "The organization's identity provider manages this address: change it there." },
   email_mismatch: { status: 403, description: 'The invitation was sent to a different e-mail address.' },
   member_suspended: { status: 403, description: 'The member is suspended in the organization.' },
+  delegation_required: { status: 403, description: 'Only an agent acting for a member (an access token a worker exchanged for the member, with `act`) may do this; sessions, API keys and other tokens may not.' },
   worker_creator_or_admin_required: { status: 403, description: "Only the worker's creator or an admin may do this." },
   marketplace_viewer_required: { status: 403, description: 'The caller needs the viewer role on the marketplace.' },
   marketplace_editor_required: { status: 403, description: 'The caller needs the editor role on the marketplace.' },

@@ -19,6 +19,7 @@ export const ID_PREFIXES = {
   connectorInstanceGrant: 'cia',
   mcpConnection: 'emc',
   mcpConnectionGrant: 'mcg',
+  mcpConnectionUse: 'mcu',
   connectedAccount: 'cta',
   worker: 'wrk',
   workerActivity: 'wac',

@@ -1,10 +1,10 @@
 import type { HandlerMap } from '../contract';
-import { membershipOf, workerOf } from '../access/roles';
+import { membershipOf, principalOf, workerOf } from '../access/roles';
 import { LLM_PROVIDER } from '../grants/resources';
 import * as grants from '../grants/service';
 import * as providers from './service';
 import { testProvider } from './test-call';
-import { workerLlmConfig } from './worker-config';
+import { delegatedLlmConfig, workerLlmConfig } from './worker-config';
 
 type Ops =
   | 'listLlmProviders'
@@ -50,5 +50,9 @@ export const llmProviderHandlers: HandlerMap<Ops> = {
     status: 200,
     body: { ok: true, item: await grants.revokeAccess(ctx.deps, LLM_PROVIDER, guard, membershipOf(ctx), ctx.params.providerId, ctx.params.grantId) },
   }),
-  getWorkerLlmConfig: async (ctx) => ({ status: 200, body: await workerLlmConfig(ctx.deps, workerOf(ctx), ctx.params.id) }),
+  // x-worker-token: the creator's providers; a delegated access token: the member's (src/llm-providers/worker-config.ts).
+  getWorkerLlmConfig: async (ctx) => ({
+    status: 200,
+    body: ctx.principal?.kind === 'accessToken' ? await delegatedLlmConfig(ctx.deps, principalOf(ctx), ctx.params.id) : await workerLlmConfig(ctx.deps, workerOf(ctx), ctx.params.id),
+  }),
 };

@@ -1,9 +1,10 @@
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
-import type { WorkerPrincipal } from '../domain/principal';
+import type { Principal, WorkerPrincipal } from '../domain/principal';
 import { builtInPermissions, isBuiltInRole } from '../access/roles';
 import { managesAllResources } from '../access/resource-roles';
-import { Unauthorized } from '../lib/errors';
+import { Forbidden, Unauthorized } from '../lib/errors';
+import { delegatedWorkerOf } from '../access/roles';
 import { effectiveApiVersion, effectiveBaseUrl } from './model-list';
 import * as store from './store';
 import { workerStopped } from '../workers/service';
@@ -20,9 +21,26 @@ export async function workerLlmConfig(deps: AppDeps, worker: WorkerPrincipal, wo
   // A stopped worker gets no keys (as its heartbeats and activity are refused) until it is started.
   if (creator.stopped_at !== null) throw workerStopped();
   if (creator.role === null) return { items: [] };
+  return configOf(deps, { organizationId: worker.organizationId, memberId: creator.member_id, role: creator.role });
+}
+
+/**
+ * The same route with a delegated token (docs/workers-and-usage.md#the-credential-broker): the
+ * providers the *member* the worker acts for may use now, not its creator's. The token's principal
+ * query has already checked the delegation live, the member active and the worker running; the
+ * path must name the token's own worker.
+ */
+export async function delegatedLlmConfig(deps: AppDeps, principal: Principal, workerId: string): Promise<components['schemas']['WorkerLlmConfig']> {
+  const actor = delegatedWorkerOf(principal);
+  if (actor !== workerId) throw new Forbidden('delegation_required', 'The token acts through another worker than the one in the path.');
+  const membership = principal.membership!;
+  return configOf(deps, { organizationId: membership.organizationId, memberId: membership.memberId, role: membership.role });
+}
+
+async function configOf(deps: AppDeps, member: { organizationId: string; memberId: string; role: string }): Promise<components['schemas']['WorkerLlmConfig']> {
   // A custom role's permissions are not known here: its grants alone decide.
-  const admin = isBuiltInRole(creator.role) && managesAllResources(builtInPermissions(creator.role));
-  const rows = await store.usableProviders(deps.db, { organizationId: worker.organizationId, memberId: creator.member_id, admin }, { withKeys: true });
+  const admin = isBuiltInRole(member.role) && managesAllResources(builtInPermissions(member.role));
+  const rows = await store.usableProviders(deps.db, { organizationId: member.organizationId, memberId: member.memberId, admin }, { withKeys: true });
   return {
     items: rows.map((row) => ({
       id: row.id,

@@ -1,5 +1,6 @@
 import type { HandlerMap } from '../contract';
-import { membershipOf } from '../access/roles';
+import { membershipOf, principalOf } from '../access/roles';
+import * as broker from './broker';
 import * as connections from './connections';
 import * as myAccount from './my-account';
 import * as oauthFlow from './oauth-flow';
@@ -13,7 +14,9 @@ type McpOperations =
   | 'setMyMcpCredential'
   | 'startMcpConnect'
   | 'completeMcpOAuth'
-  | 'disconnectMyMcpAccount';
+  | 'disconnectMyMcpAccount'
+  | 'issueMcpAccessToken'
+  | 'listMyMcpConnectionUses';
 
 export const mcpHandlers: HandlerMap<McpOperations> = {
   listMcpConnections: async (ctx) => ({
@@ -54,4 +57,16 @@ export const mcpHandlers: HandlerMap<McpOperations> = {
     await myAccount.disconnectMyAccount(ctx.deps, membershipOf(ctx), ctx.params.connectionId);
     return { status: 200, body: { ok: true } };
   },
+
+  // A lent credential is never stored by a cache on the way.
+  issueMcpAccessToken: async (ctx) => ({
+    status: 200,
+    body: await broker.lendCredential(ctx.deps, principalOf(ctx), membershipOf(ctx), ctx.params.connectionId),
+    headers: { 'cache-control': 'no-store' },
+  }),
+
+  listMyMcpConnectionUses: async (ctx) => ({
+    status: 200,
+    body: await broker.listUses(ctx.deps, membershipOf(ctx), ctx.params.connectionId, { limit: ctx.query.limit, cursor: ctx.query.cursor }),
+  }),
 };

@@ -187,3 +187,9 @@ export async function deleteConnection(db: Db, organizationId: string, connectio
   const deleted = await db.deleteFrom('mcp_connections').where('organization_id', '=', organizationId).where('id', '=', connectionId).returning('id').execute();
   return deleted.length > 0;
 }
+
+/** The sealed API key of a shared apikey connection (the broker lends it), or null. */
+export async function findSharedApiKey(db: Db, organizationId: string, connectionId: string): Promise<string | null> {
+  const row = await db.selectFrom('mcp_connections').select('api_key_sealed').where('organization_id', '=', organizationId).where('id', '=', connectionId).executeTakeFirst();
+  return row?.api_key_sealed ?? null;
+}

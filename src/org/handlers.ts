@@ -1,10 +1,16 @@
 import type { AccessTokenLoaders, HandlerMap, SessionLoaders } from '../contract';
 import { membershipOf, principalOf, userIdOf } from '../access/roles';
+import { Forbidden } from '../lib/errors';
 import * as org from './service';
 import * as lifecycle from './lifecycle';
 
 export const orgHandlers: HandlerMap<'getOrg' | 'createOrg' | 'updateOrg' | 'deleteOrg' | 'restoreOrg'> = {
-  getOrg: async (ctx) => ({ status: 200, body: await org.getOrganizationContext(ctx.deps, membershipOf(ctx)) }),
+  getOrg: async (ctx) => {
+    const membership = membershipOf(ctx);
+    // A worker's own token is no member: there is no "current member" to describe (docs/workers-and-usage.md#workers-as-oauth-clients).
+    if (membership.borrowed) throw new Forbidden('org_member_required', "A worker's own token acts for no member: GET /v1/org describes a member's organization (use a session, or a token acting for a member).");
+    return { status: 200, body: await org.getOrganizationContext(ctx.deps, membership) };
+  },
 
   createOrg: async (ctx) => {
     const principal = principalOf(ctx);

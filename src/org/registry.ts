@@ -55,6 +55,7 @@ export const PURGE_STEPS: readonly PurgeStep[] = [
   del('worker_online_intervals'),
   del('workers'),
   // MCP connections and their accounts.
+  del('mcp_connection_uses'),
   del('connected_accounts'),
   del('oauth_states'),
   del('mcp_connection_grants'),

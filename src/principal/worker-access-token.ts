@@ -34,8 +34,6 @@ export async function principalOfWorkerToken(db: Db, claims: AccessTokenClaims):
   const creator = permissionsOfRole({ key: row.role, builtIn: row.roleBuiltIn ?? false, permissions: row.rolePermissions });
   const ceiling = new Set(row.ceiling);
   const permissions = new Set(claims.scope.filter((key) => ceiling.has(key) && creator.has(key)));
-  return {
-    ...accessTokenPrincipal({ userId: null, serviceAccountId: null, clientId: claims.client_id, organizationId: row.organizationId, memberId: row.creatorMemberId, role: row.role, permissions }),
-    worker: { id: claims.sub, delegated: false },
-  };
+  const principal = accessTokenPrincipal({ userId: null, serviceAccountId: null, clientId: claims.client_id, organizationId: row.organizationId, memberId: row.creatorMemberId, role: row.role, permissions });
+  return { ...principal, membership: { ...principal.membership!, borrowed: true }, worker: { id: claims.sub, delegated: false } };
 }

@@ -18,7 +18,9 @@ import { PERMISSION_CATALOGUE, isPermission, type Permission } from '../access/p
  *   service account has no account: 401.
  * - `x-platform-admin: true`: a platform administrator (a user flag, not an organization permission).
  * - `x-access: worker` / `x-access: scim`: the operation's security is only the worker token / only
- *   a SCIM token, whose principal is its worker / its organization's directory.
+ *   a SCIM token, whose principal is its worker / its organization's directory. A worker's route
+ *   may list `oauthAccessToken` beside `workerToken`: a worker acting for a member with a delegated
+ *   token (docs/workers-and-usage.md#the-credential-broker), which its service checks.
  *
  * Public operations declare `security: []` (or an empty requirement `{}` among others: the
  * credential is optional) and nothing else. Session-only operations are the ones whose security
@@ -35,6 +37,7 @@ type AccessKind = (typeof ACCESS_KINDS)[number];
 /** The security scheme an `x-access` of a non-user principal must be alone in. */
 const SCHEME_OF: Partial<Record<AccessKind, string>> = { worker: 'workerToken', scim: 'scimBearer' };
 const SESSION_SCHEME = 'bearerAuth';
+const DELEGATED_SCHEME = 'oauthAccessToken';
 
 interface OperationObject {
   operationId?: string;
@@ -87,8 +90,11 @@ function checkOf(operationId: string, op: OperationObject, security: Record<stri
   const kind: AccessKind | 'permission' | 'platformAdmin' = permission !== undefined ? 'permission' : access !== undefined ? (access as AccessKind) : 'platformAdmin';
   const ownScheme = SCHEME_OF[kind as AccessKind];
   if (ownScheme) {
-    if (schemes.size !== 1 || !schemes.has(ownScheme)) throw refuse(`x-access: ${kind} needs security to be ${ownScheme} alone`);
-    return kind === 'worker' ? workerCheck : scimCheck;
+    // A worker's route may also take a delegated access token (the worker acting for a member;
+    // its service answers any other token 403 delegation_required).
+    const delegated = kind === 'worker' && schemes.size === 2 && schemes.has(DELEGATED_SCHEME);
+    if (!schemes.has(ownScheme) || (schemes.size !== 1 && !delegated)) throw refuse(`x-access: ${kind} needs security to be ${ownScheme} alone${kind === 'worker' ? ` or with ${DELEGATED_SCHEME}` : ''}`);
+    return kind === 'worker' ? (delegated ? workerOrTokenCheck : workerCheck) : scimCheck;
   }
   for (const scheme of Object.values(SCHEME_OF)) {
     if (schemes.has(scheme!)) throw refuse(`security ${scheme} answers no user: declare x-access: ${scheme === 'workerToken' ? 'worker' : 'scim'}`);
@@ -121,6 +127,10 @@ export function accessAnswers(op: OperationObject): [status: number, code: strin
 
 function workerCheck(principal: AnyPrincipal | null): void {
   if (principal?.kind !== 'worker' && principal?.kind !== 'workerClaim') throw new Unauthorized();
+}
+
+function workerOrTokenCheck(principal: AnyPrincipal | null): void {
+  if (principal?.kind !== 'accessToken') workerCheck(principal);
 }
 
 function scimCheck(principal: AnyPrincipal | null): void {

@@ -1,7 +1,7 @@
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { Membership } from '../domain/principal';
-import { can } from '../access/roles';
+import { can, isCreator } from '../access/roles';
 import { CodedError, Forbidden, Invalid, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
 import type { Page, PageRequest, Position } from '../lib/pagination';
@@ -66,7 +66,7 @@ export function parseIfMatch(header: string | undefined): number[] | null {
 
 /** The creator, or a member with templates.manage (admins by default). */
 function requireEditor(membership: Membership, meta: { created_by_member_id: string | null }): void {
-  if (meta.created_by_member_id === membership.memberId || can(membership, 'templates.manage')) return;
+  if (isCreator(membership, meta.created_by_member_id) || can(membership, 'templates.manage')) return;
   throw new Forbidden('permission_required', 'Only the template creator or a member with templates.manage may change it.');
 }
 

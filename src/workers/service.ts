@@ -1,7 +1,7 @@
 import type { components } from '../../generated/api';
 import type { AppDeps } from '../domain/deps';
 import type { Membership, WorkerPrincipal } from '../domain/principal';
-import { can, missingPermission } from '../access/roles';
+import { can, isCreator, missingPermission } from '../access/roles';
 import { randomSecret, sha256Hex } from '../lib/crypto';
 import { Conflict, NotFound, Unauthorized } from '../lib/errors';
 import { newId } from '../lib/ids';
@@ -62,7 +62,7 @@ function toActivity(row: store.ActivityRow): Schemas['WorkerActivity'] {
 
 /** Writes and runtime calls: the worker's creator, or a member holding `workers.manage`. */
 export function requireCreatorOrAdmin(membership: Membership, worker: store.WorkerRow): void {
-  if (worker.created_by_member_id === membership.memberId || can(membership, 'workers.manage')) return;
+  if (isCreator(membership, worker.created_by_member_id) || can(membership, 'workers.manage')) return;
   throw missingPermission('workers.manage');
 }
 

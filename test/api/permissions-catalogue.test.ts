@@ -33,9 +33,7 @@ it('knows every permission an operation declares', () => {
  * scopes can name them), each with those operations. A key here must be declared by no operation
  * yet: once one declares it, remove it from this list.
  */
-const AWAITING_OPERATIONS: Record<string, string> = {
-  'mcpConnections.use': "the credential broker that lends a member's MCP connection to an agent acting for them",
-};
+const AWAITING_OPERATIONS: Record<string, string> = {};
 
 it('has no permission that no operation declares', () => {
   const uses = declared();

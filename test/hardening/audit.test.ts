@@ -13,6 +13,7 @@ import { startDnsServer, type TestDnsServer } from '../support/dns';
 import { invitationTokenFor } from '../support/mailbox';
 import { newId } from '../../src/lib/ids';
 import { insert as insertAuthorization } from '../../src/authorizations/store';
+import { brokerLoan } from '../support/workers-oauth';
 
 let dns: TestDnsServer | undefined;
 
@@ -101,6 +102,11 @@ const REQUESTS: Record<string, Builder> = {
     // The service's signing key is made on first use (docs/oauth.md#signing-keys), not by this change: have it before.
     await t.http.get('/.well-known/oauth-authorization-server');
     return { req: { label: 'the owner delegates to a worker', method: op.method, url: urlFor(op, w), body: { scopes: ['members.read'], expiresIn: 600 } } };
+  },
+  // The broker lends only to a worker acting for a member (docs/workers-and-usage.md#the-credential-broker).
+  issueMcpAccessToken: async (t, w, op) => {
+    const loan = await brokerLoan(t, w.owner.token);
+    return { req: { label: 'a worker borrows for the owner', method: op.method, url: urlFor(op, w, { connectionId: loan.connectionId }) }, auth: auth(loan.token) };
   },
   changeMemberRole: async (_t, w, op) => ({ req: { label: 'make the target an admin', method: op.method, url: urlFor(op, w), body: { role: 'admin' } } }),
   setActiveOrganization: async (_t, w, op) => ({ req: { label: 'switch to the world organization', method: op.method, url: op.path, body: { organizationId: w.owner.organizationId } } }),

@@ -5,6 +5,7 @@ import type { Settings } from '../../src/settings';
 import { newId } from '../../src/lib/ids';
 import { insert as insertAuthorization } from '../../src/authorizations/store';
 import { auditRunner } from '../support/audit-jobs';
+import { brokerLoan } from '../support/workers-oauth';
 import { SoftAuthenticator } from '../support/authenticator';
 import { bearer, PASSWORD, signUp, signUpUnverified, uniqueEmail } from '../support/factories';
 import { RETURN_ORIGIN } from '../support/sso-signin';
@@ -119,6 +120,11 @@ export const KNOWN_GOOD: Partial<Record<string, Hand>> = {
   putOAuthPolicy: body({ thirdPartyClients: 'allow', allowList: [], maxScopes: ['members.read'] }),
   // A delegation's keys must be catalogue keys the member holds.
   createWorkerDelegation: body({ scopes: ['members.read'], expiresIn: 600 }),
+  // The broker lends only to a worker acting for a member: a delegated token (RFC 8693 exchange at the token endpoint).
+  issueMcpAccessToken: async (k, op) => {
+    const loan = await brokerLoan(k.t, k.world.owner.token);
+    return at(op, k, { path: { connectionId: loan.connectionId }, headers: as(loan.token) });
+  },
 
   // Resources: bodies whose fields must agree with each other or with the resource.
   updateMarketplace: async (k, op) => at(op, k, { body: { name: unique('Market') } }),
@@ -204,3 +210,4 @@ export const KNOWN_GOOD: Partial<Record<string, Hand>> = {
   scimGetResourceType: async (k, op) => at(op, k, { path: { name: 'User' } }),
   scimGetSchema: async (k, op) => at(op, k, { path: { schemaId: 'urn:ietf:params:scim:schemas:core:2.0:User' } }),
 };
+

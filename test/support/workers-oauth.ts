@@ -1,6 +1,7 @@
 import * as oauth from 'openid-client';
 import { bearer } from './factories';
 import { discover, type OAuthTestApp } from './oauth';
+import type { TestApp } from './app';
 
 /**
  * Workers as OAuth clients in tests (docs/workers-and-usage.md#workers-as-oauth-clients): a worker
@@ -47,4 +48,30 @@ export async function exchangeRefusal(t: OAuthTestApp, worker: TestWorker, subje
     return { error: e.error, error_description: e.error_description };
   }
   throw new Error('the exchange was not refused');
+}
+
+/**
+ * For the generated walks (no real port, no openid-client): a shared API-key connection and a
+ * token a new worker exchanged, at the token endpoint through supertest, for the member of
+ * `memberToken` (docs/workers-and-usage.md#the-credential-broker).
+ */
+export async function brokerLoan(t: TestApp, memberToken: string): Promise<{ connectionId: string; token: string }> {
+  const suffix = Math.random().toString(36).slice(2, 8);
+  const worker = await t.http.post('/v1/workers').set(...bearer(memberToken)).send({ name: `broker ${suffix}` });
+  if (worker.status !== 201) throw new Error(`create worker: ${worker.status} ${JSON.stringify(worker.body)}`);
+  const workerId: string = worker.body.item.id;
+  await t.http.put(`/v1/workers/${workerId}/ceiling`).set(...bearer(memberToken)).send({ scopes: ['mcpConnections.use'] });
+  const connection = await t.http
+    .post('/v1/mcp-connections')
+    .set(...bearer(memberToken))
+    .send({ name: `Shared MCP ${suffix}`, url: 'https://mcp.example.test/shared', authType: 'apikey', credentialMode: 'shared', apiKey: 'broker-shared-key', access: { orgWide: true } });
+  if (connection.status !== 201) throw new Error(`create connection: ${connection.status} ${JSON.stringify(connection.body)}`);
+  const delegation = await t.http.post(`/v1/workers/${workerId}/delegations`).set(...bearer(memberToken)).send({ scopes: ['mcpConnections.use'] });
+  const exchanged = await t.http
+    .post('/oauth/token')
+    .auth(workerId, worker.body.hostToken)
+    .type('form')
+    .send({ grant_type: TOKEN_EXCHANGE, subject_token: delegation.body.subjectToken, subject_token_type: ACCESS_TOKEN_TYPE });
+  if (exchanged.status !== 200) throw new Error(`token exchange: ${exchanged.status} ${exchanged.text}`);
+  return { connectionId: connection.body.item.id, token: exchanged.body.access_token };
 }

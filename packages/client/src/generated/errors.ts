@@ -112,7 +112,7 @@ export const errorAnswers = {
     put: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","organization_deleted","sso_required"]},{"status":404,"error":"organization_not_found"}],
   },
   "/v1/org": {
-    get: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","organization_deleted","sso_required"]},{"status":404,"error":"organization_not_found"}],
+    get: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_member_required","organization_deleted","sso_required"]},{"status":404,"error":"organization_not_found"}],
     post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required"]}],
     delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","fresh_session_required","mfa_enrollment_required","organization_deleted","owner_required","sso_required"]},{"status":404,"error":"organization_not_found"},{"status":409,"error":"organization_deletion_scheduled"}],
     patch: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","organization_deleted","sso_required"]},{"status":404,"error":"organization_not_found"}],
@@ -310,6 +310,12 @@ export const errorAnswers = {
   "/v1/mcp-connections/{connectionId}/disconnect-my-account": {
     post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","organization_deleted","sso_required"]},{"status":404,"error":"connection_not_found"},{"status":404,"error":"organization_not_found"}],
   },
+  "/v1/mcp-connections/{connectionId}/access-token": {
+    post: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["delegation_required","email_not_verified","mfa_enrollment_required","organization_deleted","permission_required","sso_required"]},{"status":404,"error":"connection_not_found"},{"status":404,"error":"organization_not_found"},{"status":409,"error":"needs_connection"},{"status":502,"error":"mcp_oauth_error"}],
+  },
+  "/v1/me/mcp-connections/{connectionId}/uses": {
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified"]},{"status":404,"error":"connection_not_found"},{"status":404,"error":"organization_not_found"}],
+  },
   "/v1/capabilities/suite-365/oauth-client": {
     get: [{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","organization_deleted","sso_required"]},{"status":404,"error":"organization_not_found"}],
     put: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","org_admin_required","organization_deleted","sso_required"]},{"status":404,"error":"organization_not_found"}],
@@ -362,7 +368,7 @@ export const errorAnswers = {
     delete: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","llm_provider_editor_required","llm_provider_manager_required","llm_provider_viewer_required","mfa_enrollment_required","organization_deleted","sso_required"]},{"status":404,"error":"grant_not_found"},{"status":404,"error":"llm_provider_not_found"},{"status":404,"error":"organization_not_found"}],
   },
   "/v1/workers/{id}/llm-config": {
-    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":409,"error":"worker_stopped"}],
+    get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["delegation_required"]},{"status":409,"error":"worker_stopped"}],
   },
   "/v1/workers": {
     get: [{"status":400,"error":"invalid_request"},{"status":401,"error":"unauthorized"},{"status":403,"error":"forbidden","reasons":["email_not_verified","mfa_enrollment_required","organization_deleted","sso_required"]},{"status":404,"error":"organization_not_found"}],
