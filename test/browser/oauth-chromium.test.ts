@@ -1,14 +1,9 @@
-import { mkdirSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import * as oauth from 'openid-client';
 import type { Browser, Page } from 'puppeteer-core';
 import type { TestApp } from '../support/app';
 import { startBrowserHarness, type BrowserHarness } from '../support/browser';
-import { addMember, bearer, createOrganization, PASSWORD, type OrgOwner } from '../support/factories';
+import { clientConfig, freshPage, insertOrganizationClient, mainText, shoot, signInAs, startRedirectTarget } from '../support/oauth-browser';
+import { addMember, bearer, createOrganization, type OrgOwner } from '../support/factories';
 
 /**
  * The authorization-code flow (docs/oauth.md#sign-in-and-consent-authorization-code) as an application and a person
@@ -23,49 +18,24 @@ let harness: BrowserHarness;
 let t: TestApp;
 let browser: Browser;
 let origin: string;
-let callback: http.Server;
+let target: Awaited<ReturnType<typeof startRedirectTarget>>;
 let redirectUri: string;
-const shots = process.env.PAGE_SHOTS_DIR ?? path.join(tmpdir(), 'cp-page-shots');
 
 beforeAll(async () => {
-  mkdirSync(shots, { recursive: true });
   harness = await startBrowserHarness('127.0.0.1');
   ({ t, origin, browser } = harness);
-  // The application's redirect endpoint: it only has to answer, the test reads the URL.
-  callback = http.createServer((_req, res) => res.end('back at the application'));
-  await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
-  redirectUri = `http://127.0.0.1:${(callback.address() as AddressInfo).port}/cb`;
+  target = await startRedirectTarget();
+  redirectUri = target.redirectUri;
 });
 afterAll(async () => {
-  await new Promise((resolve) => callback?.close(resolve));
+  await target?.close();
   await harness?.close();
 });
 
-async function organizationClient(owner: OrgOwner, scopes: string[], name = 'Deploy <bot>'): Promise<string> {
-  const id = `oac_${randomUUID().replace(/-/g, '').slice(0, 26)}`;
-  const now = t.clock.now();
-  await t.db
-    .insertInto('oauth_clients')
-    .values({ id, organization_id: owner.organizationId, name, type: 'public', redirect_uris: [redirectUri], scopes, logo_url: null, secret_hash: null, created_by_member_id: owner.memberId, created_at: now, updated_at: now })
-    .execute();
-  return id;
-}
-
-function configFor(clientId: string): Promise<oauth.Configuration> {
-  return oauth.discovery(new URL(origin), clientId, undefined, oauth.None(), { algorithm: 'oauth2', execute: [oauth.allowInsecureRequests] });
-}
-
-/** A page in a fresh browser context: no cookie of an earlier test's sign-in. */
-async function newPage(): Promise<Page> {
-  const context = await browser.createBrowserContext();
-  return context.newPage();
-}
-
-async function shoot(page: Page, name: string) {
-  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
-}
-
-const text = (page: Page) => page.$eval('main', (m) => (m as unknown as { innerText: string }).innerText);
+const organizationClient = (owner: OrgOwner, scopes: string[], name?: string) => insertOrganizationClient(t, owner, { scopes, redirectUris: [redirectUri], name });
+const configFor = (clientId: string) => clientConfig(origin, clientId);
+const newPage = () => freshPage(browser);
+const text = mainText;
 
 async function start(config: oauth.Configuration, scope: string) {
   const verifier = oauth.randomPKCECodeVerifier();
@@ -84,9 +54,7 @@ async function start(config: oauth.Configuration, scope: string) {
 async function signIn(page: Page, email: string, shot?: string) {
   await page.waitForSelector('input[name=email]');
   if (shot) await shoot(page, shot);
-  await page.type('#email', email);
-  await page.type('#password', PASSWORD);
-  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  await signInAs(page, email);
 }
 
 async function approve(page: Page) {

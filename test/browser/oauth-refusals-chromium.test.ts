@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Secret, TOTP } from 'otpauth';
 import * as oauth from 'openid-client';
 import type { Browser, Page } from 'puppeteer-core';
@@ -9,7 +7,7 @@ import type { TestApp } from '../support/app';
 import { startBrowserHarness, type BrowserHarness } from '../support/browser';
 import type { ManualClock } from '../support/clock';
 import { bearer, createOrganization, signUpAs, type OrgOwner } from '../support/factories';
-import { clientConfig, freshPage, insertOrganizationClient, mainText, shoot, signInAs, submit } from '../support/oauth-browser';
+import { clientConfig, freshPage, insertOrganizationClient, mainText, shoot, signInAs, startRedirectTarget, submit } from '../support/oauth-browser';
 import { uniqueDomain, verifyDomain } from '../support/sso-signin';
 
 /**
@@ -24,19 +22,18 @@ let t: TestApp;
 let clock: ManualClock;
 let browser: Browser;
 let origin: string;
-let callback: http.Server;
+let target: Awaited<ReturnType<typeof startRedirectTarget>>;
 let redirectUri: string;
 
 beforeAll(async () => {
   harness = await startBrowserHarness('127.0.0.1');
   ({ t, origin, browser } = harness);
   clock = t.clock as ManualClock;
-  callback = http.createServer((_req, res) => res.end('back at the application'));
-  await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
-  redirectUri = `http://127.0.0.1:${(callback.address() as AddressInfo).port}/cb`;
+  target = await startRedirectTarget();
+  redirectUri = target.redirectUri;
 });
 afterAll(async () => {
-  await new Promise((resolve) => callback?.close(resolve));
+  await target?.close();
   await harness?.close();
 });
 

@@ -1,4 +1,6 @@
 import { mkdirSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -13,6 +15,16 @@ import { PASSWORD, type OrgOwner } from './factories';
  * a fresh browser context per person, and screenshots in PAGE_SHOTS_DIR (default: a folder in the
  * temp dir) to look at each page.
  */
+/** The application's redirect endpoint: it only has to answer, the tests read the URL the browser lands on. */
+export async function startRedirectTarget(): Promise<{ redirectUri: string; close(): Promise<void> }> {
+  const server = http.createServer((_req, res) => res.end('back at the application'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    redirectUri: `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
 export const shotsDir = process.env.PAGE_SHOTS_DIR ?? path.join(tmpdir(), 'cp-page-shots');
 
 export async function shoot(page: Page, name: string): Promise<void> {
