@@ -104,7 +104,10 @@ export async function scenarioJwtReads(ctx: BenchContext): Promise<ScenarioResul
       if (index === 0) {
         await json(await fetch(`${service.url}/v1/org/mcp-policy`, { method: 'PUT', headers: { ...session, 'content-type': 'application/json' }, body: JSON.stringify({ enabled: true, writes: true }) }), 'MCP policy');
         const mcp = { authorization: `Bearer ${await memberAccessToken(ctx, service, org, { resource: `${issuerOf(service)}/mcp`, scopes: [...PERMISSION_KEYS] })}`, ...MCP_HEADERS };
-        result.notes.push(`MCP tools/list for the admin lists ${await listedTools(service, mcp.authorization.slice(7))} tools (the SDK's client)`);
+        const raw = await fetch(`${service.url}/mcp`, { method: 'POST', headers: mcp, body: TOOLS_LIST });
+        const rawText = await raw.text();
+        if (raw.status !== 200) throw new Error(`POST /mcp tools/list answered ${raw.status}: ${rawText.slice(0, 300)}`);
+        result.notes.push(`MCP tools/list for the admin lists ${await listedTools(service, mcp.authorization.slice(7))} tools (the SDK's client); the answer is ${(rawText.length / 1024).toFixed(0)} KB`);
         loads.push({ ...get('POST /mcp tools/list', service, '/mcp', mcp), method: 'POST', body: TOOLS_LIST });
       }
       const rows: Measurement[] = await measureRounds(loads, ROUNDS);
