@@ -2458,7 +2458,7 @@ export interface paths {
          * LLM configuration for a worker (called by the worker)
          * @description Authenticated by the worker's own token in `x-worker-token` (the `workerToken` scheme; no session or API key; a missing or wrong token, or one of a worker whose creator is suspended or no longer a member, is 401). The enabled providers the worker's creator may use now, with their keys decrypted: the one place a key leaves the service. A revoked grant takes effect at once. A stopped worker is 409 `worker_stopped` (no key is given out) until a member starts it.
          *
-         *     With a delegated access token instead (one this worker exchanged for a member, carrying `act`): the providers the *member* may use now, not the creator's. Any other access token, or one exchanged by another worker, is 403 `delegation_required`; a revoked delegation, a removed member or a stopped worker, 401.
+         *     With a delegated access token instead (one this worker exchanged for a member, carrying `act`): the providers the *member* may use now, not the creator's. Any other access token, or one exchanged by another worker, is 403 `delegation_required`; a revoked delegation, a removed member or a stopped worker, 401. Each such answer is audited as `credential.issued` (the member, the worker as client and actor, the providers' ids).
          */
         get: operations["getWorkerLlmConfig"];
         put?: never;

@@ -7,6 +7,7 @@ import { Forbidden, Unauthorized } from '../lib/errors';
 import { delegatedWorkerOf } from '../access/roles';
 import { effectiveApiVersion, effectiveBaseUrl } from './model-list';
 import * as store from './store';
+import { recordChange } from '../audit';
 import { workerStopped } from '../workers/service';
 
 /**
@@ -28,13 +29,22 @@ export async function workerLlmConfig(deps: AppDeps, worker: WorkerPrincipal, wo
  * The same route with a delegated token (docs/workers-and-usage.md#the-credential-broker): the
  * providers the *member* the worker acts for may use now, not its creator's. The token's principal
  * query has already checked the delegation live, the member active and the worker running; the
- * path must name the token's own worker.
+ * path must name the token's own worker. Each answer is audited as `credential.issued`.
  */
 export async function delegatedLlmConfig(deps: AppDeps, principal: Principal, workerId: string): Promise<components['schemas']['WorkerLlmConfig']> {
   const actor = delegatedWorkerOf(principal);
   if (actor !== workerId) throw new Forbidden('delegation_required', 'The token acts through another worker than the one in the path.');
   const membership = principal.membership!;
-  return configOf(deps, { organizationId: membership.organizationId, memberId: membership.memberId, role: membership.role });
+  const config = await configOf(deps, { organizationId: membership.organizationId, memberId: membership.memberId, role: membership.role });
+  // Lending the member's keys to the agent is a broker answer: audited as the MCP loans are (never the keys).
+  await deps.db.transaction().execute((trx) =>
+    recordChange(trx, deps.audit, {
+      action: 'credential.issued',
+      target: { type: 'worker', id: workerId },
+      changes: { lent: { from: null, to: 'llm_provider_keys' }, llmProviders: { from: null, to: config.items.map((item) => item.id) } },
+    }),
+  );
+  return config;
 }
 
 async function configOf(deps: AppDeps, member: { organizationId: string; memberId: string; role: string }): Promise<components['schemas']['WorkerLlmConfig']> {

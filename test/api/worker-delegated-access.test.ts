@@ -51,6 +51,10 @@ describe('GET /v1/workers/{id}/llm-config', () => {
     expect(byDelegation.status).toBe(200);
     expect(ids(byDelegation.body)).toEqual([alicesProvider]);
     expect(byDelegation.body.items[0].apiKey).toBe('sk-alices-0123456789abcdef');
+    const log = await t.http.get(`/v1/audit-logs?targetId=${worker.id}&action=credential.issued`).set(...bearer(owner.token));
+    expect(log.body.items).toHaveLength(1);
+    expect(log.body.items[0]).toMatchObject({ target: { type: 'worker', id: worker.id }, actor: { type: 'member', memberId: alice.memberId, clientId: worker.id, act: { sub: worker.id } }, changes: { llmProviders: { to: [alicesProvider] } } });
+    expect(JSON.stringify(log.body)).not.toContain('sk-alices');
     // Revoking Alice's grant applies at once; revoking the delegation ends the token.
     const grants = await t.http.get(`/v1/llm-providers/${alicesProvider}/access`).set(...bearer(owner.token));
     const grant = grants.body.items.find((g: { orgMembershipId: string }) => g.orgMembershipId === alice.memberId);
