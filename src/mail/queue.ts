@@ -6,7 +6,7 @@ import { newId } from '../lib/ids';
 import type { MailSettings, RateLimitSettings } from '../settings';
 import { noticeWithinBudget, spendRecipientBudget } from './budget';
 import { tracing } from '../observability/tracing';
-import { insertMessage, type NewMessage } from './store';
+import { insertMessage, insertMessages, type NewMessage } from './store';
 import { renderMail, type MailInput, type RenderedMail, type TemplateContext } from './templates';
 
 /** What queueing needs from the app's dependency bag (AppDeps has all of it). */
@@ -88,9 +88,14 @@ export async function queueNotice(trx: Transaction<DB>, deps: MailDeps, input: N
 
 /**
  * Notices the platform sends once per recipient for one event that concerns many (an
- * organization's deletion: src/org/lifecycle-job.ts), queued in the caller's transaction. They
- * spend no recipient budget: the event cannot be repeated by a requester to flood an address.
+ * organization's deletion: src/org/lifecycle-job.ts). They spend no recipient budget: the event
+ * cannot be repeated by a requester to flood an address. Rendered and sealed here, before the
+ * caller's transaction; `queuePreparedNotices` writes them in it, in one statement.
  */
-export async function queuePlatformNotices(trx: Transaction<DB>, deps: MailDeps, inputs: NoticeInput[]): Promise<void> {
-  for (const input of inputs) await insert(trx, deps, input, {});
+export function preparePlatformNotices(deps: MailDeps, inputs: NoticeInput[]): NewMessage[] {
+  return inputs.map((input) => prepareMail(deps, input));
+}
+
+export async function queuePreparedNotices(trx: Transaction<DB>, messages: NewMessage[]): Promise<void> {
+  await insertMessages(trx, messages);
 }

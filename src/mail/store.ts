@@ -32,6 +32,23 @@ export function messageCtes(m: NewMessage) {
     )`;
 }
 
+/**
+ * Inserts many pending messages, due now, in one statement, with one announcement: for notices
+ * prepared before their transaction (src/org/lifecycle-job.ts), so it holds one round trip.
+ */
+export async function insertMessages(db: Db, messages: NewMessage[]): Promise<void> {
+  if (messages.length === 0) return;
+  const rows = messages.map(
+    (m) => sql`(${m.id}, ${m.kind}, ${m.recipient}, ${m.subject}, ${m.bodySealed}, 'pending', 0, ${m.now}::timestamptz, ${m.traceContext}, ${m.now}::timestamptz, ${m.now}::timestamptz)`,
+  );
+  await sql`WITH mail_queued AS (
+      INSERT INTO mail_messages (id, kind, recipient, subject, body_sealed, status, attempts, next_attempt_at, trace_context, created_at, updated_at)
+      VALUES ${sql.join(rows)}
+      RETURNING id
+    )
+    SELECT pg_notify(${MAIL_CHANNEL}, '') FROM (SELECT 1 FROM mail_queued LIMIT 1) AS queued`.execute(db);
+}
+
 /** Inserts a pending message, due now, and announces it in the same statement (`messageCtes`). */
 export async function insertMessage(db: Db, m: NewMessage): Promise<void> {
   await sql`WITH ${messageCtes(m)} SELECT count(*) FROM mail_announced`.execute(db);

@@ -180,7 +180,7 @@ export interface OrgLifecycleSettings {
   graceMs: number;
   /** ORG_LIFECYCLE_DISPATCH: mail deletion notices and purge from this process's job runner. */
   dispatch: boolean;
-  /** ORG_PURGE_BATCH: rows removed per statement (each its own short transaction) while purging. */
+  /** ORG_PURGE_BATCH: most rows removed per statement (each its own short transaction) while purging; fewer when slow. */
   purgeBatch: number;
 }
 

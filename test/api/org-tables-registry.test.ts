@@ -75,4 +75,17 @@ describe('the organization table registry', () => {
       .map((fk) => `${fk.child} after ${fk.parent}`);
     expect(wrong).toEqual([]);
   });
+
+  it('indexes every column that references members, so a purge batch of members checks each reference by an index', async () => {
+    // A member's delete runs one query per referencing table (cascade, SET NULL or check) with `column = $1`:
+    // usable indexes lead with the column and are whole or partial on `column IS NOT NULL`.
+    const { rows } = await sql<{ child: string; column_name: string }>`
+      SELECT c.conrelid::regclass::text AS child, a.attname AS column_name
+      FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+      WHERE c.contype = 'f' AND c.confrelid = 'members'::regclass
+        AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1]
+          AND (i.indpred IS NULL OR pg_get_expr(i.indpred, i.indrelid) = '(' || a.attname || ' IS NOT NULL)'))
+      ORDER BY 1, 2`.execute(t.db);
+    expect(rows.map((r) => `${r.child}.${r.column_name}`)).toEqual([]);
+  });
 });

@@ -47,6 +47,7 @@ import * as oauthDevicePolls from './20261214_0500_oauth_device_polls';
 import * as oauthRegisteredClients from './20261214_0900_oauth_registered_clients';
 import * as delegations from './20261214_1000_delegations';
 import * as mcpConnectionUses from './20261215_0100_mcp_connection_uses';
+import * as memberReferenceIndexes from './20261215_0200_member_reference_indexes';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -102,6 +103,7 @@ const migrations: Record<string, Migration> = {
   '20261214_0900_oauth_registered_clients': oauthRegisteredClients,
   '20261214_1000_delegations': delegations,
   '20261215_0100_mcp_connection_uses': mcpConnectionUses,
+  '20261215_0200_member_reference_indexes': memberReferenceIndexes,
 };
 
 export const migrationProvider: MigrationProvider = {
