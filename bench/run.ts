@@ -30,6 +30,7 @@ import { scenarioObservability } from './scenarios/s15-observability';
 import { scenarioAccessToken, scenarioClientCredentials } from './scenarios/s16-oauth';
 import { scenarioTokens } from './scenarios/s18-tokens';
 import { scenarioJwtReads } from './scenarios/s19-jwt-reads';
+import { scenarioPurge } from './scenarios/s20-purge';
 
 /** Every scenario with a long --duration stays well inside this (BENCH_HARD_LIMIT_MIN overrides). */
 const HARD_LIMIT_MS = Number(process.env.BENCH_HARD_LIMIT_MIN ?? 40) * 60_000;
@@ -88,6 +89,7 @@ const SCENARIOS: [string, (ctx: BenchContext) => Promise<ScenarioResult>][] = [
   ['17', scenarioClientCredentials],
   ['18', scenarioTokens],
   ['19', scenarioJwtReads],
+  ['20', scenarioPurge],
 ];
 
 async function main(): Promise<number> {

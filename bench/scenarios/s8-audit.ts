@@ -4,17 +4,22 @@ import { cpuExtras, measureRounds, type Measurement } from '../lib/load';
 import { sampleProcesses, type Target } from '../lib/procs';
 import { check, type ScenarioResult } from '../lib/report';
 import { seedOrganization } from '../seed/org';
+import { startAuditSinks } from '../lib/audit-sinks';
 
 const CONNECTIONS = 4;
 const ROUNDS = 4;
-const EXPORT_ENTRIES = 1_000_000;
+/** Entries exported in (b); a smoke-sized run (`--smoke --only=8`) exports 20,000. */
+const FULL_EXPORT_ENTRIES = 1_000_000;
 
 /**
  * Scenario 8: the audit log's costs.
- * (a) POST /v1/teams with audit (the service as shipped) and without its audit entry (the same
- *     build with the benchmark-only switch AUDIT_BENCH_DISABLE=on: the team and its event, no entry
- *     and no chain head), in alternating rounds of the same run: the latency an audit entry adds
- *     to a write (target ≤ 1.3×, issue 18). A third process writes the team alone (=entries-and-events:
+ * (a) POST /v1/teams with audit (the service as shipped, its organization streaming its log to two
+ *     sinks in the bench process: https with Standard Webhooks signatures and Splunk HEC, delivered
+ *     by that process) and without its audit entry (the same build with the benchmark-only switch
+ *     AUDIT_BENCH_DISABLE=on: the team and its event, no entry and no chain head; AUDIT_DISPATCH=off,
+ *     so it delivers none of the streams), in alternating rounds of the same run: the latency an
+ *     audit entry adds to a write (target ≤ 1.3×, issues 18 and 52); then every stream must have
+ *     received every entry from its creation on, in chain order. A third process writes the team alone (=entries-and-events:
  *     no event either), the scenario's baseline until the event was measured with the change; its
  *     ratio is printed, without a target.
  * (b) GET /v1/audit-logs/export of 1,000,000 entries (NDJSON), read to the end: peak RSS of the
@@ -22,6 +27,7 @@ const EXPORT_ENTRIES = 1_000_000;
  */
 export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> {
   const db = ctx.scratch.database.db;
+  const EXPORT_ENTRIES = ctx.smoke ? 20_000 : FULL_EXPORT_ENTRIES;
   const withOrg = await seedOrganization(db, { name: 'Audit On', members: 10, teams: 0 });
   const withoutOrg = await seedOrganization(db, { name: 'Audit Off', members: 10, teams: 0 });
   const aloneOrg = await seedOrganization(db, { name: 'Team Alone', members: 10, teams: 0 });
@@ -30,7 +36,7 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
     id: '8',
     title: 'Audit: cost on POST /v1/teams; export of 1,000,000 entries',
     setup: [
-      `(a) ${CONNECTIONS} connections of POST /v1/teams (unique names), warmed ${ctx.warmup} s, measured ${ctx.duration} s in ${ROUNDS} alternating rounds; three service processes on the same database: as shipped (team, event, audit entry, chain head), AUDIT_BENCH_DISABLE=on (team and event: the baseline) and =entries-and-events (the team alone: printed, no target); each writes into its own organization`,
+      `(a) ${CONNECTIONS} connections of POST /v1/teams (unique names), warmed ${ctx.warmup} s, measured ${ctx.duration} s in ${ROUNDS} alternating rounds; three service processes on the same database: as shipped (team, event, audit entry, chain head) with two audit streams of its organization active (https to a receiver verifying Standard Webhooks signatures, Splunk HEC to a fake checking what HEC checks; both in the bench process, OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8 on every process), AUDIT_BENCH_DISABLE=on (team and event: the baseline) and =entries-and-events (the team alone: printed, no target), both with AUDIT_DISPATCH=off (the streams are the audited process's work); each writes into its own organization`,
       `(b) ${EXPORT_ENTRIES.toLocaleString('en')} entries inserted into one organization with SQL, then ANALYZE; one GET /v1/audit-logs/export?format=ndjson read to the end by one client; RSS sampled every 50 ms`,
     ],
     rows: [],
@@ -38,11 +44,14 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
     notes: [],
   };
   const targets: Target[] = [];
+  let sinks: Awaited<ReturnType<typeof startAuditSinks>> | null = null;
   try {
-    const on = await ctx.startService('s8-audit-on');
-    const off = await ctx.startService('s8-audit-off', { AUDIT_BENCH_DISABLE: 'on' });
-    const alone = await ctx.startService('s8-team-alone', { AUDIT_BENCH_DISABLE: 'entries-and-events' });
+    const loopback = { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8' };
+    const on = await ctx.startService('s8-audit-on', loopback);
+    const off = await ctx.startService('s8-audit-off', { ...loopback, AUDIT_BENCH_DISABLE: 'on', AUDIT_DISPATCH: 'off' });
+    const alone = await ctx.startService('s8-team-alone', { ...loopback, AUDIT_BENCH_DISABLE: 'entries-and-events', AUDIT_DISPATCH: 'off' });
     targets.push(on, off, alone);
+    sinks = await startAuditSinks(on.url, withOrg.callerToken);
     let n = 0;
     const teamLoad = (label: string, target: Target, token: string) => ({
       label,
@@ -68,6 +77,14 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
       ],
       ROUNDS,
     )) as [Measurement, Measurement, Measurement];
+    const drained = await sinks.drained(60_000);
+    const deliveries = await sinks.check(ctx.scratch.pool, withOrg.organizationId);
+    await sinks.close();
+    sinks = null;
+    for (const d of deliveries) {
+      result.notes.push(`stream ${d.type}: ${d.entries} entries received (${d.duplicates} again, at least once), ${d.checkpoints} checkpoints; missing ${d.missing}, out of order ${d.outOfOrder}, bad signatures ${d.badSignatures}${drained ? '' : '; not drained within 60 s'}`);
+      result.checks.push(check(`stream ${d.type}: entries received`, d.entries, '>=', 1), check(`stream ${d.type}: entries missing, out of order or unsigned`, d.missing + d.outOfOrder + d.badSignatures, '<=', 0));
+    }
     const rows = await ctx.scratch.pool.query<{ org: string; entries: string; events: string }>(
       `SELECT o.id AS org, (SELECT count(*) FROM audit_logs a WHERE a.organization_id = o.id) AS entries, (SELECT count(*) FROM events e WHERE e.organization_id = o.id) AS events
        FROM organizations o WHERE o.id = ANY($1)`,
@@ -101,6 +118,8 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
        FROM generate_series(1, $3) AS g`,
       [exportOrg.organizationId, exportOrg.callerMemberId, EXPORT_ENTRIES],
     );
+    // The chain head at the last seeded entry: reading the log is audited (audit_log.exported), and its entry follows it.
+    await ctx.scratch.pool.query('UPDATE audit_chain_heads SET seq = $2 + 1 WHERE organization_id = $1', [exportOrg.organizationId, EXPORT_ENTRIES]);
     await ctx.scratch.analyze();
     result.notes.push(`export seed: ${EXPORT_ENTRIES.toLocaleString('en')} rows in ${((Date.now() - seedStarted) / 1000).toFixed(0)} s`);
     const service = await ctx.startService('s8-export');
@@ -142,6 +161,7 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
       check('export peak RSS above idle, MB', during.peakRssMb - idle.peakRssMb, '<=', 100),
     );
   } finally {
+    await sinks?.close();
     await Promise.all(targets.map((t) => t.stop()));
   }
   return result;

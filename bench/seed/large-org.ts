@@ -68,6 +68,8 @@ export async function seedLargeOrganization(db: Kysely<DB>, options: LargeOrgOpt
         jsonb_build_object('name', jsonb_build_object('from', null, 'to', 'Team number ' || g)),
         'req-' || g, '127.0.0.1', 'bench/1.0', ${start}::timestamptz + g * interval '1 millisecond', repeat('0', 64), repeat('0', 64)
       FROM generate_series(1, ${options.auditEntries}) AS g`.execute(db);
+    // The chain head at the last seeded entry, so the next audited write (reading the log is one) follows it.
+    await sql`UPDATE audit_chain_heads SET seq = ${options.auditEntries + 1} WHERE organization_id = ${org}`.execute(db);
   }
   if (options.directoryUsers > 0) await seedDirectoryUsers(db, org, options.directoryUsers, tag.slice(0, 4));
   const scimToken = randomSecret('cpscim');
