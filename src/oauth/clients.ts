@@ -3,7 +3,7 @@ import type { AdapterPayload } from 'oidc-provider';
 import type { Db } from '../db/schema';
 import { sha256Hex } from '../lib/crypto';
 import { permissionsOfRole, sortedPermissions } from '../access/role-permissions';
-import { verifyServiceAccountSecret } from '../service-accounts/service';
+import { serviceAccountAsClient, verifyServiceAccountSecret, type ServiceAccountAsClient } from '../service-accounts/service';
 import { organizationUnlocked } from '../principal/organization-lock';
 import { findRegisteredClient } from './registered-clients';
 
@@ -42,8 +42,17 @@ export interface OAuthClientMetadata extends AdapterPayload {
   member_id?: string;
 }
 
-export async function findClient(db: Db, clientId: string, now: Date): Promise<AdapterPayload | undefined> {
-  if (clientId.startsWith('svc_')) return serviceAccountClient(db, clientId);
+/**
+ * A service account's secret check as its lookup read it (with its live secrets' hashes), for the
+ * request that looked it up: keyed by the library's context of that request (oidc-provider's
+ * `Provider.ctx`, passed in by ./provider.ts), taken by that request's secret check, and gone with
+ * the request. A check with nothing read in its request asks the database (verifyServiceAccountSecret).
+ */
+const secretChecks = new WeakMap<object, { clientId: string; verify: ServiceAccountAsClient['verifySecret'] }>();
+
+/** `request`: the library's context of the request looking the client up, when there is one. */
+export async function findClient(db: Db, clientId: string, now: Date, request?: object): Promise<AdapterPayload | undefined> {
+  if (clientId.startsWith('svc_')) return serviceAccountClient(db, clientId, now, request);
   if (clientId.startsWith('oac_')) return (await organizationClient(db, clientId)) ?? registeredClient(db, clientId, now);
   if (clientId.startsWith('wrk_')) return workerClient(db, clientId);
   return undefined;
@@ -55,25 +64,17 @@ async function registeredClient(db: Db, clientId: string, now: Date): Promise<Ad
   return { ...metadata, client_id: clientId, client_kind: 'dynamic', token_endpoint_auth_method: 'none' };
 }
 
-async function serviceAccountClient(db: Db, clientId: string): Promise<OAuthClientMetadata | undefined> {
-  const row = await db
-    .selectFrom('service_accounts as s')
-    .innerJoin('members as m', 'm.id', 's.member_id')
-    .leftJoin('organization_roles as r', (join) => join.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.key', '=', 'm.role'))
-    .select(['s.organization_id', 's.member_id', 'm.role', 'r.built_in', 'r.permissions'])
-    .where('s.id', '=', clientId)
-    .where('s.disabled_at', 'is', null)
-    .where('m.removed_at', 'is', null)
-    .where('m.suspended_at', 'is', null)
-    .executeTakeFirst();
-  if (!row) return undefined;
-  const scopes = sortedPermissions(permissionsOfRole({ key: row.role, builtIn: row.built_in ?? false, permissions: row.permissions }));
+async function serviceAccountClient(db: Db, clientId: string, now: Date, request: object | undefined): Promise<OAuthClientMetadata | undefined> {
+  const account = await serviceAccountAsClient(db, clientId, now);
+  if (!account) return undefined;
+  if (request) secretChecks.set(request, { clientId, verify: account.verifySecret });
+  const scopes = sortedPermissions(permissionsOfRole({ key: account.role, builtIn: account.roleBuiltIn ?? false, permissions: account.rolePermissions }));
   return {
     client_id: clientId,
     client_secret: PLACEHOLDER_SECRET,
     client_kind: 'service_account',
-    organization_id: row.organization_id,
-    member_id: row.member_id,
+    organization_id: account.organizationId,
+    member_id: account.memberId,
     grant_types: ['client_credentials'],
     response_types: [],
     redirect_uris: [],
@@ -135,9 +136,14 @@ async function organizationClient(db: Db, clientId: string): Promise<OAuthClient
 }
 
 /** The presented secret is one of this client's: a live secret of the service account, or the organization client's. */
-export async function verifyClientSecret(db: Db, client: { clientId: string; kind: ClientKind | undefined }, presented: string, now: Date): Promise<boolean> {
+export async function verifyClientSecret(db: Db, client: { clientId: string; kind: ClientKind | undefined }, presented: string, now: Date, request?: object): Promise<boolean> {
   if (typeof presented !== 'string' || presented.length === 0 || presented.length > 512) return false;
-  if (client.kind === 'service_account') return (await verifyServiceAccountSecret(db, client.clientId, presented, now)) !== null;
+  if (client.kind === 'service_account') {
+    const read = request ? secretChecks.get(request) : undefined;
+    if (request && read) secretChecks.delete(request);
+    if (read?.clientId === client.clientId) return (await read.verify(presented, now)) !== null;
+    return (await verifyServiceAccountSecret(db, client.clientId, presented, now)) !== null;
+  }
   if (client.kind === 'worker') {
     // The host token is the client secret (rotating it rotates the secret); found by its hash, as x-worker-token is.
     const row = await db.selectFrom('workers').select('id').where('id', '=', client.clientId).where('host_token_hash', '=', sha256Hex(presented)).executeTakeFirst();

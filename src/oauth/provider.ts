@@ -62,7 +62,8 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
     adapter: recordsAdapter({
       db: deps.db,
       secrets: deps.secrets,
-      findClient: async (id) => withDeviceGrant(await findClient(deps.db, id, deps.clock.now()), oauth.deviceFlow),
+      // The request's context (the library's, Provider.ctx) lets a service account's secret check use what this lookup read.
+      findClient: async (id) => withDeviceGrant(await findClient(deps.db, id, deps.clock.now(), oidcProvider().default.ctx), oauth.deviceFlow),
       saveClient: (id, payload) => saveRegisteredClient(deps.db, id, payload, deps.clock.now()),
       onGrantRevoked: (grantKey) => revokeForGrant(deps, grantKey),
     }),
@@ -194,7 +195,7 @@ export function createProvider(deps: AppDeps, keys: SigningKeys): Provider {
   const clock = deps.clock;
   provider.Client.prototype.compareClientSecret = function compareClientSecret(this: OidcProvider.Client, actual: string) {
     const kind = (this.metadata() as { client_kind?: ClientKind }).client_kind;
-    return verifyClientSecret(db, { clientId: this.clientId, kind }, actual, clock.now());
+    return verifyClientSecret(db, { clientId: this.clientId, kind }, actual, clock.now(), oidcProvider().default.ctx);
   } as unknown as OidcProvider.Client['compareClientSecret'];
   return provider;
 }

@@ -1,6 +1,8 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../db/schema';
 import { sha256Hex } from '../lib/crypto';
 import * as store from './store';
+import { findClientAccount } from './client-store';
 
 /**
  * What other areas ask of a service account's credentials (docs/service-accounts.md): the
@@ -31,10 +33,58 @@ export async function verifyServiceAccountSecret(db: Db, serviceAccountId: strin
   if (typeof secret !== 'string' || secret.length === 0 || secret.length > MAX_SECRET_LENGTH) return null;
   const row = await store.findLiveSecret(db, serviceAccountId, sha256Hex(secret), now);
   if (!row) return null;
-  const staleBefore = new Date(now.getTime() - LAST_USED_GRANULARITY_MS);
-  if (!row.secretLastUsedAt || row.secretLastUsedAt < staleBefore) await store.touchSecret(db, row.secretId, now, staleBefore);
-  await recordServiceAccountUse(db, row.serviceAccountId, row.accountLastUsedAt, now);
+  await recordSecretUse(db, row, now);
   return { organizationId: row.organizationId, memberId: row.memberId, serviceAccountId: row.serviceAccountId };
+}
+
+/** Stamps the secret's and the account's `last_used_at`, each at most once a minute. */
+async function recordSecretUse(db: Db, used: { secretId: string; secretLastUsedAt: Date | null; serviceAccountId: string; accountLastUsedAt: Date | null }, now: Date): Promise<void> {
+  const staleBefore = new Date(now.getTime() - LAST_USED_GRANULARITY_MS);
+  if (!used.secretLastUsedAt || used.secretLastUsedAt < staleBefore) await store.touchSecret(db, used.secretId, now, staleBefore);
+  await recordServiceAccountUse(db, used.serviceAccountId, used.accountLastUsedAt, now);
+}
+
+/** A service account as an OAuth client: who it acts as, its role now, and the check of a secret presented with the same request. */
+export interface ServiceAccountAsClient {
+  organizationId: string;
+  memberId: string;
+  role: string;
+  roleBuiltIn: boolean | null;
+  rolePermissions: string[] | null;
+  /** As verifyServiceAccountSecret, against the live secrets the lookup read (no round trip unless a use is stamped). */
+  verifySecret(secret: string, now: Date): Promise<VerifiedServiceAccount | null>;
+}
+
+/**
+ * The authorization server's lookup of a service account (src/oauth/clients.ts): in one statement,
+ * the account enabled, its member active, its organization not scheduled for deletion, its role,
+ * and its live secrets' SHA-256 hashes, so the token request checks its secret without a second
+ * round trip. The presented secret's hash is compared with each in constant time. What it read
+ * serves the one request that read it: a secret deleted or an account disabled after it is refused
+ * from the next request.
+ */
+export async function serviceAccountAsClient(db: Db, serviceAccountId: string, now: Date): Promise<ServiceAccountAsClient | undefined> {
+  const row = await findClientAccount(db, serviceAccountId, now);
+  if (!row) return undefined;
+  const verified: VerifiedServiceAccount = { organizationId: row.organizationId, memberId: row.memberId, serviceAccountId };
+  return {
+    organizationId: row.organizationId,
+    memberId: row.memberId,
+    role: row.role,
+    roleBuiltIn: row.roleBuiltIn,
+    rolePermissions: row.rolePermissions,
+    verifySecret: async (secret, at) => {
+      if (typeof secret !== 'string' || secret.length === 0 || secret.length > MAX_SECRET_LENGTH) return null;
+      const presented = createHash('sha256').update(secret, 'utf8').digest();
+      const match = row.secrets.find((k) => {
+        const stored = Buffer.from(k.hash, 'hex');
+        return stored.length === presented.length && timingSafeEqual(stored, presented);
+      });
+      if (!match) return null;
+      await recordSecretUse(db, { secretId: match.id, secretLastUsedAt: match.lastUsedAt, serviceAccountId, accountLastUsedAt: row.accountLastUsedAt }, at);
+      return verified;
+    },
+  };
 }
 
 export interface ServiceAccountState {

@@ -20,7 +20,15 @@ import type { ServiceAccountRow } from './store';
  * an admin, acting with their member's role through their own credentials (client secrets,
  * ./secrets.ts; API keys, src/api-keys). A service account is deleted by ending its member.
  */
-export { verifyServiceAccountSecret, serviceAccountState, recordServiceAccountUse, type VerifiedServiceAccount, type ServiceAccountState } from './credentials';
+export {
+  verifyServiceAccountSecret,
+  serviceAccountAsClient,
+  serviceAccountState,
+  recordServiceAccountUse,
+  type ServiceAccountAsClient,
+  type VerifiedServiceAccount,
+  type ServiceAccountState,
+} from './credentials';
 
 type ServiceAccount = components['schemas']['ServiceAccount'];
 

@@ -60,6 +60,28 @@ describe('an OAuth access token costs one statement, as a session does', () => {
     expect(res!.status).toBe(403);
   });
 
+  it('a client_credentials token of a service account costs one statement: its lookup reads the secret hashes its check compares', async () => {
+    const owner = await createOrganization(t, 'Token issue');
+    await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
+    const sa = await t.http.post('/v1/service-accounts').set(...bearer(owner.token)).send({ name: 'Issuer', role: 'member' });
+    const first = await t.http.post(`/v1/service-accounts/${sa.body.item.id}/secrets`).set(...bearer(owner.token)).send({});
+    const second = await t.http.post(`/v1/service-accounts/${sa.body.item.id}/secrets`).set(...bearer(owner.token)).send({});
+    const ask = (secret: string) => http.post('/oauth/token').auth(sa.body.item.id, secret).type('form').send({ grant_type: 'client_credentials', scope: 'teams.read' });
+    // The first use of each secret stamps it (once a minute), a write of its own.
+    expect((await ask(first.body.clientSecret)).status).toBe(200);
+    expect((await ask(second.body.clientSecret)).status).toBe(200);
+
+    let res: supertest.Response | undefined;
+    expect(await statements(async () => (res = await ask(second.body.clientSecret)))).toBe(1);
+    expect(res!.status).toBe(200);
+    expect(await statements(async () => (res = await ask(`${second.body.clientSecret}x`)))).toBe(1);
+    expect([res!.status, res!.body.error]).toEqual([401, 'invalid_client']);
+    // A secret deleted is refused from the next request.
+    expect((await t.http.delete(`/v1/service-accounts/${sa.body.item.id}/secrets/${first.body.item.id}`).set(...bearer(owner.token))).status).toBe(204);
+    expect((await ask(first.body.clientSecret)).body.error).toBe('invalid_client');
+    expect((await ask(second.body.clientSecret)).status).toBe(200);
+  });
+
   it('GET /v1/org reads its answer in the token\'s one statement, the answer the plain read gives', async () => {
     const owner = await createOrganization(t, 'Token org');
     await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
