@@ -47,6 +47,8 @@ export interface StreamDelivery {
   duplicates: number;
   /** Batches whose Standard Webhooks signature did not verify (https only). */
   badSignatures: number;
+  /** Requests the sink received (batches, retries included). */
+  batches: number;
 }
 
 /**
@@ -109,7 +111,7 @@ export async function startAuditSinks(serviceUrl: string, adminToken: string) {
           else if (at < next) duplicates++;
           else next++;
         }
-        out.push({ type, entries: entries.length, checkpoints: records.length - entries.length, missing: rows.length - next, outOfOrder, duplicates, badSignatures: type === 'https' ? badSignatures : 0 });
+        out.push({ type, entries: entries.length, checkpoints: records.length - entries.length, missing: rows.length - next, outOfOrder, duplicates, badSignatures: type === 'https' ? badSignatures : 0, batches: type === 'https' ? https.received.length : hec.requests });
       }
       return out;
     },

@@ -82,7 +82,7 @@ export async function scenarioAudit(ctx: BenchContext): Promise<ScenarioResult> 
     await sinks.close();
     sinks = null;
     for (const d of deliveries) {
-      result.notes.push(`stream ${d.type}: ${d.entries} entries received (${d.duplicates} again, at least once), ${d.checkpoints} checkpoints; missing ${d.missing}, out of order ${d.outOfOrder}, bad signatures ${d.badSignatures}${drained ? '' : '; not drained within 60 s'}`);
+      result.notes.push(`stream ${d.type}: ${d.entries} entries received in ${d.batches} batches (${d.duplicates} again, at least once), ${d.checkpoints} checkpoints; missing ${d.missing}, out of order ${d.outOfOrder}, bad signatures ${d.badSignatures}${drained ? '' : '; not drained within 60 s'}`);
       result.checks.push(check(`stream ${d.type}: entries received`, d.entries, '>=', 1), check(`stream ${d.type}: entries missing, out of order or unsigned`, d.missing + d.outOfOrder + d.badSignatures, '<=', 0));
     }
     const rows = await ctx.scratch.pool.query<{ org: string; entries: string; events: string }>(
