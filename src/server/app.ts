@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import cors from 'cors';
+import helmet from 'helmet';
 import type { Logger } from 'pino';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema';
@@ -13,7 +14,6 @@ import { send } from './send';
 import { errorToResult, resultOf } from './errors';
 import { docsRouter } from './docs';
 import { requestLogger } from './logging';
-import { securityHeaders } from './security-headers';
 import { dialects, fronts, handlers } from './registry';
 import { dialectOf } from './dialects';
 import { contract } from './openapi';
@@ -133,7 +133,7 @@ export function createApp(options: AppOptions): express.Express {
   app.set('etag', false);
   app.set('trust proxy', settings.trustProxy);
   app.use(requestLogger(logger, app.request));
-  app.use(securityHeaders({ contentSecurityPolicy: false }));
+  app.use(helmet({ contentSecurityPolicy: false }));
   // cors with no allowed origin adds nothing to a response: the layer is there only when configured.
   if (settings.corsOrigins.length > 0) app.use(cors({ origin: settings.corsOrigins }));
   app.use(docsRouter());
