@@ -120,6 +120,7 @@ export async function scenarioOrg(ctx: BenchContext): Promise<ScenarioResult> {
       }
       // Whether the service was still warming up: its CPU per request in each round, in order.
       if (service.roundCpuMsPerReq) result.notes.push(`${members} members: service CPU ms per request by round: ${service.roundCpuMsPerReq.map((v) => v.toFixed(3)).join(', ')}`);
+      if (previous?.roundCpuMsPerReq) result.notes.push(`${members} members: previous build CPU ms per request by round: ${previous.roundCpuMsPerReq.map((v) => v.toFixed(3)).join(', ')}`);
       if (plain) {
         result.notes.push(
           `${members} members: service with its node flags / without: throughput ${(service.rps / plain.rps).toFixed(2)}, CPU per request ${cpuMsPerRequest(service).toFixed(3)} / ${cpuMsPerRequest(plain).toFixed(3)} ms, peak RSS ${service.peakRssMb?.toFixed(0)} / ${plain.peakRssMb?.toFixed(0)} MB`,
