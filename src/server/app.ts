@@ -132,7 +132,7 @@ export function createApp(options: AppOptions): express.Express {
   // and hashing every response body cost a sha1 per request.
   app.set('etag', false);
   app.set('trust proxy', settings.trustProxy);
-  app.use(requestLogger(logger, app.request));
+  app.use(requestLogger(logger));
   app.use(helmet({ contentSecurityPolicy: false }));
   // cors with no allowed origin adds nothing to a response: the layer is there only when configured.
   if (settings.corsOrigins.length > 0) app.use(cors({ origin: settings.corsOrigins }));

@@ -16,7 +16,7 @@ describe('request log', () => {
     },
   });
   const app = express();
-  app.use(requestLogger(pino({ level: 'info' }, sink), app.request));
+  app.use(requestLogger(pino({ level: 'info' }, sink)));
   app.get('/ok', (_req, res) => {
     res.locals.route = 'GET /ok';
     res.json({ ok: true });
@@ -55,9 +55,8 @@ describe('request log', () => {
 });
 
 /**
- * The service's stdout destination (createLogger's default) writes asynchronously: the lines still
- * in flight when the process exits must still arrive (pino flushes them at exit). Run in a child
- * process, since the destination is the process's own stdout.
+ * The service's stdout destination (createLogger's default): every line logged before the process
+ * exits arrives, in order. Run in a child process, since the destination is the process's own stdout.
  */
 describe('the service logger on stdout', () => {
   /** Runs a script with the service's logger; resolves with its stdout lines, parsed, and its exit code. */
