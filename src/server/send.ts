@@ -7,7 +7,7 @@ import type { HttpResult } from '../contract';
 
 /**
  * The one exit of every answer of an operation (ARCHITECTURE.md, "A request's path"): the
- * dialect's shape for its route, headers, then a stream, an empty body or JSON written in one piece.
+ * dialect's shape for its route, headers, then a stream, an empty body or JSON through Express's res.send.
  */
 export function send(res: Response, answer: HttpResult): void {
   if (res.headersSent) return;
@@ -26,31 +26,8 @@ export function send(res: Response, answer: HttpResult): void {
     res.status(result.status).end();
     return;
   }
-  // As Express's res.json, with JSON text made elsewhere spliced in (src/lib/json-text.ts).
-  const text = serializeBody(result.body);
-  const type = res.getHeader('Content-Type');
-  if ((type === undefined || PLAIN_JSON_TYPES.has(type as string)) && !mayBeFresh(res)) {
-    // What res.send does for such an answer, without its steps that cannot apply: it turns a body
-    // of 1,000 characters or more into a Buffer, which Node then writes as a second chunk after
-    // the headers, where a string goes out with them in one write (GET /v1/org's ~3 KB answer).
-    res.statusCode = result.status;
-    res.setHeader('Content-Type', `${(type as string | undefined) ?? 'application/json'}; charset=utf-8`);
-    res.setHeader('Content-Length', String(Buffer.byteLength(text)));
-    res.end(text);
-    return;
-  }
-  if (!type) res.set('Content-Type', 'application/json');
-  res.status(result.status).send(text);
-}
-
-/** Content types res.send would only give `; charset=utf-8`. */
-const PLAIN_JSON_TYPES = new Set(['application/json', 'application/scim+json']);
-
-/**
- * When res.send's freshness check (a 304 for a conditional request) or its HEAD handling could
- * apply: the answer has a validator (templates set an ETag), or the request is conditional or HEAD.
- */
-function mayBeFresh(res: Response): boolean {
-  const req = res.req;
-  return req.method === 'HEAD' || res.hasHeader('ETag') || res.hasHeader('Last-Modified') || req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined;
+  // As Express's res.json, with JSON text made elsewhere spliced in (src/lib/json-text.ts): res.send
+  // gives the type its charset, sets Content-Length and answers a fresh conditional request with 304.
+  if (!res.hasHeader('Content-Type')) res.set('Content-Type', 'application/json');
+  res.status(result.status).send(serializeBody(result.body));
 }
