@@ -24,7 +24,8 @@ export interface TransactionSample {
  * Polls pg_stat_activity of one database every `everyMs` on its own connection and keeps, for
  * every transaction of the other connections (pid and xact_start), the longest age it was seen
  * open: the longest transaction, so the longest any lock was held, to within one poll. Its own
- * connection is left out; the bench runs nothing else on the database while it samples.
+ * connection is left out, and idle ones (a full run once showed a LISTEN connection, idle, with
+ * a 26-s xact_start); the bench runs nothing else on the database while it samples.
  */
 export async function startTransactionSampler(url: string, everyMs = 20): Promise<{ stop(): Promise<TransactionSample>; client: pg.Client }> {
   const client = new pg.Client({ connectionString: url });
@@ -41,7 +42,7 @@ export async function startTransactionSampler(url: string, everyMs = 20): Promis
         `SELECT pid, xact_start::text AS xact, extract(epoch FROM clock_timestamp() - xact_start) * 1000 AS age_ms, state, left(query, 160) AS query,
            CASE WHEN wait_event_type = 'Lock' THEN extract(epoch FROM clock_timestamp() - query_start) * 1000 END AS lock_wait_ms
          FROM pg_stat_activity
-         WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND xact_start IS NOT NULL`,
+         WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND xact_start IS NOT NULL AND state <> 'idle'`,
       );
       polls++;
       for (const r of rows) {
