@@ -7,6 +7,8 @@ export interface AuditedEvent {
   organizationId: string;
   type: string;
   createdAt: Date;
+  /** The subscription filters that select its type ('*', the type, each 'prefix.*' above it). */
+  filters: string[];
 }
 
 /**
@@ -18,12 +20,13 @@ export interface AuditedEvent {
  *   SELECT CTE the statement reads: e.g. a NOTIFY sent at commit). With 'fail', work the one
  *   statement cannot carry must make it fail (`isOverflow` then recognises the error); with
  *   'queue-the-rest' it is left to `queueRest`.
- * - `matched()`: the statement's final SELECT, rows `{id, queued}` (false: left for `queueRest`).
- * - `queueRest(trx, event, rows)`: the second statement for what was left out, in the transaction.
+ * - `matched`: the statement's final SELECT (constant), rows `{id, queued}` (false: left for `queueRest`).
+ * - `queueRest(trx, event, rows)`: the second statement for what was left out, in the transaction;
+ *   called only when a row says so.
  */
 export interface EventHook {
   ctes(event: AuditedEvent, overflow: 'queue-the-rest' | 'fail'): RawBuilder<unknown>;
-  matched(): RawBuilder<unknown>;
+  matched: RawBuilder<unknown>;
   queueRest(trx: Transaction<DB>, event: AuditedEvent, rows: readonly { id: string; queued: boolean }[]): Promise<void>;
   isOverflow(err: unknown): boolean;
 }
@@ -31,7 +34,7 @@ export interface EventHook {
 /** No subscriber: the event is written and nothing else is queued. */
 const none: EventHook = {
   ctes: () => sql`event_queued AS (SELECT 1 WHERE false), event_announced AS (SELECT true AS notified WHERE false)`,
-  matched: () => sql`SELECT NULL::text AS id, true AS queued WHERE false`,
+  matched: sql`SELECT NULL::text AS id, true AS queued WHERE false`,
   queueRest: async () => undefined,
   isOverflow: () => false,
 };

@@ -16,7 +16,7 @@
  *   memberId, apiKeyId when a service account acted through its key, clientId when an OAuth
  *   access token made the change}, requestId,
  *   ip, userAgent, organization, clock) is derived once per request by the router from the
- *   principal (`contextOfRequest` in ./context.ts) and handed to the handler as `deps.audit`; it is
+ *   principal (`contextOfRequest` in src/domain/audit-context.ts) and handed to the handler as `deps.audit`; it is
  *   always passed explicitly (no AsyncLocalStorage: see ./context.ts). A helper without `deps`
  *   takes it as a parameter from its caller. Outside a request (a periodic job) pass one:
  *   `recordChange(trx, systemContext(clock, orgId), change)`; a null context throws.

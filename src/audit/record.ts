@@ -92,8 +92,8 @@ function prepareEntry(context: AuditContext | null, change: Change): PreparedEnt
  * `event_announced`, e.g. webhook deliveries): CTEs of the audit entry's statement.
  */
 function eventCtes(input: EventInput, overflow: 'queue-the-rest' | 'fail'): { event: AuditedEvent; ctes: RawBuilder<unknown> } {
-  const { id, cte } = eventRowCte(input);
-  const event = { id, organizationId: input.organizationId, type: input.type, createdAt: input.createdAt };
+  const { id, cte, filters } = eventRowCte(input);
+  const event = { id, organizationId: input.organizationId, type: input.type, createdAt: input.createdAt, filters };
   return { event, ctes: sql`${cte}, ${eventHook().ctes(event, overflow)}` };
 }
 
@@ -141,10 +141,11 @@ export async function recordChange(trx: Transaction<DB>, context: AuditContext |
   const startedAt = metrics ? performance.now() : 0;
   const { rows } = await sql<{ id: string; queued: boolean }>`${preparedAs(prepared.written ? 'audit_record' : 'audit_record_event_only')}
     WITH ${auditCtes(prepared, ctes, null)}
-    ${hook.matched()}
+    ${hook.matched}
   `.execute(trx);
   metrics?.auditChainWait.observe((performance.now() - startedAt) / 1000);
-  await hook.queueRest(trx, event, rows);
+  // Only an organization with more matching endpoints than the statement carries ids for needs a second statement.
+  if (rows.some((row) => !row.queued)) await hook.queueRest(trx, event, rows);
   return prepared.written ? entry : null;
 }
 

@@ -36,14 +36,17 @@ function eventData(input: EventInput) {
   return { target: input.target ? { type: input.target.type, id: input.target.id } : null, changes: input.changes };
 }
 
-/** The event as the CTE `event_row` of the audit entry's statement. */
-export function eventRowCte(input: EventInput): { id: string; cte: RawBuilder<unknown> } {
+/**
+ * The event as the CTE `event_row` of the audit entry's statement, and the subscription filters
+ * that select it (`matchingFilters`), so what queues deliveries for it need not ask again.
+ */
+export function eventRowCte(input: EventInput): { id: string; cte: RawBuilder<unknown>; filters: string[] } {
   const id = newId('event');
   const cte = sql`event_row AS (
       INSERT INTO events (id, organization_id, type, data, created_at)
       VALUES (${id}, ${input.organizationId}, ${input.type}, ${JSON.stringify(eventData(input))}::jsonb, ${input.createdAt}::timestamptz)
     )`;
-  return { id, cte };
+  return { id, cte, filters: matchingFilters(input.type) };
 }
 
 /** An event written on its own (a webhook test event, which has no audit entry). */

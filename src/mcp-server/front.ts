@@ -9,7 +9,7 @@ import type { Principal } from '../domain/principal';
 import { Invalid, MethodNotAllowed, Unauthorized } from '../lib/errors';
 import { lazy } from '../lib/lazy';
 import { serializeBody } from '../lib/json-text';
-import { jsonShapeProblem } from '../protection/json-shape';
+import { jsonShapeProblem } from '../lib/json-shape';
 import { principalForResource } from '../principal/access-token';
 import { mcpResource, mcpResourceMetadata, mcpResourceMetadataUrl } from '../oauth/resources';
 import bundled from '../../generated/openapi.json';

@@ -1,5 +1,5 @@
 import { scimInvalid } from './errors';
-import { isForbiddenKey } from '../protection/json-shape';
+import { isForbiddenKey } from '../lib/json-shape';
 
 /**
  * SCIM attribute names and paths. RFC 7643 §2.1: attribute names are case-insensitive, so every

@@ -20,9 +20,9 @@ import { contract } from './openapi';
 import type { AppDeps } from '../domain/deps';
 import type { AnyPrincipal } from '../domain/principal';
 import type { FrontTools } from '../contract/fronts';
-import { contextOfRequest } from '../audit/context';
+import { contextOfRequest } from '../domain/audit-context';
 import { createOutbound, type Outbound } from '../outbound';
-import { jsonShapeProblem, type ShapeProblem } from '../protection/json-shape';
+import { jsonShapeProblem, type ShapeProblem } from '../lib/json-shape';
 import { setEventHook } from '../audit/event-hook';
 import { webhookDeliveries } from '../webhooks/queue';
 import { addLifecycleListener } from '../org/lifecycle-listeners';
@@ -93,7 +93,7 @@ export function createDeps(options: Omit<AppOptions, 'validateResponses'>): AppD
  */
 function bodyParser(limit: number, formPaths: ReadonlySet<string>, ownBodyPaths: ReadonlySet<string>, ownBodyPrefixes: readonly string[]) {
   // JSON can carry U+0000 only as the escape `\u0000`: one scan of the raw bytes lets the
-  // router skip walking every string of a large body (see src/protection/nul.ts).
+  // router skip walking every string of a large body (see ./nul.ts).
   const verify = (_req: unknown, res: unknown, raw: Buffer) => {
     (res as Response).locals.bodyMayHoldNul = raw.includes('\\u0000');
   };
@@ -113,7 +113,7 @@ function bodyParser(limit: number, formPaths: ReadonlySet<string>, ownBodyPaths:
     }
     (isForm ? form : untypedScim ? untypedJson : json)(req, res, (err?: unknown) => {
       if (err) return next(err);
-      // One check of every parsed body's keys, depth and size (src/protection/json-shape.ts).
+      // One check of every parsed body's keys, depth and size (src/lib/json-shape.ts).
       const problem = jsonShapeProblem(req.body);
       if (problem) return next(Object.assign(new Error(problem.message), { type: 'entity.shape', problem }));
       next();

@@ -10,14 +10,14 @@ import { contract, createBackend, initBackend, toBackendRequest } from './openap
 import { installFastParsing, installFastRouting } from './fast-router';
 import { createDispatcher } from './dispatch';
 import { accessChecks } from './access';
-import { nulInRequest } from '../protection/nul';
+import { nulInRequest } from './nul';
 import { malformedEncoding } from './encoding';
 import { errorToResult, resultOf, validationDetails } from './errors';
 import { shapeForRoute } from './dialects';
 import { serializeBody } from '../lib/json-text';
 import { send } from './send';
 import { accessTokenLoaders, deferredCredentials, sessionLoaders } from './registry';
-import { contextOfRequest } from '../audit';
+import { contextOfRequest } from '../domain/audit-context';
 import { tracing } from '../observability/tracing';
 import type { HandlerContext, Handlers, HttpResult, OperationId } from '../contract';
 import type { OperationInput } from '../contract/fronts';

@@ -3,7 +3,7 @@ import type { DB } from '../db/schema';
 import { isNotNullViolation } from '../db/errors';
 import { newId } from '../lib/ids';
 import type { AuditedEvent, EventHook } from '../audit/event-hook';
-import { insertEvent, matchingFilters } from '../events/outbox';
+import { insertEvent } from '../events/outbox';
 import { tracing } from '../observability/tracing';
 
 /**
@@ -35,7 +35,7 @@ export const webhookDeliveries: EventHook = {
     const ids = Array.from({ length: IDS_AHEAD }, () => newId('webhookDelivery'));
     return sql`event_matched AS (
       SELECT e.id, row_number() OVER (ORDER BY e.id) AS n FROM webhook_endpoints e
-      WHERE e.organization_id = ${event.organizationId} AND e.enabled AND NOT e.organization_locked AND e.events && ${matchingFilters(event.type)}::text[]
+      WHERE e.organization_id = ${event.organizationId} AND e.enabled AND NOT e.organization_locked AND e.events && ${event.filters}::text[]
     ), event_queued AS (
       INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, status, next_attempt_at, trace_context, created_at, updated_at)
       SELECT (${ids}::text[])[m.n], ${event.organizationId}, m.id, ${event.id}, ${event.type}, 'pending', ${event.createdAt}::timestamptz, ${tracing?.current() ?? null}::text, ${event.createdAt}::timestamptz, ${event.createdAt}::timestamptz
@@ -45,7 +45,7 @@ export const webhookDeliveries: EventHook = {
       SELECT pg_notify(${DELIVERIES_CHANNEL}, '') AS notified WHERE EXISTS (SELECT 1 FROM event_queued)
     )`;
   },
-  matched: () => sql`SELECT m.id, m.n <= ${IDS_AHEAD}::int AS queued FROM event_matched m`,
+  matched: sql`SELECT m.id, m.n <= ${IDS_AHEAD}::int AS queued FROM event_matched m`,
   async queueRest(trx, event, rows) {
     const rest = rows.filter((r) => !r.queued).map((r) => r.id);
     if (rest.length > 0) await queueDeliveries(trx, event, rest);
@@ -64,7 +64,7 @@ export async function emitTestEvent(
   return { eventId: event.id, deliveryId: deliveryId! };
 }
 
-async function queueDeliveries(trx: Transaction<DB>, event: AuditedEvent, endpointIds: string[]): Promise<string[]> {
+async function queueDeliveries(trx: Transaction<DB>, event: Omit<AuditedEvent, 'filters'>, endpointIds: string[]): Promise<string[]> {
   const ids = endpointIds.map(() => newId('webhookDelivery'));
   await trx
     .insertInto('webhook_deliveries')

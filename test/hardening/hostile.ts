@@ -11,7 +11,7 @@ import { pathValues, type OrgWorld } from './world';
  * with a free-form object or a SCIM-style path is covered without anyone listing it.
  */
 export const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'] as const;
-/** Past the depth the body layer accepts (src/protection/json-shape.ts: 64). */
+/** Past the depth the body layer accepts (src/lib/json-shape.ts: 64). */
 const OVER_DEEP = 100;
 /** Free-form places exercised per operation (the first found, outermost first). */
 const PLACES_PER_OPERATION = 3;
