@@ -78,3 +78,14 @@ export function requireFreshSession(principal: Principal, now: Date, maxAgeMs: n
 export function requireOwner(membership: Membership): void {
   if (membership.role !== 'owner') throw new Forbidden('owner_required', 'Only the owner of the organization may do this.');
 }
+
+type RoleDefinition = { key: string; builtIn: boolean; permissions: readonly string[] | null };
+
+/**
+ * `requireActsOn` for two roles as stored (the actor's: undefined holds nothing): the target's
+ * permissions must all be the actor's. No target, or the owner, is left to each action's own rule.
+ */
+export function requireRoleActsOn(actor: RoleDefinition | undefined, target: RoleDefinition | undefined): void {
+  if (!target || target.key === 'owner') return;
+  requireActsOn(actor ? permissionsOfRole(actor) : new Set(), permissionsOfRole(target));
+}

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema';
 import { recordChange, type AuditContext, type Changes } from '../audit';
-import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
+import { activeMembersOfUser } from '../members/memberships';
 
 /**
  * A change to an account (its address proven, its password set) is the user's, not one
@@ -9,9 +9,7 @@ import { findMemberIdOfUser, membershipsOfUser } from '../members/memberships';
  * member there, with no secret in `changes` (a user in no organization leaves no entry).
  */
 export async function recordAccountChange(trx: Transaction<DB>, audit: AuditContext | null, userId: string, action: string, changes: Changes): Promise<void> {
-  for (const organization of await membershipsOfUser(trx, userId)) {
-    const memberId = await findMemberIdOfUser(trx, organization.id, userId);
-    if (!memberId) continue;
-    await recordChange(trx, audit, { organizationId: organization.id, actor: { type: 'member', id: userId, memberId }, action, target: { type: 'member', id: memberId }, changes });
+  for (const { organizationId, memberId } of await activeMembersOfUser(trx, userId)) {
+    await recordChange(trx, audit, { organizationId, actor: { type: 'member', id: userId, memberId }, action, target: { type: 'member', id: memberId }, changes });
   }
 }

@@ -24,8 +24,10 @@ import { userIdOf } from '../access/roles';
  * message commit together; should the process stop before that, the person asks again.
  */
 export async function requestPasswordReset(deps: AppDeps, email: string, ip: string): Promise<void> {
-  await limits.consume(deps, 'passwordResetEmail', users.normalizeEmail(email));
-  await limits.consume(deps, 'passwordResetIp', ip);
+  await limits.consumeInOrder(deps, [
+    ['passwordResetEmail', users.normalizeEmail(email)],
+    ['passwordResetIp', ip],
+  ]);
   const now = deps.clock.now();
   // A few milliseconds later, so the reply has left before any of the work runs (on the embedded
   // database a query runs on this thread and would otherwise hold back the reply's delivery).
@@ -49,14 +51,10 @@ export async function settleResetWork(): Promise<void> {
 
 async function sendResetMessage(deps: AppDeps, email: string, now: Date): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
-    const user = await users.findCredentials(trx, email);
-    if (!user) return;
-    if (!user.password_hash) {
-      await queueMail(trx, deps, { kind: 'password_reset_unavailable', to: user.email });
-      return;
-    }
-    const token = await users.issueAccountToken(trx, { userId: user.id, purpose: 'password_reset', now });
-    await queueMail(trx, deps, { kind: 'password_reset', to: user.email, token });
+    // One call to the accounts' owner: the account, and its reset token when it has a password.
+    const reset = await users.issuePasswordReset(trx, email, now);
+    if (!reset) return;
+    await queueMail(trx, deps, reset.token === null ? { kind: 'password_reset_unavailable', to: reset.to } : { kind: 'password_reset', to: reset.to, token: reset.token });
   });
 }
 
@@ -68,23 +66,14 @@ async function sendResetMessage(deps: AppDeps, email: string, now: Date): Promis
 export async function confirmPasswordReset(deps: AppDeps, input: { token: string; password: string }): Promise<void> {
   const now = deps.clock.now();
   // The password is checked and hashed before the token is used: a refused password leaves the link working.
-  const pending = await users.peekAccountToken(deps.db, 'password_reset', input.token, now);
-  const account = pending ? await users.findUser(deps.db, pending.userId) : undefined;
-  if (!account) throw users.invalidToken();
+  const account = await users.accountOfResetLink(deps.db, input.token, now);
   await checkNewPassword(input.password, { email: account.email, name: account.name });
   const passwordHash = await hashPassword(input.password, deps.settings.passwordHashCost);
   await deps.db.transaction().execute(async (trx) => {
-    const used = await users.consumeAccountToken(trx, 'password_reset', input.token, deps.clock.now());
-    if (!used) throw users.invalidToken();
-    const user = await users.lockUser(trx, used.userId);
-    if (!user) throw users.invalidToken();
+    const { user, verified, sessionsRevoked } = await users.resetPassword(trx, { token: input.token, passwordHash, usedAt: deps.clock.now(), now });
     // A reset link is the first proof of an unverified address (EMAIL_VERIFICATION=optional lets
     // such an account make credentials): whatever it made before is untrusted and ends here.
-    const ended = user.email_verified_at === null ? await endUntrustedCredentials(trx, deps, user.id) : null;
-    await users.setPasswordHash(trx, user.id, passwordHash, now);
-    const verified = await users.markEmailVerified(trx, user.id, now);
-    const sessionsRevoked = await users.revokeSessionsOfUser(trx, user.id, null, now);
-    await users.endPendingAccountTokens(trx, user.id, 'password_reset', now);
+    const ended = verified ? await endUntrustedCredentials(trx, deps, user.id) : null;
     await queueNotice(trx, deps, { kind: 'password_changed', to: user.email });
     await recordAccountChange(trx, deps.audit, user.id, 'member.password_reset', {
       sessionsRevoked,

@@ -57,5 +57,7 @@ export const existingMemberIds = store.existingMemberIds;
 export const countActiveMembers = store.countActiveMembers;
 export const countServiceAccounts = store.countServiceAccounts;
 export const membershipsOfUser = store.membershipsOfUser;
+/** The same memberships with the user's member in each: one read for an entry per organization. */
+export const activeMembersOfUser = store.activeMembersOfUser;
 /** Suspended memberships included (an account being deleted ends them all). */
 export const openMembershipsOfUser = store.openMembershipsOfUser;

@@ -210,6 +210,20 @@ export async function membershipsOfUser(db: Db, userId: string): Promise<{ id: s
     .execute();
 }
 
+/** The user's active memberships (not suspended), each organization with the user's member there: membershipsOfUser's order. */
+export async function activeMembersOfUser(db: Db, userId: string): Promise<{ organizationId: string; memberId: string }[]> {
+  return db
+    .selectFrom('members as m')
+    .innerJoin('organizations as o', 'o.id', 'm.organization_id')
+    .select(['m.organization_id as organizationId', 'm.id as memberId'])
+    .where('m.user_id', '=', userId)
+    .where('m.removed_at', 'is', null)
+    .where('m.suspended_at', 'is', null)
+    .orderBy('m.created_at', 'desc')
+    .orderBy('m.id', 'desc')
+    .execute();
+}
+
 /** Every membership of the user that has not ended (suspended ones included), with its role. */
 export async function openMembershipsOfUser(db: Db, userId: string): Promise<{ organizationId: string; memberId: string; role: string }[]> {
   return db

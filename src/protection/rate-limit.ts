@@ -76,6 +76,14 @@ export async function consume(deps: LimiterDeps, name: LimitName, subject: strin
 }
 
 /**
+ * `consume` for each limit in turn, in one call: the first past its limit refuses, and the ones
+ * after it are not counted (a password reset's per-address, then per-IP limit).
+ */
+export async function consumeInOrder(deps: LimiterDeps, checks: readonly (readonly [LimitName, string])[]): Promise<void> {
+  for (const [name, subject] of checks) await consume(deps, name, subject);
+}
+
+/**
  * `consume` for several limits at once: every key counted in one statement (a multi-row upsert),
  * then the first of `checks` (in order) past its limit refuses with 429. For a request that several
  * limits guard together (an invitation: its organization's and its recipient's), at the cost of

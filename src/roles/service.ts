@@ -4,7 +4,7 @@ import type { Membership, PermissionSet, Principal } from '../domain/principal';
 import type { Db } from '../db/schema';
 import { authorize } from '../access/roles';
 import { PERMISSION_CATALOGUE, PERMISSION_KEYS } from '../access/permissions';
-import { permissionsOfRole, requireActsOn, requireFreshSession, requireHeld, requireKnownPermissions, sortedPermissions } from '../access/role-permissions';
+import { permissionsOfRole, requireActsOn, requireRoleActsOn, requireFreshSession, requireHeld, requireKnownPermissions, sortedPermissions } from '../access/role-permissions';
 import { isUniqueViolation } from '../db/errors';
 import { Conflict, Invalid, NotFound } from '../lib/errors';
 import { newId } from '../lib/ids';
@@ -202,4 +202,14 @@ export async function requireMayActOnMember(db: Db, actor: PermissionSet, organi
   const target = await permissionsOfMember(db, organizationId, memberId);
   if (!target || target.role === 'owner') return;
   requireActsOn(actor, target.permissions);
+}
+
+/**
+ * The same check for an actor named by its member id (a SCIM token acts with its creator's
+ * permissions; no creator, or a removed one, holds none): one call reads both members' roles.
+ */
+export async function requireMemberMayActOn(db: Db, organizationId: string, actorMemberId: string | null, memberId: string): Promise<void> {
+  const roleOf = (row: { role: string; built_in: boolean; permissions: string[] } | undefined) => row && { key: row.role, builtIn: row.built_in, permissions: row.permissions };
+  const actor = actorMemberId === null ? undefined : await store.memberRole(db, organizationId, actorMemberId);
+  requireRoleActsOn(roleOf(actor), roleOf(await store.memberRole(db, organizationId, memberId)));
 }

@@ -6,7 +6,7 @@ import { takeOverUnverifiedAccount } from '../account/takeover';
 import * as memberships from '../members/memberships';
 import { removeInTransaction } from '../members/service';
 import { directoryTeams } from '../teams/service';
-import { permissionsOfMember, requireMayActOnMember } from '../roles/service';
+import { requireMemberMayActOn } from '../roles/service';
 import { Forbidden } from '../lib/errors';
 import { ScimError } from './errors';
 
@@ -43,12 +43,8 @@ export async function createProvisionedAccount(trx: Trx, input: { email: string;
 export const secureUnverifiedAccount = (trx: Trx, deps: Pick<AppDeps, 'clock' | 'audit' | 'secrets'>, userId: string, organizationId: string) =>
   takeOverUnverifiedAccount(trx, deps, userId, 'scim', organizationId, true);
 
-export const changeAccountEmail = (trx: Trx, userId: string, email: string, now: Date) => users.changeEmail(trx, userId, email, now);
-
-/** Whether the account is an active member of any other organization. */
-export async function inOtherOrganizations(trx: Trx, userId: string, organizationId: string): Promise<boolean> {
-  return (await memberships.membershipsOfUser(trx, userId)).some((organization) => organization.id !== organizationId);
-}
+/** A linked account follows its directory user's new address where the accounts' owner allows it (src/users/service.ts). */
+export const followRename = users.followDirectoryRename;
 
 export const memberOfAccount = (trx: Trx, organizationId: string, userId: string) => memberships.findMemberIdOfUser(trx, organizationId, userId);
 
@@ -68,9 +64,8 @@ export const setMemberActive = memberships.setActive;
  * otherwise, nothing changed.
  */
 export async function requireTokenMayActOn(trx: Trx, organizationId: string, tokenCreatorMemberId: string | null, memberId: string): Promise<void> {
-  const creator = tokenCreatorMemberId === null ? undefined : await permissionsOfMember(trx, organizationId, tokenCreatorMemberId);
   try {
-    await requireMayActOnMember(trx, creator?.permissions ?? new Set(), organizationId, memberId);
+    await requireMemberMayActOn(trx, organizationId, tokenCreatorMemberId, memberId);
   } catch (err) {
     if (err instanceof Forbidden) throw new ScimError(403, undefined, `${err.message} (a SCIM token acts with the permissions of the member who created it)`);
     throw err;

@@ -110,14 +110,9 @@ export async function link(trx: Trx, deps: AppDeps, organizationId: string, targ
  */
 export async function followRename(trx: Trx, organizationId: string, userId: string, target: LinkTarget): Promise<boolean> {
   if (target.email === null) return false;
-  const owner = await accounts.findAccountByEmail(trx, target.email);
-  if (owner && owner.id !== userId) return false;
-  const account = await accounts.findAccountById(trx, userId);
-  if (!account) return false;
-  const own = account.passwordless && account.provisionedBy === organizationId && !(await accounts.inOtherOrganizations(trx, userId, organizationId));
-  if (!own && !(await emailDomainVerified(trx, organizationId, target.email))) return false;
-  await accounts.changeAccountEmail(trx, userId, target.email, target.now);
-  return true;
+  // Read before the one call to the accounts' owner, which decides and changes (src/users/service.ts).
+  const domainVerified = await emailDomainVerified(trx, organizationId, target.email);
+  return accounts.followRename(trx, { userId, email: target.email, organizationId, domainVerified, now: target.now });
 }
 
 /**

@@ -4,6 +4,7 @@ import type { AppDeps } from '../domain/deps';
 import { newId } from '../lib/ids';
 import { randomSecret, sha256Hex } from '../lib/crypto';
 import * as store from './store';
+import { toUser } from './mappers';
 import type { AuthMethod, SecondFactor, UserRow } from './store';
 
 /**
@@ -11,7 +12,8 @@ import type { AuthMethod, SecondFactor, UserRow } from './store';
  * invitations make accounts and sessions through these functions (each takes the caller's
  * transaction, so the account or session commits with the change that needed it).
  */
-export { normalizeEmail } from './email';
+export { normalizeEmail } from '../lib/email';
+export { issuePasswordReset, accountOfResetLink, resetPassword } from './password-reset';
 export { issueAccountToken, consumeAccountToken, peekAccountToken, endPendingAccountTokens, invalidToken, TOKEN_LIFETIME_MS, type TokenPurpose, type ConsumedToken } from './tokens';
 export type { AuthMethod, SecondFactor, SessionListRow, UserRow } from './store';
 
@@ -63,6 +65,11 @@ export async function createSession(db: Db, deps: Pick<AppDeps, 'settings' | 'cl
   return { token, expiresAt: expiresAt.toISOString() };
 }
 
+/** A session for a user who just signed in, and the user as the API shows them: what a sign-in answers. */
+export async function openSessionFor(db: Db, deps: Pick<AppDeps, 'settings' | 'clock'>, user: UserRow, input: SessionInput, now = deps.clock.now()): Promise<{ user: ReturnType<typeof toUser>; session: NewSession }> {
+  return { user: toUser(user), session: await createSession(db, deps, input, now) };
+}
+
 export const revokeSession = store.revokeSession;
 /** The user's live sessions, newest first (GET /v1/me/sessions). */
 export const listLiveSessions = store.listLiveSessions;
@@ -100,6 +107,12 @@ export async function createUser(
   });
 }
 
+/** The account of this address, or a new one made with `user` (its address): one call for a first sign-in that links or creates. */
+export async function findOrCreateUser(db: Db, user: Parameters<typeof createUser>[1]): Promise<{ user: UserRow; created: boolean }> {
+  const existing = await store.findUserByEmail(db, user.email);
+  return existing ? { user: existing, created: false } : { user: await createUser(db, user), created: true };
+}
+
 /**
  * Marks the account's address proven (a verification or reset link, an invitation accepted by
  * token, an identity provider's word in a verified domain). True when it was not yet; the first
@@ -119,6 +132,24 @@ export const findLinkableAccount = store.findLinkable;
 
 /** Changes an account's e-mail (a unique violation is the caller's to translate). */
 export const changeEmail = store.setUserEmail;
+
+/**
+ * An organization's directory renames a linked account (SCIM, docs/scim.md#directory-users-and-linking):
+ * the account takes the address only when no other account has it and the account is the
+ * organization's own (password-less, made by its directory, an active member of no other
+ * organization) or the address is in a domain the organization verified (`domainVerified`, the
+ * caller's read). One call: the checks and the change. True when the address changed.
+ */
+export async function followDirectoryRename(db: Db, input: { userId: string; email: string; organizationId: string; domainVerified: boolean; now: Date }): Promise<boolean> {
+  const holder = await store.findLinkable(db, { email: input.email });
+  if (holder && holder.id !== input.userId) return false;
+  const account = await store.findLinkable(db, { id: input.userId });
+  if (!account) return false;
+  const own = account.passwordless && account.provisionedBy === input.organizationId && !(await store.inAnotherOrganization(db, input.userId, input.organizationId));
+  if (!own && !input.domainVerified) return false;
+  await store.setUserEmail(db, input.userId, input.email, input.now);
+  return true;
+}
 
 /** Sets an address the user proved with an e-mail change's link (a unique violation is the caller's to translate). */
 export const setProvenEmail = store.setProvenEmail;

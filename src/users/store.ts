@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { DB, Db } from '../db/schema';
 import type { SessionAuthMethod } from '../domain/principal';
-import { normalizeEmail } from './email';
+import { normalizeEmail } from '../lib/email';
 import { plainName } from '../lib/names';
 
 /** The `users` and `sessions` tables: written here only (other areas call ./service.ts). */
@@ -101,6 +101,20 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserRow | 
 export async function findLinkable(db: Db, by: { email: string } | { id: string }): Promise<{ id: string; passwordless: boolean; provisionedBy: string | null } | undefined> {
   const query = db.selectFrom('users').select(['id', sql<boolean>`password_hash IS NULL`.as('passwordless'), 'provisioned_by_organization_id as provisionedBy']);
   return ('email' in by ? query.where('email_normalized', '=', normalizeEmail(by.email)) : query.where('id', '=', by.id)).executeTakeFirst();
+}
+
+/** Whether the user is an active member (not suspended, not removed) of an organization other than this one; a read of the members table. */
+export async function inAnotherOrganization(db: Db, userId: string, organizationId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('members')
+    .select('id')
+    .where('user_id', '=', userId)
+    .where('organization_id', '!=', organizationId)
+    .where('removed_at', 'is', null)
+    .where('suspended_at', 'is', null)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** The only read of a password hash; it never leaves the users and auth services. */

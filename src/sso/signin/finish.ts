@@ -3,8 +3,7 @@ import type { DB } from '../../db/schema';
 import type { AppDeps } from '../../domain/deps';
 import { AppError, Invalid } from '../../lib/errors';
 import { randomSecret, sha256Hex } from '../../lib/crypto';
-import { createSession, type Origin } from '../../users/service';
-import { toUser } from '../../users/mappers';
+import { createSession, openSessionFor, type Origin, type SessionInput } from '../../users/service';
 import * as limits from '../../protection/rate-limit';
 import { signInMember, type SsoProfile } from './identity';
 import { errorCodeOf, withParams, type SignInOutcome } from './outcome';
@@ -79,8 +78,8 @@ export async function finishSignIn(
       });
       return { kind: 'redirect', location: withParams(returnTo, { code }) };
     }
-    const session = await openSsoSession(trx, deps, { userId: user.id, organizationId: connection.organization_id, connectionId: connection.id, origin: pending.origin }, now);
-    return { kind: 'session', body: { ok: true, user: toUser(user), session } };
+    const opened = await openSessionFor(trx, deps, user, ssoSessionInput({ userId: user.id, organizationId: connection.organization_id, connectionId: connection.id, origin: pending.origin }), now);
+    return { kind: 'session', body: { ok: true, ...opened } };
   });
 }
 
@@ -91,7 +90,10 @@ export async function openSsoSession(
   session: { userId: string; organizationId: string; connectionId: string; origin: Origin },
   now: Date,
 ) {
-  const { userId, organizationId, connectionId, origin } = session;
-  return createSession(trx, deps, { userId, authMethod: 'sso', activeOrganizationId: organizationId, ssoConnectionId: connectionId, ip: origin.ip, userAgent: origin.userAgent }, now);
+  return createSession(trx, deps, ssoSessionInput(session), now);
+}
+
+function ssoSessionInput({ userId, organizationId, connectionId, origin }: { userId: string; organizationId: string; connectionId: string; origin: Origin }): SessionInput {
+  return { userId, authMethod: 'sso', activeOrganizationId: organizationId, ssoConnectionId: connectionId, ip: origin.ip, userAgent: origin.userAgent };
 }
 

@@ -4,7 +4,7 @@ import type { AppDeps } from '../../domain/deps';
 import { recordChange, created } from '../../audit';
 import { isUniqueViolation } from '../../db/errors';
 import { Conflict, Forbidden } from '../../lib/errors';
-import { changeEmail as setUserEmail, createUser, findUser, findUserByEmail, normalizeEmail, type UserRow } from '../../users/service';
+import { changeEmail as setUserEmail, findOrCreateUser, findUser, normalizeEmail, type UserRow } from '../../users/service';
 import { takeOverUnverifiedAccount } from '../../account/takeover';
 import { addMember, applyMappedRole } from '../../members/memberships';
 import { enforceLimit } from '../../plans';
@@ -82,16 +82,14 @@ export async function signInMember(trx: Transaction<DB>, deps: AppDeps, connecti
     if (!(await inVerifiedDomain(trx, organizationId, profile.email))) throw outsideDomains(profile.email);
     const email = profile.email!;
     await store.lockEmail(trx, normalizeEmail(email));
-    const existing = await findUserByEmail(trx, email);
-    if (existing) {
-      // The provider proves the mailbox (docs/accounts.md#linking-accounts-safely): an account nobody had proven is
-      // taken over (password, sessions and keys of whoever made it revoked), a verified one linked.
-      if (await takeOverUnverifiedAccount(trx, deps, existing.id, 'sso', organizationId)) user = await findUser(trx, existing.id);
-      else user = existing;
+    // The account of the address, or a new one: the provider vouches for an address in a domain the organization verified.
+    const found = await findOrCreateUser(trx, { email, name: profile.name, passwordHash: null, emailVerified: true, now });
+    user = found.user;
+    // The provider proves the mailbox (docs/accounts.md#linking-accounts-safely): an existing account nobody had proven is
+    // taken over (password, sessions and keys of whoever made it revoked), a verified one linked.
+    if (!found.created && (await takeOverUnverifiedAccount(trx, deps, user.id, 'sso', organizationId))) {
+      user = await findUser(trx, user.id);
       if (!user) throw new Error('the linked account vanished');
-    } else {
-      // The provider vouches for an address in a domain the organization verified.
-      user = await createUser(trx, { email, name: profile.name, passwordHash: null, emailVerified: true, now });
     }
     await store.insertIdentity(trx, { connectionId: connection.id, subject: profile.subject, organizationId, userId: user.id, email, now });
   }
