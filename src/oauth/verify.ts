@@ -38,20 +38,19 @@ function jsonPart(part: string): Record<string, unknown> | null {
 }
 
 /**
- * An access token this service signed, unexpired at `now`, issued by `issuer` and, when given,
- * for `audience`: its claims, else null (any failure: bad signature, unknown or retired key,
- * another type, missing claims). The key is the one its `kid` names (./keys.ts); no database
- * round trip unless the kid is new to this process.
- *
- * The JWS is checked with node:crypto on the cached KeyObject (RS256 is RSASSA-PKCS1-v1_5 with
- * SHA-256, RFC 7518 §3.3), by the rules of RFC 7515/7519 a JWT library applies to such a token:
- * the header's `alg` and `typ` exactly ours, no `crit` (no extension is understood), the payload a
- * JSON object, `iss`, `aud` (a string or an array holding it), `exp` after now, `nbf` (if any) not
- * after now, `iat` a number. jose's jwtVerify did the same through WebCrypto, at about three times
- * the CPU per token (bench/README.md, scenario 16).
+ * Tokens whose signature verified, by their exact text, with their kid and payload: a token a
+ * client sends again (every request until it expires) costs a lookup instead of a signature check
+ * and two JSON parses. Only a verified token gets in; what depends on time or on the request is
+ * checked on every use as on the first (its key still verifying, expiry, issuer, audience). At
+ * most VERIFIED_MAX, the oldest leaving first.
  */
-export async function verifyAccessToken(db: Db, token: string, now: Date, expected: { issuer: string; audience?: string }): Promise<AccessTokenClaims | null> {
-  if (!looksLikeJwt(token)) return null;
+const VERIFIED_MAX = 4096;
+const verified = new Map<string, { kid: string; payload: Record<string, unknown> }>();
+
+/** The payload of a token signed by a key of ours that verifies at `now`, else null. */
+async function signedPayload(db: Db, token: string, now: Date): Promise<Record<string, unknown> | null> {
+  const known = verified.get(token);
+  if (known) return (await verificationKey(db, known.kid, now)) ? known.payload : null;
   const [headerPart, payloadPart, signaturePart] = token.split('.') as [string, string, string];
   const header = jsonPart(headerPart);
   if (!header || header.alg !== SIGNING_ALG || header.typ !== 'at+jwt' || header.crit !== undefined) return null;
@@ -66,6 +65,28 @@ export async function verifyAccessToken(db: Db, token: string, now: Date, expect
     return null;
   }
   const payload = valid ? jsonPart(payloadPart) : null;
+  if (!payload) return null;
+  if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
+  verified.set(token, { kid, payload });
+  return payload;
+}
+
+/**
+ * An access token this service signed, unexpired at `now`, issued by `issuer` and, when given,
+ * for `audience`: its claims, else null (any failure: bad signature, unknown or retired key,
+ * another type, missing claims). The key is the one its `kid` names (./keys.ts); no database
+ * round trip unless the kid is new to this process.
+ *
+ * The JWS is checked with node:crypto on the cached KeyObject (RS256 is RSASSA-PKCS1-v1_5 with
+ * SHA-256, RFC 7518 §3.3), by the rules of RFC 7515/7519 a JWT library applies to such a token:
+ * the header's `alg` and `typ` exactly ours, no `crit` (no extension is understood), the payload a
+ * JSON object, `iss`, `aud` (a string or an array holding it), `exp` after now, `nbf` (if any) not
+ * after now, `iat` a number. jose's jwtVerify did the same through WebCrypto, at about three times
+ * the CPU per token (bench/README.md, scenario 16).
+ */
+export async function verifyAccessToken(db: Db, token: string, now: Date, expected: { issuer: string; audience?: string }): Promise<AccessTokenClaims | null> {
+  if (!looksLikeJwt(token)) return null;
+  const payload = await signedPayload(db, token, now);
   if (!payload) return null;
   const { iss, sub, aud, exp, iat, nbf, jti, client_id: clientId, scope, org_id: orgId, authorization_id: authorizationId, act } = payload;
   const seconds = Math.floor(now.getTime() / 1000);
