@@ -51,6 +51,7 @@ export interface ToolSpec {
 
 /** The security scheme of an OAuth access token, once the contract declares one. */
 export const ACCESS_TOKEN_SCHEME = 'oauthAccessToken';
+const WORKER_SCHEME = 'workerToken';
 const SESSION_SCHEME = 'bearerAuth';
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 const JSON_TYPES = new Set(['application/json']);
@@ -79,6 +80,9 @@ function tokenMayCall(doc: ContractDocument, scheme: string, op: OperationObject
   if (requirements.length === 0 || requirements.some((requirement) => Object.keys(requirement).length === 0)) return false;
   const schemes = new Set(requirements.flatMap((requirement) => Object.keys(requirement)));
   if (!schemes.has(scheme)) return false;
+  // A worker's own routes (heartbeat, activity, its LLM configuration) are the worker runtime's,
+  // called by the worker itself, even where a token it exchanged is also taken: not tools.
+  if (schemes.has(WORKER_SCHEME)) return false;
   if (scheme === ACCESS_TOKEN_SCHEME) return true;
   if (schemes.size === 1) return false; // session only
   if (op['x-access'] === 'account' || path === '/v1/me' || path.startsWith('/v1/me/')) return false;
