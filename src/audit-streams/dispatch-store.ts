@@ -46,8 +46,8 @@ export async function claimStreams(db: Kysely<DB>, o: { now: Date; leaseUntil: D
   return rows.map((r) => ({ ...r, config: typeof r.config === 'string' ? (JSON.parse(r.config) as Record<string, unknown>) : r.config }));
 }
 
-/** The sink accepted the batch: the cursor moves to its last entry and checkpoint (never back). */
-export async function recordAccepted(db: Db, o: { id: string; token: string; lastSeq: string; lastId: string | null; lastCheckpointSeq: string; delivered: boolean; now: Date }) {
+/** The sink accepted the batch: the cursor moves to its last entry and checkpoint (never back); the stream is due again at `next`. */
+export async function recordAccepted(db: Db, o: { id: string; token: string; lastSeq: string; lastId: string | null; lastCheckpointSeq: string; delivered: boolean; now: Date; next: Date }) {
   await sql`
     UPDATE audit_streams SET
       cursor_seq = GREATEST(cursor_seq, ${o.lastSeq}::bigint),
@@ -55,7 +55,7 @@ export async function recordAccepted(db: Db, o: { id: string; token: string; las
       checkpoint_seq = GREATEST(checkpoint_seq, ${o.lastCheckpointSeq}::bigint),
       last_delivered_at = CASE WHEN ${o.delivered}::boolean THEN ${o.now}::timestamptz ELSE last_delivered_at END,
       last_error = NULL, failing_since = NULL, failures = 0,
-      next_attempt_at = ${o.now}::timestamptz, lease_token = NULL, lease_until = NULL
+      next_attempt_at = ${o.next}::timestamptz, lease_token = NULL, lease_until = NULL
     WHERE id = ${o.id} AND lease_token = ${o.token}`.execute(db);
 }
 

@@ -7,6 +7,7 @@ import { startFakeDatadog, type FakeDatadog } from '../fakes/datadog-logs';
 import { openNote, parseCheckpoint, parseVerifierKey, type VerifierKey } from '../support/signed-note';
 import type { ManualClock } from '../support/clock';
 import type { JobRunner } from '../../src/jobs';
+import { STREAM_LINGER_MS } from '../../src/audit-streams/delivery-job';
 
 /**
  * Audit log streams (docs/audit.md#streams) against local sinks that check what the real ones
@@ -60,10 +61,15 @@ const status = async (o: OrgOwner, id: string) => {
 /** The organization's entry ids in chain order, as the log holds them. */
 const chainIds = async (o: OrgOwner) =>
   (await t.db.selectFrom('audit_logs').select(['id']).where('organization_id', '=', o.organizationId).orderBy('seq').execute()).map((r) => r.id);
-/** Runs the job runner until the stream has nothing left (checkpoints and retries due now). */
+/**
+ * Runs the job runner until the stream has nothing left: checkpoints and retries due now, and the
+ * batches after a partial one, each due once its linger has passed.
+ */
 const drain = async () => {
-  await runner.runOnce();
-  await runner.runOnce();
+  for (let i = 0; i < 3; i++) {
+    await runner.runOnce();
+    clock.advance(STREAM_LINGER_MS);
+  }
 };
 
 type Rec = { id: string; kind?: string; note?: string; count?: number; organizationId?: string };
@@ -119,6 +125,26 @@ describe('https streams', () => {
     await drain();
     const records = receiver.received.filter((r) => r.path === '/backfill').flatMap((r) => (verifyWith(created.body.secret, r, clock.now()) as { records: Rec[] }).records);
     expectChainOrder(records, await chainIds(o), o, 0);
+  });
+
+  it('after a partial batch the stream waits STREAM_LINGER_MS before its next one, so a steady trickle is sent in batches, not entry by entry', async () => {
+    const o = await org('Linger');
+    const created = await createStream(o, { type: 'https', config: { url: receiver.url('/linger') } });
+    expect(created.status).toBe(201);
+    await drain();
+    const batches = () => receiver.received.filter((r) => r.path === '/linger').length;
+    const before = batches();
+    await teams(o, 2);
+    await runner.runOnce();
+    expect(batches()).toBe(before + 1); // due: the last batch was long enough ago
+    await teams(o, 2);
+    await runner.runOnce();
+    expect(batches()).toBe(before + 1); // lingering after that partial batch
+    clock.advance(STREAM_LINGER_MS);
+    await runner.runOnce();
+    expect(batches()).toBe(before + 2);
+    const records = receiver.received.filter((r) => r.path === '/linger').flatMap((r) => (verifyWith(created.body.secret, r, clock.now()) as { records: Rec[] }).records);
+    expectChainOrder(records, await chainIds(o), o, 1); // from the stream's own creation entry
   });
 });
 
