@@ -38,17 +38,25 @@ describe('permission checks cost no round trip', () => {
   });
 });
 
+/**
+ * An enterprise organization, a service account of it and that account's client-credentials token,
+ * used once (the first use reads the verification keys once per process).
+ */
+async function serviceAccountToken(orgName: string, accountName: string) {
+  const owner = await createOrganization(t, orgName);
+  await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
+  const sa = await t.http.post('/v1/service-accounts').set(...bearer(owner.token)).send({ name: accountName, role: 'member' });
+  const secret = await t.http.post(`/v1/service-accounts/${sa.body.item.id}/secrets`).set(...bearer(owner.token)).send({});
+  const issued = await t.http.post('/oauth/token').auth(sa.body.item.id, secret.body.clientSecret).type('form').send({ grant_type: 'client_credentials', scope: 'teams.read' });
+  expect(issued.status).toBe(200);
+  const token = issued.body.access_token as string;
+  expect((await http.get('/v1/teams').set(...bearer(token))).status).toBe(200);
+  return { owner, token, memberId: sa.body.item.memberId as string };
+}
+
 describe('an OAuth access token costs one statement, as a session does', () => {
   it('checks its member, client, revocation and permissions in the one principal query', async () => {
-    const owner = await createOrganization(t, 'Tokens');
-    await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
-    const sa = await t.http.post('/v1/service-accounts').set(...bearer(owner.token)).send({ name: 'CI', role: 'member' });
-    const secret = await t.http.post(`/v1/service-accounts/${sa.body.item.id}/secrets`).set(...bearer(owner.token)).send({});
-    const issued = await t.http.post('/oauth/token').auth(sa.body.item.id, secret.body.clientSecret).type('form').send({ grant_type: 'client_credentials', scope: 'teams.read' });
-    expect(issued.status).toBe(200);
-    const token = issued.body.access_token as string;
-    // The first use reads the verification keys once per process.
-    expect((await http.get('/v1/teams').set(...bearer(token))).status).toBe(200);
+    const { owner, token } = await serviceAccountToken('Tokens', 'CI');
 
     let res: supertest.Response | undefined;
     const byToken = await statements(async () => (res = await http.get('/v1/teams').set(...bearer(token))));
@@ -83,21 +91,14 @@ describe('an OAuth access token costs one statement, as a session does', () => {
   });
 
   it('GET /v1/org reads its answer in the token\'s one statement, the answer the plain read gives', async () => {
-    const owner = await createOrganization(t, 'Token org');
-    await t.db.updateTable('organizations').set({ plan: 'enterprise' }).where('id', '=', owner.organizationId).execute();
-    const sa = await t.http.post('/v1/service-accounts').set(...bearer(owner.token)).send({ name: 'Reader', role: 'member' });
-    const secret = await t.http.post(`/v1/service-accounts/${sa.body.item.id}/secrets`).set(...bearer(owner.token)).send({});
-    const issued = await t.http.post('/oauth/token').auth(sa.body.item.id, secret.body.clientSecret).type('form').send({ grant_type: 'client_credentials', scope: 'teams.read' });
-    expect(issued.status).toBe(200);
-    const token = issued.body.access_token as string;
-    expect((await http.get('/v1/teams').set(...bearer(token))).status).toBe(200);
+    const { owner, token, memberId } = await serviceAccountToken('Token org', 'Reader');
 
     let res: supertest.Response | undefined;
     expect(await statements(async () => (res = await http.get('/v1/org').set(...bearer(token))))).toBe(1);
     expect(res!.status).toBe(200);
-    expect(res!.body.currentMember).toMatchObject({ id: sa.body.item.memberId, type: 'service_account' });
+    expect(res!.body.currentMember).toMatchObject({ id: memberId, type: 'service_account' });
     // The handler's own read, without the preload, answers the same.
-    expect(res!.body).toEqual(JSON.parse((await organizationContext(t.db, owner.organizationId, sa.body.item.memberId))!));
+    expect(res!.body).toEqual(JSON.parse((await organizationContext(t.db, owner.organizationId, memberId))!));
   });
 });
 
