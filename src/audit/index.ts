@@ -30,7 +30,7 @@
  *   of the entry)); the organization's row in `audit_chain_heads` is updated in the same statement,
  *   so its row lock orders that organization's writes only. Call recordChange late in the
  *   transaction: the lock is held until commit.
- * - The events outbox (webhooks, §2) is written from here too, so every audited change is an event.
+ * - The events outbox (docs/webhooks.md#events) is written from here too, so every audited change is an event.
  * - A change written as ONE statement of its own (no transaction: creating a plugin with its
  *   components, a team without members, an invitation) takes the same entry and event as CTEs of
  *   that statement:

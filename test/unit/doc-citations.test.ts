@@ -11,7 +11,7 @@ import path from 'node:path';
  * - `<name>.md` (with or without folders): a file of the repository, relative to the citing file,
  *   to the root, or (a bare name) anywhere in it;
  * - `<name>.md#anchor` and `<name>.md "Heading"`: that file has that heading;
- * - `<kebab-name> §N` or `<name>.md §N`: a repository document with a heading numbered N. Our docs
+ * - `<kebab-name> §N`, `(<name>, §N` or `<name>.md §N`: a repository document with a heading numbered N. Our docs
  *   are organised by headings, not numbers, so a numbered citation is of a document we lack.
  *
  * Not citations: URLs, file names in string literals, RFC and other standards' sections (`RFC 7644 §3.12`, `WebAuthn Level 3
@@ -82,7 +82,8 @@ interface Repository {
 const URL_PATTERN = /\b[a-z][a-z0-9+.-]*:\/\/[^\s)'"`>\]]+/gi;
 // A name in a string literal ('latest.md', a file a script writes) is not a citation.
 const MD_CITATION = /(?<![\w/.'"-])((?:\.{1,2}\/|[\w-]+\/)*[\w-]+\.md)(#[\w-]+|\s+"([^"\n]+)")?(\s*§\s*\d+)?/g;
-const NUMBERED_CITATION = /(?<![\w/.-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)\s?§\s?(\d+)/g;
+// A kebab-case name before `§N`, or a lone topic before a comma in brackets: `(webhooks, §2)`.
+const NUMBERED_CITATION = /(?<![\w/.-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)\s?§\s?(\d+)|(?<=\()([a-z][a-z0-9]*), §\s?(\d+)/g;
 
 /** The citations in one text that do not resolve in the repository. */
 export function unresolvedCitations(text: string, from: string, repo: Repository): Citation[] {
@@ -102,7 +103,9 @@ export function unresolvedCitations(text: string, from: string, repo: Repository
     if (numbered) found.push({ text: whole.trim(), problem: `${file} has no numbered sections: cite a heading` });
   }
   for (const match of plain.matchAll(NUMBERED_CITATION)) {
-    const [whole, name, number] = match;
+    const [whole, kebab, kebabNumber, topic, topicNumber] = match;
+    const name = kebab ?? topic;
+    const number = kebabNumber ?? topicNumber;
     if (STANDARDS.has(name!)) continue;
     const file = repo.resolve(`${name}.md`, from);
     const numbered = file && repo.headings(file).some((h) => h.startsWith(`${number}.`) || h.startsWith(`${number} `));
@@ -167,6 +170,8 @@ describe('citations resolve in the repository', () => {
     expect(problems(['(accounts', 'and-email §2)'].join('-'))).toEqual(['accounts-and-email §2']);
     expect(problems(`see ${'outbound-calls'}.md §1 and ${'interface'}-spec §4.4`)).toEqual(['outbound-calls.md §1', 'interface-spec §4']);
     expect(problems('docs/sso.md §2')).toEqual(['docs/sso.md §2']);
+    // A topic named with a bare section number, as src/audit/index.ts once cited its events rule.
+    expect(problems('The events outbox (webhooks, §2) is written here')).toEqual(['webhooks, §2']);
     expect(problems(`as ${'org-lifecycle'}.md says`)).toEqual(['org-lifecycle.md']);
     expect(problems('docs/sso.md "Who pays"')).toEqual(['docs/sso.md "Who pays"']);
     expect(problems('[sso](../docs/sso.md#nowhere)')).toEqual(['../docs/sso.md#nowhere']);
