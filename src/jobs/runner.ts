@@ -222,7 +222,7 @@ export class JobRunner {
     });
     s.again = claimed.length === free;
     for (const job of claimed) {
-      const attempt = s.kind.attempt(job).finally(() => {
+      const attempt = this.attempt(s.kind, job).finally(() => {
         s.inFlight.delete(job.id);
         s.again = true;
         this.wake?.();
@@ -230,6 +230,19 @@ export class JobRunner {
       s.inFlight.set(job.id, attempt);
     }
     return claimed.length;
+  }
+
+  /**
+   * A kind records its own failures as outcomes, but one that throws anyway (a bug, a secret that no
+   * longer opens) must not end the process as an unhandled rejection, nor stop runOnce: the job
+   * keeps its lease, which runs out, and it is claimed again then.
+   */
+  private async attempt(kind: JobKind, job: { id: string }): Promise<void> {
+    try {
+      await kind.attempt(job);
+    } catch (err) {
+      this.options.logger.error({ err, kind: kind.name, jobId: job.id }, 'job attempt threw; it is claimed again when its lease runs out');
+    }
   }
 
   private async flush(): Promise<void> {

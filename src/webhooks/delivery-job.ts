@@ -26,6 +26,13 @@ export interface WebhookJobOptions {
   settings: WebhookSettings;
 }
 
+/** The endpoint's sealed secret does not open with this process's SECRET_KEY. */
+class UnreadableSecret extends Error {
+  constructor() {
+    super("the endpoint's signing secret could not be read");
+  }
+}
+
 /** How long a timed-out attempt keeps its slot after giving up (see attempt()). */
 const ABANDONED_SETTLE_MS = 100;
 
@@ -75,10 +82,21 @@ export class WebhookDeliveries implements JobKind<ClaimedDelivery> {
     }
   }
 
+  /** The endpoint's secret, and its previous one during the 24 h after a rotation. */
+  private signingSecrets(d: ClaimedDelivery, now: Date): string[] {
+    const secrets = [this.secret(d.secret_sealed)];
+    if (d.previous_secret_sealed && d.previous_secret_expires_at && new Date(d.previous_secret_expires_at) > now) secrets.push(this.secret(d.previous_secret_sealed));
+    return secrets;
+  }
+
   private secret(sealed: string): string {
     let plain = this.secretCache.get(sealed);
     if (plain === undefined) {
-      plain = this.options.secrets.decrypt(sealed);
+      try {
+        plain = this.options.secrets.decrypt(sealed);
+      } catch {
+        throw new UnreadableSecret();
+      }
       if (this.secretCache.size > 10_000) this.secretCache.clear();
       this.secretCache.set(sealed, plain);
     }
@@ -89,12 +107,10 @@ export class WebhookDeliveries implements JobKind<ClaimedDelivery> {
     const { clock, settings } = this.options;
     const now = clock.now();
     const body = JSON.stringify({ id: d.event_id, type: d.type, organizationId: d.organization_id, createdAt: new Date(d.created_at).toISOString(), data: d.data });
-    const secrets = [this.secret(d.secret_sealed)];
-    if (d.previous_secret_sealed && d.previous_secret_expires_at && new Date(d.previous_secret_expires_at) > now) secrets.push(this.secret(d.previous_secret_sealed));
-    const headers = webhookHeaders(secrets, d.event_id, Math.floor(now.getTime() / 1000), body);
     let code: number | null = null;
     let error: string | null = null;
     try {
+      const headers = webhookHeaders(this.signingSecrets(d, now), d.event_id, Math.floor(now.getTime() / 1000), body);
       const post = () => postWebhook(this.options.outbound, d.url, headers, body, settings.timeoutMs);
       code = tracing
         ? await tracing.inJobSpan('webhook.deliver', d.trace_context, { 'webhook.delivery.id': d.id, 'webhook.event.type': d.type, 'org.id': d.organization_id, 'webhook.attempt': d.attempts }, post)
@@ -102,7 +118,12 @@ export class WebhookDeliveries implements JobKind<ClaimedDelivery> {
       if (code >= 300 && code < 400) error = `redirect (${code}) not followed`;
       else if (code < 200 || code >= 300) error = `the endpoint answered ${code}`;
     } catch (err) {
-      error = err instanceof DeliveryFailure ? err.message : 'the delivery could not be sent';
+      if (err instanceof UnreadableSecret) {
+        // Nothing is sent unsigned: the attempt fails like any other and is retried on the usual schedule,
+        // so deliveries resume once the operator restores the SECRET_KEY the secret was sealed with.
+        this.options.logger.error({ endpointId: d.endpoint_id, deliveryId: d.id }, 'webhook signing secret could not be decrypted (SECRET_KEY changed?)');
+        error = err.message;
+      } else error = err instanceof DeliveryFailure ? err.message : 'the delivery could not be sent';
       // An abandoned request stays open at the endpoint until its connection's close reaches it;
       // the slot is held a moment longer so the next attempt never overlaps it there.
       if (err instanceof DeliveryFailure && err.timedOut) await new Promise((r) => setTimeout(r, ABANDONED_SETTLE_MS));

@@ -32,6 +32,19 @@ describe('webhook lifecycle over days', () => {
   const deliveries = async (org: OrgOwner, id: string) => (await t.http.get(`/v1/webhooks/${id}/deliveries`).set(...bearer(org.token))).body.items;
   const touch = (org: OrgOwner, id: string, description: string) => t.http.patch(`/v1/webhooks/${id}`).set(...bearer(org.token)).send({ description });
 
+  it('an endpoint secret that no longer decrypts fails the attempt, unsent and retried, without throwing out of the runner', async () => {
+    const org = await createOrganization(t, 'Unreadable');
+    const id = await endpoint(org, '/unreadable', ['webhook.updated']);
+    // As if SECRET_KEY had changed since the secret was sealed.
+    await t.db.updateTable('webhook_endpoints').set({ secret_sealed: 'v1.not-a-sealed-secret' }).where('id', '=', id).execute();
+    await touch(org, id, 'x');
+    // runOnce rejected here (and the service's loop ended the process with an unhandled rejection).
+    await expect(dispatcher.runOnce()).resolves.toBeGreaterThanOrEqual(1);
+    const [d] = await deliveries(org, id);
+    expect(d).toMatchObject({ status: 'pending', attempts: 1, lastError: "the endpoint's signing secret could not be read", lastStatusCode: null });
+    expect(receiver.received.filter((r) => r.path === '/unreadable')).toHaveLength(0);
+  });
+
   it('gives up after WEBHOOK_MAX_ATTEMPTS with backoff of about 5 s, 30 s, 2 min, 10 min, 1 h, 6 h, 12 h', async () => {
     const org = await createOrganization(t, 'Limit');
     const id = await endpoint(org, '/fail-limit', ['webhook.updated']);
