@@ -1,3 +1,4 @@
+import { newId } from '../../src/lib/ids';
 import * as oauth from 'openid-client';
 import { LOCAL_FAKES, TEST_SECRET_KEY } from '../support/app';
 import { addMember, asApiKey, bearer, createOrganization, type OrgMember, type OrgOwner } from '../support/factories';
@@ -101,6 +102,11 @@ describe('POST /v1/mcp-connections/{id}/access-token', () => {
     expect(listed.body).toEqual({ items: [{ workerId: worker.id, workerName: 'Research agent', clientId: worker.id, at: t.clock.now().toISOString() }], nextCursor: null });
     // Only the caller's own uses: the owner sees none of Alice's.
     expect((await uses(owner.token)).body).toEqual({ items: [], nextCursor: null });
+    // Alice's own export carries the loan (never the credential); the owner's does not.
+    const exported = await t.http.get('/v1/me/export').set(...bearer(alice.token)).buffer(true);
+    expect(JSON.parse(exported.text).connectionUses).toEqual([{ id: expect.any(String), organizationId: owner.organizationId, connectionId, workerId: worker.id, workerName: 'Research agent', clientId: worker.id, usedAt: t.clock.now().toISOString() }]);
+    expect(exported.text).not.toContain(secrets.accessToken);
+    expect(JSON.parse((await t.http.get('/v1/me/export').set(...bearer(owner.token)).buffer(true)).text).connectionUses).toEqual([]);
   });
 
   it('refreshes an expired token at the authorization server first (rotation kept), never lending the refresh token', async () => {
@@ -221,5 +227,15 @@ describe('GET /v1/me/mcp-connections/{id}/uses', () => {
     const foreign = await uses(other.token);
     expect(foreign.status).toBe(404);
     expect(foreign.body.error).toBe('connection_not_found');
+    // The member's export reads a long history in keyset pages of 1,000: every use once, oldest first.
+    const at = t.clock.now().getTime();
+    await t.db.insertInto('mcp_connection_uses').values(Array.from({ length: 1500 }, (_, i) => ({
+      id: newId('mcpConnectionUse'), organization_id: owner.organizationId, connection_id: connectionId, member_id: alice.memberId,
+      worker_id: worker.id, worker_name: 'Research agent', client_id: worker.id, used_at: new Date(at - 1_000_000 + Math.floor(i / 3) * 1000),
+    }))).execute();
+    const exported = JSON.parse((await t.http.get('/v1/me/export').set(...bearer(alice.token)).buffer(true)).text).connectionUses as { id: string; usedAt: string }[];
+    expect(exported).toHaveLength(1503);
+    expect(new Set(exported.map((u) => u.id)).size).toBe(1503);
+    expect(exported.map((u) => u.usedAt)).toEqual(exported.map((u) => u.usedAt).sort());
   });
 });

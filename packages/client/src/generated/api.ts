@@ -4206,7 +4206,8 @@ export interface components {
          *       "passkeys": [],
          *       "recoveryCodes": [],
          *       "authorizations": [],
-         *       "invitations": []
+         *       "invitations": [],
+         *       "connectionUses": []
          *     }
          */
         MyDataExport: {
@@ -4244,6 +4245,10 @@ export interface components {
             }[];
             /** @description Invitations sent to the user's address. */
             invitations: {
+                [key: string]: unknown;
+            }[];
+            /** @description Each time an agent borrowed one of the user's MCP connection credentials while acting for them (the credential broker), oldest first: connection, worker, client and when (never the credential). */
+            connectionUses: {
                 [key: string]: unknown;
             }[];
         };
