@@ -76,6 +76,24 @@ describe('the organization table registry', () => {
     expect(wrong).toEqual([]);
   });
 
+  it('finds each batch by an index: `delete` steps by one led by organization_id, `delete-via` by one led by the parent column', async () => {
+    // Without one, every batch scans the whole table, all tenants' rows, inside its transaction.
+    // Exempt: short-lived rows (login and OAuth states, exchange codes: minutes of them) and tables of a few
+    // rows per member or organization (authorizations, SCIM tokens, MCP connection grants).
+    const exempt = new Set(['organizations', 'oauth_states', 'sso_login_states', 'sso_exchange_codes', 'mcp_connection_grants', 'oauth_authorizations', 'scim_tokens']);
+    const { rows } = await sql<{ table: string; first: string }>`
+      SELECT i.indrelid::regclass::text AS table, a.attname AS first
+      FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] WHERE i.indpred IS NULL`.execute(t.db);
+    const leads = new Set(rows.map((r) => `${r.table}.${r.first}`));
+    const unindexed = PURGE_STEPS.flatMap((step) => {
+      if (exempt.has(step.table)) return [];
+      if (step.kind === 'delete') return leads.has(`${step.table}.organization_id`) ? [] : [`${step.table}.organization_id`];
+      if (step.kind === 'delete-via') return leads.has(`${step.table}.${step.column}`) && leads.has(`${step.parent}.organization_id`) ? [] : [`${step.table}.${step.column} via ${step.parent}`];
+      return [];
+    });
+    expect(unindexed).toEqual([]);
+  });
+
   it('indexes every column that references members, so a purge batch of members checks each reference by an index', async () => {
     // A member's delete runs one query per referencing table (cascade, SET NULL or check) with `column = $1`:
     // usable indexes lead with the column and are whole or partial on `column IS NOT NULL`.
