@@ -220,9 +220,7 @@ export function findGrantAuthorization(deps: AppDeps, grantKey: string): Promise
 /** The live authorization of a grant, stamped as used (a token is being issued under it), or undefined. */
 export async function useGrant(deps: AppDeps, grantKey: string): Promise<AuthorizationRow | undefined> {
   const now = deps.clock.now();
-  const row = await store.findLiveByGrant(deps.db, grantKey, now);
-  if (row) await store.touch(deps.db, row.id, now, new Date(now.getTime() + deps.settings.oauth.refreshTokenTtlSeconds * 1000));
-  return row;
+  return store.useLiveByGrant(deps.db, grantKey, now, new Date(now.getTime() + deps.settings.oauth.refreshTokenTtlSeconds * 1000));
 }
 
 /**

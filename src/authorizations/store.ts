@@ -103,8 +103,18 @@ export async function extend(db: Db, id: string, fields: { scopes: string[]; cli
 }
 
 /** A token was issued under it: last use now, and it lives another refresh lifetime. */
-export async function touch(db: Db, id: string, now: Date, expiresAt: Date): Promise<void> {
-  await db.updateTable('oauth_authorizations').set({ last_used_at: now, expires_at: expiresAt }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+/**
+ * The live authorization of a grant, stamped as used (`last_used_at`, its expiry moved to
+ * `expiresAt`) in the statement that finds it: a token issued under it (code or refresh) reads and
+ * stamps it in one round trip (test/api/token-round-trips.test.ts). The row as stamped, or undefined.
+ */
+export async function useLiveByGrant(db: Db, grantKey: string, now: Date, expiresAt: Date): Promise<AuthorizationRow | undefined> {
+  return db
+    .updateTable('oauth_authorizations')
+    .set({ last_used_at: now, expires_at: expiresAt })
+    .where('id', '=', (eb) => eb.selectFrom('oauth_authorizations as a').select('a.id').where('a.grant_key', '=', grantKey).where('a.revoked_at', 'is', null).where('a.expires_at', '>', now).limit(1))
+    .returningAll()
+    .executeTakeFirst();
 }
 
 export interface OAuthPolicy {
