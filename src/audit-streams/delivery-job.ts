@@ -9,6 +9,8 @@ import { retryDelayMs } from '../jobs/backoff';
 import { recordChange, streamBatch, systemContext, type StreamBatch } from '../audit';
 import { claimStreams, recordAccepted, recordFailed, recordPaused, type ClaimedStream } from './dispatch-store';
 import { SINKS, type SinkOutcome } from './sinks';
+import { RecordJsonCache } from './serialize';
+import { EntryWindows } from './entry-window';
 import type { StreamSecrets } from './config';
 
 export interface StreamJobOptions {
@@ -59,6 +61,10 @@ export class AuditStreamDeliveries implements JobKind<ClaimedStream> {
   readonly pollMs = 1000;
   readonly leaseMs: number;
   private outcomes: Attempted[] = [];
+  /** Each record serialized once for all the streams this process delivers, in slices that yield. */
+  private readonly json = new RecordJsonCache();
+  /** Each organization's latest entries, read once for all its streams in this process. */
+  private readonly windows = new EntryWindows();
 
   constructor(private readonly options: StreamJobOptions) {
     this.leaseMs = options.timeoutMs * 2 + 1000;
@@ -77,12 +83,13 @@ export class AuditStreamDeliveries implements JobKind<ClaimedStream> {
     let batch: StreamBatch = { records: [], lastSeq: stream.cursor_seq, lastId: null, lastCheckpointSeq: stream.checkpoint_seq };
     let outcome: SinkOutcome;
     try {
-      batch = await streamBatch(db, stream.organization_id, stream.cursor_seq, stream.checkpoint_seq, STREAM_BATCH, stream.locked_through_seq);
+      batch = await streamBatch(db, stream.organization_id, stream.cursor_seq, stream.checkpoint_seq, STREAM_BATCH, stream.locked_through_seq, this.windows.reader(db, stream.organization_id));
       if (batch.records.length === 0) outcome = { ok: true };
       else {
         const sink = SINKS[stream.type];
         const plain = JSON.parse(secrets.decrypt(stream.secrets_sealed)) as StreamSecrets;
-        outcome = await sink({ streamId: stream.id, organizationId: stream.organization_id, config: stream.config, secrets: plain, records: batch.records, outbound, timeoutMs, now: clock.now() });
+        const json = await this.json.serialize(batch.records);
+        outcome = await sink({ streamId: stream.id, organizationId: stream.organization_id, config: stream.config, secrets: plain, records: batch.records, json, outbound, timeoutMs, now: clock.now() });
       }
     } catch (err) {
       this.options.logger.error({ err, streamId: stream.id }, 'audit stream batch could not be prepared');

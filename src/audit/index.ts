@@ -41,4 +41,4 @@ export { recordChange, writeWithAudit, type Change, type Changes, type AuditEntr
 export { contextOfRequest, systemContext, actorOf, type AuditContext, type Actor, type ActorType } from './context';
 export { REDACTED, isSecretField } from './redact';
 export { created, deleted, changed } from './changes';
-export { streamBatch, headPosition, positionBefore, type StreamRecord, type StreamBatch, type CheckpointRecord } from './stream-source';
+export { streamBatch, entriesAfter, headPosition, positionBefore, type StreamRecord, type StreamBatch, type CheckpointRecord, type EntryReader, type PositionedEntry } from './stream-source';

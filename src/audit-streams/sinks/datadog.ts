@@ -15,11 +15,11 @@ export function datadogIntakeUrl(config: Record<string, unknown>): string {
  */
 export const datadogSink: Sink = async (batch) => {
   const body = JSON.stringify(
-    batch.records.map((record) => ({
+    batch.json.map((message) => ({
       ddsource: 'org-control-plane',
       service: 'org-control-plane-audit',
       ddtags: `organization_id:${batch.organizationId}`,
-      message: JSON.stringify(record),
+      message,
     })),
   );
   return postBatch(batch.outbound, datadogIntakeUrl(batch.config), { 'dd-api-key': batch.secrets.apiKey!, 'content-type': 'application/json' }, body, batch.timeoutMs);

@@ -75,7 +75,7 @@ export const s3Sink: Sink = async (batch) => {
     responseChecksumValidation: 'WHEN_REQUIRED',
     requestHandler: new OutboundHandler(batch.outbound, batch.timeoutMs),
   });
-  const body = batch.records.map((r) => `${JSON.stringify(r)}\n`).join('');
+  const body = batch.json.map((line) => `${line}\n`).join('');
   const key = batchKey(typeof batch.config.prefix === 'string' ? batch.config.prefix : '', batch.organizationId, batch.records[0]!.id, batch.records[batch.records.length - 1]!.id);
   try {
     await client.send(new PutObjectCommand({ Bucket: batch.config.bucket as string, Key: key, Body: body, ContentType: 'application/x-ndjson' }));

@@ -10,6 +10,8 @@ export interface SinkBatch {
   secrets: StreamSecrets;
   /** In chain order; never empty. */
   records: StreamRecord[];
+  /** `JSON.stringify` of each record, in the same order (made once for all the organization's streams: src/audit-streams/serialize.ts). */
+  json: readonly string[];
   outbound: Outbound;
   timeoutMs: number;
   now: Date;
