@@ -1,38 +1,14 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
 import type pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { startFakeHec, type FakeHec } from '../../test/fakes/splunk-hec';
+import type { SinksReady, SinksReceived } from './audit-sinks-worker';
 
 /** An audit stream's record as sinks receive it: an entry (with its id) or a checkpoint. */
 interface StreamRecord {
   id: string;
   kind?: string;
-}
-
-/** A local receiver for an https audit stream: each POST kept as received, checked after the load. */
-async function startHttpsSink(): Promise<{ url: string; received: { headers: Record<string, string>; body: string }[]; close(): Promise<void> }> {
-  const received: { headers: Record<string, string>; body: string }[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
-      received.push({ headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/siem`,
-    received,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
 }
 
 export interface StreamDelivery {
@@ -52,14 +28,19 @@ export interface StreamDelivery {
 }
 
 /**
- * Two audit streams of one organization on sinks in this process: `https` (a receiver verifying
- * Standard Webhooks signatures with the `standardwebhooks` package, after the load) and Splunk HEC
- * (test/fakes/splunk-hec.ts: the `Splunk` scheme, concatenated events, HEC's answers).
+ * Two audit streams of one organization on sinks in this process, on a worker thread of their own
+ * (./audit-sinks-worker.ts): `https` (a receiver verifying Standard Webhooks signatures with the
+ * `standardwebhooks` package, after the load) and Splunk HEC (test/fakes/splunk-hec.ts: the
+ * `Splunk` scheme, concatenated events, HEC's answers).
  */
 export async function startAuditSinks(serviceUrl: string, adminToken: string) {
-  const https = await startHttpsSink();
   const hecToken = 'bench-hec-0123456789abcdef';
-  const hec: FakeHec = await startFakeHec(hecToken, ['main']);
+  // A worker does not inherit tsx's hooks: it registers them before loading the TypeScript file.
+  const file = path.join(__dirname, 'audit-sinks-worker.ts');
+  const worker = new Worker(`require('tsx/cjs'); require(${JSON.stringify(file)});`, { eval: true, workerData: { hecToken } });
+  const [ready] = (await once(worker, 'message')) as [SinksReady];
+  const https = { url: ready.httpsUrl };
+  const hec = { url: ready.hecUrl };
   const create = async (body: object) => {
     const res = await fetch(`${serviceUrl}/v1/audit-streams`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     if (res.status !== 201) throw new Error(`POST /v1/audit-streams answered ${res.status}: ${await res.text()}`);
@@ -84,16 +65,18 @@ export async function startAuditSinks(serviceUrl: string, adminToken: string) {
     },
     /** What each sink received against the organization's chain (read from the database). */
     async check(pool: pg.Pool, organizationId: string): Promise<StreamDelivery[]> {
+      worker.postMessage('collect');
+      const [received] = (await once(worker, 'message')) as [SinksReceived];
       let badSignatures = 0;
       const httpsRecords: StreamRecord[] = [];
-      for (const r of https.received) {
+      for (const r of received.https) {
         try {
           httpsRecords.push(...(new Webhook(httpsStream.secret!).verify(r.body, r.headers) as { records: StreamRecord[] }).records);
         } catch {
           badSignatures++;
         }
       }
-      const hecRecords = hec.events.map((e) => e.event as unknown as StreamRecord);
+      const hecRecords = received.hecEvents.map((e) => (e as { event: StreamRecord }).event);
       const out: StreamDelivery[] = [];
       for (const [type, id, records] of [['https', httpsStream.item.id, httpsRecords], ['splunk_hec', hecStream.item.id, hecRecords]] as const) {
         const { rows } = await pool.query<{ id: string }>(
@@ -111,10 +94,16 @@ export async function startAuditSinks(serviceUrl: string, adminToken: string) {
           else if (at < next) duplicates++;
           else next++;
         }
-        out.push({ type, entries: entries.length, checkpoints: records.length - entries.length, missing: rows.length - next, outOfOrder, duplicates, badSignatures: type === 'https' ? badSignatures : 0, batches: type === 'https' ? https.received.length : hec.requests });
+        out.push({ type, entries: entries.length, checkpoints: records.length - entries.length, missing: rows.length - next, outOfOrder, duplicates, badSignatures: type === 'https' ? badSignatures : 0, batches: type === 'https' ? received.https.length : received.hecRequests });
       }
       return out;
     },
-    close: () => Promise.all([https.close(), hec.close()]),
+    /** Stops both sinks and the worker (the worker ends once its servers have closed). */
+    async close(): Promise<void> {
+      const exited = once(worker, 'exit');
+      worker.postMessage('close');
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+      await worker.terminate();
+    },
   };
 }
