@@ -18,6 +18,9 @@ export default async function globalSetup(): Promise<void> {
     const admin = new pg.Client({ connectionString: serverUrl(ADMIN_DATABASE) });
     await admin.connect();
     await admin.query(`CREATE DATABASE ${template}`);
+    // The migrations' commits need not wait for the disk either (as the test databases', see
+    // createTestDatabase): the template is thrown away with the run. A clone does not inherit it.
+    await admin.query(`ALTER DATABASE ${template} SET synchronous_commit = off`);
     await admin.end();
     const database = connectServer(serverUrl(template));
     await migrateToLatest(database.db);
