@@ -2,10 +2,10 @@
 // what differs between the two (the layer between the service and the engine: int8 and date
 // parsing, one connection, the embedded start; PGLITE in jest.config.js). Extra CLI args go to
 // jest (`npm test -- test/api/org.test.ts`; a file outside PGLITE runs on server Postgres only);
-// TEST_DBS=pg runs only one database.
+// TEST_DBS=pg runs only one database. The two runs go side by side (below, main).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createWriteStream, existsSync, readdirSync } from 'node:fs';
+import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -71,39 +71,56 @@ type JestReport = {
  * run files side by side, so they add up to about twice the wall time). docs/development.md
  * "Where CI's time goes" reads these lines.
  */
-function printTimes(db: Db, r: JestReport): void {
+function timesReport(db: Db, r: JestReport): string {
   const files = r.testResults
     .filter((f) => f.startTime && f.endTime)
     .map((f) => ({ file: path.relative(ROOT, f.name), seconds: (f.endTime! - f.startTime!) / 1000 }))
     .sort((a, b) => b.seconds - a.seconds);
   const wall = Math.max(r.startTime, ...r.testResults.map((f) => f.endTime ?? 0)) - r.startTime;
   const total = files.reduce((sum, f) => sum + f.seconds, 0);
-  console.log(`\n${db}: ${files.length} files, ${(wall / 1000).toFixed(0)} s wall, ${total.toFixed(0)} s in files; slowest:`);
-  for (const f of files.slice(0, 12)) console.log(`  ${f.seconds.toFixed(1).padStart(6)} s  ${f.file}`);
+  const lines = [`\n${db}: ${files.length} files, ${(wall / 1000).toFixed(0)} s wall, ${total.toFixed(0)} s in files; slowest:`];
+  for (const f of files.slice(0, 12)) lines.push(`  ${f.seconds.toFixed(1).padStart(6)} s  ${f.file}`);
+  return `${lines.join('\n')}\n`;
 }
 
-async function runJest(db: Db, args: string[]): Promise<RunResult> {
+interface RunOptions {
+  /** Jest's --maxWorkers when not its config's. */
+  workers?: number;
+  /** Where jest's output goes instead of this process's (printed by the caller when the run ends). */
+  logFile?: string;
+}
+
+async function runJest(db: Db, args: string[], options: RunOptions = {}): Promise<RunResult> {
   const dir = await mkdtemp(path.join(tmpdir(), `jest-${db}-`));
   const reportFile = path.join(dir, 'report.json');
   try {
     // NODE_OPTIONS is set, not inherited, so nothing of tsx's loader leaks into jest workers.
     const env = { ...process.env, TEST_DB: db, NODE_OPTIONS: '--experimental-vm-modules' };
+    const log = options.logFile ? createWriteStream(options.logFile) : undefined;
     const code = await new Promise<number>((resolve) => {
       // Files named on the command line that are not in the PGlite set leave that run empty.
       const empty = db === 'pglite' && args.length > 0 ? ['--passWithNoTests'] : [];
-      const child = spawn(process.execPath, [JEST_BIN, '--json', `--outputFile=${reportFile}`, ...empty, ...args], {
+      const workers = options.workers ? [`--maxWorkers=${options.workers}`] : [];
+      const child = spawn(process.execPath, [JEST_BIN, '--json', `--outputFile=${reportFile}`, ...workers, ...empty, ...args], {
         cwd: ROOT,
         env,
-        stdio: 'inherit',
+        stdio: log ? ['ignore', 'pipe', 'pipe'] : 'inherit',
       });
+      if (log) {
+        child.stdout?.pipe(log, { end: false });
+        child.stderr?.pipe(log, { end: false });
+      }
       child.on('error', () => resolve(1));
       child.on('close', (c) => resolve(c ?? 1));
     });
+    if (log) await new Promise<void>((resolve) => log.end(resolve));
     if (!existsSync(reportFile)) return { passed: 0, failed: 1, ok: false, note: `jest exited ${code} without a report (no tests matched, or jest crashed)` };
     const r = JSON.parse(await readFile(reportFile, 'utf8')) as JestReport;
     if (args.length === 0) {
       try {
-        printTimes(db, r);
+        const times = timesReport(db, r);
+        if (options.logFile) await appendFile(options.logFile, times);
+        else process.stdout.write(times);
       } catch (err) {
         console.error('Could not read the run\'s times:', err); // the times are a report, never a failure
       }
@@ -127,16 +144,36 @@ function selectedDbs(): Db[] {
   return raw as Db[];
 }
 
+/**
+ * Both databases run side by side: the PGlite run (its files on one worker, its output held back
+ * and printed after the server-Postgres run's) alongside the server-Postgres run's two workers. The
+ * server run's files wait much of their time (service processes starting, leases running out, mail
+ * and webhook receivers, Chromium), and the PGlite run's setup and files fill that time instead of
+ * following the server run. Each run still has its own template or data dir and report.
+ */
+async function runDb(db: Db, args: string[], options: RunOptions = {}): Promise<RunResult> {
+  if (db === 'pg' && !(await ensurePostgres())) return { passed: 0, failed: 1, ok: false, note: 'Postgres unavailable, not run' };
+  if (!options.logFile) console.log(`\n=== jest with TEST_DB=${db} ===`);
+  return runJest(db, args, options);
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
+  const dbs = selectedDbs();
   const results: [Db, RunResult][] = [];
-  for (const db of selectedDbs()) {
-    if (db === 'pg' && !(await ensurePostgres())) {
-      results.push([db, { passed: 0, failed: 1, ok: false, note: 'Postgres unavailable, not run' }]);
-      continue;
+  if (dbs.length === 1) {
+    results.push([dbs[0]!, await runDb(dbs[0]!, args)]);
+  } else {
+    const dir = await mkdtemp(path.join(tmpdir(), 'jest-side-'));
+    const logFile = path.join(dir, 'pglite.log');
+    try {
+      const [pg, pglite] = await Promise.all([runDb('pg', args), runDb('pglite', args, { workers: 1, logFile })]);
+      console.log('\n=== jest with TEST_DB=pglite (ran beside the server-Postgres run) ===');
+      process.stdout.write(await readFile(logFile, 'utf8').catch(() => ''));
+      results.push(['pg', pg], ['pglite', pglite]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
-    console.log(`\n=== jest with TEST_DB=${db} ===`);
-    results.push([db, await runJest(db, args)]);
   }
 
   console.log('');

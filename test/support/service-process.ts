@@ -28,10 +28,12 @@ const handedOut = new Set<number>();
  * kernel hands out for listen(0) is one it also gives outgoing connections as their source port,
  * and a connection of a test running beside this one could take it between the check and the
  * listen (EADDRINUSE). Each jest worker draws from its own thousand ports, so two test files
- * running side by side are never handed the same one.
+ * running side by side are never handed the same one; the PGlite run's workers, which run beside
+ * the server-Postgres run's (scripts/test-all.ts), draw from others than its workers of the same id.
  */
 export async function freePort(): Promise<number> {
-  const base = 20_000 + (Number(process.env.JEST_WORKER_ID ?? 0) % 12) * 1_000;
+  const worker = Number(process.env.JEST_WORKER_ID ?? 0) + (process.env.TEST_DB === 'pglite' ? 6 : 0);
+  const base = 20_000 + (worker % 12) * 1_000;
   // Bounded: ports taken by other programs are never handed out, so the loop cannot count on them.
   for (let tries = 0; tries < 5_000; tries++) {
     const port = base + Math.floor(Math.random() * 1_000);
