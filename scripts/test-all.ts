@@ -84,8 +84,6 @@ function timesReport(db: Db, r: JestReport): string {
 }
 
 interface RunOptions {
-  /** Jest's --maxWorkers when not its config's. */
-  workers?: number;
   /** Where jest's output goes instead of this process's (printed by the caller when the run ends). */
   logFile?: string;
 }
@@ -100,8 +98,7 @@ async function runJest(db: Db, args: string[], options: RunOptions = {}): Promis
     const code = await new Promise<number>((resolve) => {
       // Files named on the command line that are not in the PGlite set leave that run empty.
       const empty = db === 'pglite' && args.length > 0 ? ['--passWithNoTests'] : [];
-      const workers = options.workers ? [`--maxWorkers=${options.workers}`] : [];
-      const child = spawn(process.execPath, [JEST_BIN, '--json', `--outputFile=${reportFile}`, ...workers, ...empty, ...args], {
+      const child = spawn(process.execPath, [JEST_BIN, '--json', `--outputFile=${reportFile}`, ...empty, ...args], {
         cwd: ROOT,
         env,
         stdio: log ? ['ignore', 'pipe', 'pipe'] : 'inherit',
@@ -145,8 +142,10 @@ function selectedDbs(): Db[] {
 }
 
 /**
- * Both databases run side by side: the PGlite run (its files on one worker, its output held back
- * and printed after the server-Postgres run's) alongside the server-Postgres run's two workers. The
+ * Both databases run side by side: the PGlite run (its output held back and printed after the
+ * server-Postgres run's) alongside the server-Postgres run, two workers each. Not one worker for
+ * PGlite: jest runs a single worker's files in its own process, where a file's leftover handle
+ * would keep the run from ending instead of being reported and its worker ended. The
  * server run's files wait much of their time (service processes starting, leases running out, mail
  * and webhook receivers, Chromium), and the PGlite run's setup and files fill that time instead of
  * following the server run. Each run still has its own template or data dir and report.
@@ -167,7 +166,7 @@ async function main(): Promise<void> {
     const dir = await mkdtemp(path.join(tmpdir(), 'jest-side-'));
     const logFile = path.join(dir, 'pglite.log');
     try {
-      const [pg, pglite] = await Promise.all([runDb('pg', args), runDb('pglite', args, { workers: 1, logFile })]);
+      const [pg, pglite] = await Promise.all([runDb('pg', args), runDb('pglite', args, { logFile })]);
       console.log('\n=== jest with TEST_DB=pglite (ran beside the server-Postgres run) ===');
       process.stdout.write(await readFile(logFile, 'utf8').catch(() => ''));
       results.push(['pg', pg], ['pglite', pglite]);
