@@ -17,9 +17,21 @@ async function connect(): Promise<pg.Client> {
   return client;
 }
 
+/** The one connection the drops need: a server short of connections (53300) is asked again for a while. */
+async function connectRequired(): Promise<pg.Client> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await connect();
+    } catch (err) {
+      if ((err as { code?: string }).code !== '53300' || attempt >= 30) throw err;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
 export default async function globalTeardown(): Promise<void> {
   if (process.env.TEST_PG_TEMPLATE) {
-    const admin = await connect();
+    const admin = await connectRequired();
     const extra = (await Promise.allSettled(Array.from({ length: CONNECTIONS - 1 }, connect))).flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     try {
       // The run's test databases (left by their files: see createTestDatabase), then its template.
