@@ -160,8 +160,9 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const dbs = selectedDbs();
   const results: [Db, RunResult][] = [];
-  if (dbs.length === 1) {
-    results.push([dbs[0]!, await runDb(dbs[0]!, args)]);
+  if (dbs.length === 1 || process.env.TEST_SEQUENTIAL === '1') {
+    // TEST_SEQUENTIAL=1: one run after the other (to compare, or to read one run's output as it comes).
+    for (const db of dbs) results.push([db, await runDb(db, args)]);
   } else {
     const dir = await mkdtemp(path.join(tmpdir(), 'jest-side-'));
     const logFile = path.join(dir, 'pglite.log');
