@@ -16,6 +16,8 @@ function decodes(raw: string): boolean {
 
 /** `template` is the matched operation's path (`/v1/teams/{teamId}`). */
 export function malformedEncoding(path: string, template: string, originalUrl: string): ErrorDetail | null {
+  // Only a `%` can start a malformed escape: a URL without one (most requests) has nothing to check.
+  if (!originalUrl.includes('%') && !path.includes('%')) return null;
   const segments = path.split('/');
   const names = template.split('/');
   for (let i = 0; i < segments.length; i++) {

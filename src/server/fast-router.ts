@@ -138,7 +138,12 @@ export function installFastParsing(router: OpenAPIRouter): FastParse {
         if (parameter.content?.['application/json'] || parameter.explode === false) return undefined;
       }
     }
-    return { ...normalized, params, headers, query, cookies: {}, requestBody: body } as ParsedRequest;
+    // The library's result, `{...normalized, params, headers, query, cookies, requestBody}`, written
+    // out: the requests this server builds carry these fields only (toBackendRequest, invoke, and the
+    // validator's coerced copy with its params), and a spread of them was most of this function's
+    // time in bench scenario 1's profile (with the two spreads of ./dispatch.ts and the log line's
+    // in ./logging.ts: service CPU per request 0.268 against 0.295 ms, -9 %, one run, 12 rounds).
+    return { method: normalized.method, path: normalized.path, query, body: normalized.body, headers, params, cookies: {}, requestBody: body } as ParsedRequest;
   };
   router.parseRequest = ((req: RouterRequest, operation?: Operation) => fast(req, operation) ?? original(req, operation)) as typeof router.parseRequest;
   return fast;
