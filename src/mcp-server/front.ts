@@ -15,6 +15,7 @@ import { mcpResource, mcpResourceMetadata, mcpResourceMetadataUrl } from '../oau
 import bundled from '../../generated/openapi.json';
 import { deriveTools, tokenScheme, type ContractDocument, type ToolSpec } from './tools';
 import { policyOf, type McpPolicy } from './policy';
+import { plainListRequest, ToolListing } from './listing';
 
 // The SDK (zod, ajv inside) loads when /mcp first serves a request.
 /* eslint-disable @typescript-eslint/no-require-imports */
@@ -29,7 +30,8 @@ const sdk = lazy(() => ({
 /**
  * The control plane as an MCP server (docs/mcp-server.md), a front (src/contract/fronts.ts) on the
  * official SDK: `POST /mcp` speaks streamable HTTP, stateless (a server and a transport per
- * request, answers as JSON), to callers holding an access token issued for `PUBLIC_BASE_URL/mcp`.
+ * request, answers as JSON; a plain `tools/list` is answered from ./listing.ts's cache), to
+ * callers holding an access token issued for `PUBLIC_BASE_URL/mcp`.
  * Its tools are the contract's operations (./tools.ts); a call runs down the API's own dispatch
  * (`tools.invoke`), so its checks, audit entry and events are the HTTP call's.
  */
@@ -64,6 +66,7 @@ function mcpRouter(tools: FrontTools): Router {
   const metadataUrl = mcpResourceMetadataUrl(base);
   const catalogue = deriveTools(contract);
   const byName = new Map(catalogue.map((spec) => [spec.tool.name, spec]));
+  const listing = new ToolListing(catalogue);
   const scheme = tokenScheme(contract);
   const version = contract.info?.version ?? '0';
   const json = express.json({ limit: deps.settings.bodyLimitBytes, type: ['application/json', 'application/*+json'] });
@@ -112,11 +115,15 @@ function mcpRouter(tools: FrontTools): Router {
       return rpcError(res, 403, idOf(read.body), MCP_DISABLED, 'MCP is turned off for this organization (PUT /v1/org/mcp-policy with enabled: true turns it on).');
     }
 
+    // What this caller may call now: reading tools, writing ones while the policy allows them, each
+    // one the API would not refuse this principal.
+    const listed = () => catalogue.map((spec) => (spec.reads || policy.writes) && tools.refusal(spec.operationId, principal) === null);
+    const listId = plainListRequest(req, read.body);
+    if (listId !== undefined) return listing.send(res, listed(), listId);
+
     const { Server, Transport, types } = sdk();
     const server = new Server({ name: 'org-control-plane', version }, { capabilities: { tools: {} }, jsonSchemaValidator: validator() });
-    server.setRequestHandler(types.ListToolsRequestSchema, () => ({
-      tools: catalogue.filter((spec) => (spec.reads || policy.writes) && tools.refusal(spec.operationId, principal) === null).map((spec) => spec.tool),
-    }));
+    server.setRequestHandler(types.ListToolsRequestSchema, () => ({ tools: listing.tools(listed()) }));
     server.setRequestHandler(types.CallToolRequestSchema, async (request) => {
       const spec = byName.get(request.params.name);
       if (!spec) throw new types.McpError(types.ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);

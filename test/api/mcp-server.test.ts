@@ -122,6 +122,20 @@ describe('tools', () => {
     await asMember.close();
   });
 
+  it("answers a plain tools/list from its cache as the SDK's server answers it, each caller its own list", async () => {
+    const [asAdmin, asMember] = [await tokenFor(admin), await tokenFor(member)];
+    for (const token of [asAdmin, asMember, asAdmin]) {
+      const cached = await rpc(token, 'tools/list');
+      // A cursor is the SDK's to answer (one page: the same list).
+      const bySdk = await rpc(token, 'tools/list', { cursor: 'next' });
+      expect([cached.status, cached.headers['content-type']]).toEqual([200, bySdk.headers['content-type']]);
+      expect(cached.text).toBe(bySdk.text);
+    }
+    const names = async (token: string) => ((await rpc(token, 'tools/list')).body as { result: { tools: { name: string }[] } }).result.tools.map((tool) => tool.name);
+    expect(await names(asMember)).not.toContain('createTeam');
+    expect(await names(asAdmin)).toContain('createTeam');
+  });
+
   it('runs a call down the API: the team is made, answered as structured content, and audited as the service account', async () => {
     const client = await connect(await tokenFor(admin));
     const result = await client.callTool({ name: 'createTeam', arguments: { body: { name: 'Made over MCP' } } });
