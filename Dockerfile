@@ -49,4 +49,4 @@ EXPOSE 3000 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # The same node flags as `npm start` (docs/settings.md; test/seams/start-command checks they agree).
-CMD ["node", "--heap-growing-percent=150", "--expose-gc", "dist/src/main.js"]
+CMD ["node", "--heap-growing-percent=50", "--max-semi-space-size=8", "--expose-gc", "dist/src/main.js"]
