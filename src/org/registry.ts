@@ -12,12 +12,7 @@
 export type PurgeStep =
   /** Rows carrying the organization's id. */
   | { table: string; kind: 'delete' }
-  /**
-   * Rows owned through `column` → `parent.id` of a table that has `organization_id`: rows with no
-   * `organization_id` of their own, and large tables whose indexes lead with the parent's key rather
-   * than the organization's (a batch then walks that index under the parent's rows instead of
-   * scanning the whole table, every tenant's rows, once per batch).
-   */
+  /** Rows with no `organization_id`, owned through `column` → `parent.id` of a table that has one. */
   | { table: string; kind: 'delete-via'; column: string; parent: string }
   /** Another owner's rows pointing at the organization: the pointer is cleared, the row stays (a user's session, a user's account). */
   | { table: string; kind: 'detach'; column: string }
@@ -25,14 +20,13 @@ export type PurgeStep =
   | { table: string; kind: 'keep' };
 
 const del = (table: string): PurgeStep => ({ table, kind: 'delete' });
-const via = (table: string, column: string, parent: string): PurgeStep => ({ table, kind: 'delete-via', column, parent });
 
 export const PURGE_STEPS: readonly PurgeStep[] = [
   // Exports (the zip's chunks reference their export).
   del('organization_export_chunks'),
   del('organization_exports'),
   // Outbox and webhooks: deliveries reference events.
-  via('webhook_deliveries', 'endpoint_id', 'webhook_endpoints'),
+  del('webhook_deliveries'),
   del('events'),
   del('webhook_endpoints'),
   // The audit log (its largest table) and what signs it.
@@ -57,7 +51,7 @@ export const PURGE_STEPS: readonly PurgeStep[] = [
   del('telemetry_dimension_weekly_keys'),
   del('telemetry_dimension_weekly_counts'),
   // Workers (their creator is a member: before members).
-  via('worker_activity', 'worker_id', 'workers'),
+  del('worker_activity'),
   del('worker_online_intervals'),
   del('workers'),
   // MCP connections and their accounts.
@@ -67,15 +61,15 @@ export const PURGE_STEPS: readonly PurgeStep[] = [
   del('mcp_connection_grants'),
   del('mcp_connections'),
   // Resources and their grants.
-  via('llm_provider_grants', 'llm_provider_id', 'llm_providers'),
+  del('llm_provider_grants'),
   del('llm_providers'),
   del('templates'),
-  via('connector_instance_grants', 'connector_instance_id', 'connector_instances'),
+  del('connector_instance_grants'),
   del('connector_instances'),
-  via('marketplace_grants', 'marketplace_id', 'marketplaces'),
-  via('plugin_grants', 'plugin_id', 'plugins'),
-  via('marketplace_plugins', 'marketplace_id', 'marketplaces'),
-  via('plugin_components', 'plugin_id', 'plugins'),
+  del('marketplace_grants'),
+  del('plugin_grants'),
+  del('marketplace_plugins'),
+  del('plugin_components'),
   del('plugins'),
   del('marketplaces'),
   // Clients and policies.
@@ -86,22 +80,22 @@ export const PURGE_STEPS: readonly PurgeStep[] = [
   del('organization_mcp_policies'),
   del('organization_auth_policies'),
   // SSO: SAML assertions carry only their connection.
-  via('sso_saml_assertions', 'connection_id', 'sso_connections'),
+  { table: 'sso_saml_assertions', kind: 'delete-via', column: 'connection_id', parent: 'sso_connections' },
   del('sso_exchange_codes'),
   del('sso_login_states'),
-  via('sso_identities', 'connection_id', 'sso_connections'),
+  del('sso_identities'),
   del('sso_domains'),
   del('sso_connections'),
   // SCIM.
-  via('directory_group_members', 'team_id', 'teams'),
+  del('directory_group_members'),
   del('directory_users'),
   del('directory_user_counts'),
   del('scim_tokens'),
   // Credentials, teams, people.
-  via('service_account_secrets', 'service_account_id', 'service_accounts'),
+  del('service_account_secrets'),
   del('service_accounts'),
   del('api_keys'),
-  via('team_members', 'team_id', 'teams'),
+  del('team_members'),
   del('teams'),
   del('invitations'),
   del('members'),

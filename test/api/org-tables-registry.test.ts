@@ -76,34 +76,25 @@ describe('the organization table registry', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('finds each batch by an index: `delete` steps by one led by organization_id, `delete-via` by one led by the parent column', async () => {
-    // Without one, every batch scans the whole table, all tenants' rows, inside its transaction.
-    // Exempt: short-lived rows (login and OAuth states, exchange codes: minutes of them) and tables of a few
-    // rows per member or organization (authorizations, SCIM tokens, MCP connection grants).
-    const exempt = new Set(['organizations', 'oauth_states', 'sso_login_states', 'sso_exchange_codes', 'mcp_connection_grants', 'oauth_authorizations', 'scim_tokens']);
-    const { rows } = await sql<{ table: string; first: string }>`
-      SELECT i.indrelid::regclass::text AS table, a.attname AS first
-      FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] WHERE i.indpred IS NULL`.execute(t.db);
-    const leads = new Set(rows.map((r) => `${r.table}.${r.first}`));
-    const unindexed = PURGE_STEPS.flatMap((step) => {
-      if (exempt.has(step.table)) return [];
-      if (step.kind === 'delete') return leads.has(`${step.table}.organization_id`) ? [] : [`${step.table}.organization_id`];
-      if (step.kind === 'delete-via') return leads.has(`${step.table}.${step.column}`) && leads.has(`${step.parent}.organization_id`) ? [] : [`${step.table}.${step.column} via ${step.parent}`];
-      return [];
-    });
-    expect(unindexed).toEqual([]);
-  });
-
-  it('indexes every column that references members, so a purge batch of members checks each reference by an index', async () => {
-    // A member's delete runs one query per referencing table (cascade, SET NULL or check) with `column = $1`:
-    // usable indexes lead with the column and are whole or partial on `column IS NOT NULL`.
-    const { rows } = await sql<{ child: string; column_name: string }>`
+  // A parent's delete runs one query per referencing table (cascade, SET NULL or check) with `column = $1`:
+  // usable indexes lead with the column and are whole or partial on `column IS NOT NULL`.
+  const unindexedReferencesTo = async (parent: string) =>
+    (
+      await sql<{ child: string; column_name: string }>`
       SELECT c.conrelid::regclass::text AS child, a.attname AS column_name
       FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
-      WHERE c.contype = 'f' AND c.confrelid = 'members'::regclass
+      WHERE c.contype = 'f' AND c.confrelid = ${parent}::regclass
         AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1]
           AND (i.indpred IS NULL OR pg_get_expr(i.indpred, i.indrelid) = '(' || a.attname || ' IS NOT NULL)'))
-      ORDER BY 1, 2`.execute(t.db);
-    expect(rows.map((r) => `${r.child}.${r.column_name}`)).toEqual([]);
+      ORDER BY 1, 2`.execute(t.db)
+    ).rows.map((r) => `${r.child}.${r.column_name}`);
+
+  it('indexes every column that references members, so a purge batch of members checks each reference by an index', async () => {
+    expect(await unindexedReferencesTo('members')).toEqual([]);
+  });
+
+  it('indexes every column that references organizations, so the purge\'s last delete checks each table by an index', async () => {
+    // Without one, deleting the organization row scans the whole table, every tenant's rows and the purge's dead ones.
+    expect(await unindexedReferencesTo('organizations')).toEqual([]);
   });
 });

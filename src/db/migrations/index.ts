@@ -48,6 +48,7 @@ import * as oauthRegisteredClients from './20261214_0900_oauth_registered_client
 import * as delegations from './20261214_1000_delegations';
 import * as mcpConnectionUses from './20261215_0100_mcp_connection_uses';
 import * as memberReferenceIndexes from './20261215_0200_member_reference_indexes';
+import * as organizationReferenceIndexes from './20261216_0100_organization_reference_indexes';
 
 /**
  * Migrations are listed here rather than read from the folder, so the compiled service, tsx and
@@ -104,6 +105,7 @@ const migrations: Record<string, Migration> = {
   '20261214_1000_delegations': delegations,
   '20261215_0100_mcp_connection_uses': mcpConnectionUses,
   '20261215_0200_member_reference_indexes': memberReferenceIndexes,
+  '20261216_0100_organization_reference_indexes': organizationReferenceIndexes,
 };
 
 export const migrationProvider: MigrationProvider = {
