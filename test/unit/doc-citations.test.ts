@@ -82,7 +82,7 @@ interface Repository {
 const URL_PATTERN = /\b[a-z][a-z0-9+.-]*:\/\/[^\s)'"`>\]]+/gi;
 // A name in a string literal ('latest.md', a file a script writes) is not a citation.
 const MD_CITATION = /(?<![\w/.'"-])((?:\.{1,2}\/|[\w-]+\/)*[\w-]+\.md)(#[\w-]+|\s+"([^"\n]+)")?(\s*§\s*\d+)?/g;
-// A kebab-case name before `§N`, or a lone topic before a comma in brackets: `(webhooks, §2)`.
+// A kebab-case name before `§N`, or a lone topic before a comma in brackets: `(<topic>, §N)`.
 const NUMBERED_CITATION = /(?<![\w/.-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)\s?§\s?(\d+)|(?<=\()([a-z][a-z0-9]*), §\s?(\d+)/g;
 
 /** The citations in one text that do not resolve in the repository. */
